@@ -1,0 +1,16 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Avenues",
+    // Synchronization.Mutex needs these Apple releases; Linux has it with Swift 6.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Avenues", targets: ["Avenues"]),
+    ],
+    targets: [
+        .target(name: "Avenues"),
+        .testTarget(name: "AvenuesTests", dependencies: ["Avenues"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

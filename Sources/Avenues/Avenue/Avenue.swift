@@ -1,0 +1,269 @@
+import Synchronization
+
+/// Loads values for the rows of a list by row index: shown rows first, each key once, stored by key.
+///
+/// `Index` is where a value is shown (a row), `Key` says what to load (a URL, a path, an id), and
+/// `Value` is the result. The avenue keeps which row shows which key; results are kept in `storage`
+/// **by key**, so two rows showing one key share one value, rows can move, and a disk cache stays
+/// valid across runs. Work goes through an ``AutoProcessor``, which runs each key once at a time.
+///
+/// ```swift
+/// let avenue = Avenue<Int, String, Int>(
+///     storage: MemoryStorage(countLimit: 1_000),
+///     processor: ClosureProcessor { path in try await lineCount(of: path) }
+/// )
+/// avenue.onStateChange = { row in redraw(row) }
+/// avenue.prepareItem(for: paths[7], at: 7)   // on screen: starts (or joins) the work
+/// let lines = avenue.item(at: 7)              // nil until loaded; then the value
+/// avenue.cancel(at: 7)                        // scrolled away: drop this row's claim
+/// ```
+///
+/// Every method is thread-safe and returns without waiting for work. A row is told once per change
+/// (`onStateChange`, ``changes``), after its value is readable with ``item(at:)``; callbacks of one
+/// avenue never run concurrently, and once ``cancel(at:)`` returns that row hears nothing more about
+/// the load it cancelled. Releasing the avenue releases its claims.
+public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// Called with a row whose state changed.
+    public typealias StateChangeHandler = @Sendable (Index) -> Void
+    /// Called with the error and the row whose load failed.
+    public typealias ErrorHandler = @Sendable (any Error, Index) -> Void
+
+    /// Where results are kept, by key.
+    public let storage: any Storage<Key, Value>
+    /// What makes the values; shared de-duplication if it is shared with other avenues.
+    public let processor: AutoProcessor<Key, Value>
+    /// Where callbacks run.
+    public let callbackMode: CallbackMode
+
+    private typealias Machine = AvenueStateMachine<Index, Key, AutoProcessor<Key, Value>.Claim>
+    private typealias Tagged = AvenueChanges<Index>.Tagged
+
+    private struct Handlers {
+        var onStateChange: StateChangeHandler?
+        var onError: ErrorHandler?
+    }
+
+    private struct Subscribers {
+        var next: UInt64 = 0
+        var continuations: [UInt64: AsyncStream<Tagged>.Continuation] = [:]
+    }
+
+    private let state = Mutex(Machine())
+    private let handlers = Mutex(Handlers())
+    private let subscribers = Mutex(Subscribers())
+    /// Held while callbacks run, so `cancel` can wait out a delivery in progress on another thread.
+    private let deliveryLock = Mutex(())
+    /// The thread inside `deliveryLock`, so a callback that cancels does not wait for itself.
+    private let deliveringThread = Atomic<UInt>(0)
+
+    /// Creates an avenue.
+    ///
+    /// - Parameters:
+    ///   - storage: where values are kept, by key. Read synchronously by ``item(at:)``.
+    ///   - processor: what makes values. An ``AutoProcessor`` is used as it is (so avenues can share
+    ///     one); any other processor is wrapped in a new `AutoProcessor` with its default settings.
+    ///   - callbackMode: where callbacks run; `.completingThread` by default.
+    public init(
+        storage: some Storage<Key, Value>,
+        processor: some Processor<Key, Value>,
+        callbackMode: CallbackMode = .completingThread
+    ) {
+        self.storage = storage
+        self.processor = (processor as? AutoProcessor<Key, Value>) ?? AutoProcessor(processor)
+        self.callbackMode = callbackMode
+    }
+
+    deinit {
+        let claims = state.withLock { $0.releaseAll().release }
+        for claim in claims { processor.release(claim) }
+        subscribers.withLock { subscribers in
+            for continuation in subscribers.continuations.values { continuation.finish() }
+        }
+    }
+
+    // MARK: Callbacks
+
+    /// Called with a row whose state changed: loaded, failed, or cancelled by a shared processor.
+    /// Never called for a row's own `prepareItem` that found its value stored (read it right away).
+    public var onStateChange: StateChangeHandler? {
+        get { handlers.withLock { $0.onStateChange } }
+        set { handlers.withLock { $0.onStateChange = newValue } }
+    }
+
+    /// Called with the error and the row when a load fails, just before `onStateChange` for that row.
+    public var onError: ErrorHandler? {
+        get { handlers.withLock { $0.onError } }
+        set { handlers.withLock { $0.onError = newValue } }
+    }
+
+    /// The rows' changes as an async sequence, for front ends that `for await`. Each access makes a
+    /// new subscription that receives the changes from then on (unbuffered changes are never lost;
+    /// an event for a row released before it is read is skipped). Ends when the avenue is released.
+    public var changes: AvenueChanges<Index> {
+        let (stream, continuation) = AsyncStream<Tagged>.makeStream()
+        let id = subscribers.withLock { subscribers in
+            subscribers.next &+= 1
+            subscribers.continuations[subscribers.next] = continuation
+            return subscribers.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return AvenueChanges(stream: stream) { [weak self] index, ticket in
+            self?.state.withLock { $0.isCurrent(index, ticket: ticket) } ?? false
+        }
+    }
+
+    // MARK: Rows
+
+    /// Row `index` shows `key`: if the value is stored there is nothing to do (read it with
+    /// ``item(at:)`` right away); if the key is loading, the row joins that load; else a load starts.
+    ///
+    /// A row showing another key is moved to `key` (its old claim is dropped). Preparing a row that
+    /// already waits for `key` only updates its priority, so calling this on every redraw is cheap.
+    /// A failed row is retried.
+    ///
+    /// - Parameter priority: `.visible` (the default) or `.prefetch`.
+    public func prepareItem(for key: Key, at index: Index, priority: LoadPriority = .visible) {
+        var (waiting, settled, epoch) = state.withLock { machine in
+            (machine.isWaiting(at: index, for: key, priority: priority),
+             machine.isSettled(at: index, on: key),
+             machine.storeEpoch)
+        }
+        if waiting { return }
+        while true {
+            // Read outside the lock: a storage may be slow (a disk layer) and `item(at:)` must not wait.
+            let stored = storage.value(for: key) != nil
+            if stored, settled { return }
+            let outcome: (retryAt: UInt64?, release: [AutoProcessor<Key, Value>.Claim]) = state.withLock { machine in
+                switch machine.prepare(key, at: index, priority: priority, stored: stored, epoch: epoch) {
+                case .retry:
+                    return (machine.storeEpoch, [])
+                case .done(let effects):
+                    return (nil, apply(effects, to: &machine))
+                }
+            }
+            for claim in outcome.release { processor.release(claim) }
+            guard let newEpoch = outcome.retryAt else { return }
+            (waiting, settled, epoch) = (false, false, newEpoch)
+        }
+    }
+
+    /// The value row `index` shows, or `nil` if it is not loaded. Reads storage; never waits for work.
+    public func item(at index: Index) -> Value? {
+        guard let key = key(at: index) else { return nil }
+        return storage.value(for: key)
+    }
+
+    /// The key row `index` is assigned to, if any.
+    public func key(at index: Index) -> Key? {
+        state.withLock { $0.rows[index]?.key }
+    }
+
+    /// What row `index` shows now.
+    public func state(at index: Index) -> ItemState {
+        guard let row = state.withLock({ $0.rows[index] }) else { return .empty }
+        switch row.phase {
+        case .waiting: return .loading
+        case .failed(let error): return .failed(error)
+        case .settled: return storage.value(for: row.key) != nil ? .loaded : .empty
+        }
+    }
+
+    /// Releases row `index`: drops its claim (the work stops if no other row or caller wants the key)
+    /// and forgets the row. The value stays in storage. When this returns, no callback for the row
+    /// is running on another thread or will start.
+    public func cancel(at index: Index) {
+        finishCancelling(state.withLock { machine in apply(machine.release(index), to: &machine) })
+    }
+
+    /// Stops loading `key` for every row of this avenue; those rows are forgotten. Other users of a
+    /// shared processor keep their claims.
+    public func cancelProcessing(of key: Key) {
+        finishCancelling(state.withLock { machine in apply(machine.cancelLoad(of: key), to: &machine) })
+    }
+
+    /// Releases every row and claim of this avenue. The avenue stays usable.
+    public func cancelAll() {
+        finishCancelling(state.withLock { machine in apply(machine.releaseAll(), to: &machine) })
+    }
+
+    /// Counters of what the avenue has done.
+    public var statistics: AvenueStatistics {
+        state.withLock { $0.statistics }
+    }
+
+    /// Sizes of the avenue's tables: assigned rows and loads in flight.
+    public var tableSizes: (rows: Int, loads: Int) {
+        state.withLock { ($0.rows.count, $0.loads.count) }
+    }
+
+    // MARK: Internals
+
+    /// Makes the processor calls that are safe under the lock (they never call out) and returns the
+    /// claims to release after it.
+    private func apply(_ effects: Machine.Effects, to machine: inout Machine) -> [AutoProcessor<Key, Value>.Claim] {
+        if let start = effects.start {
+            let claim = processor.claim(start.key, priority: start.priority) { [weak self] result in
+                self?.finish(start.key, loadID: start.loadID, result: result)
+            }
+            machine.attach(claim, to: start.key, loadID: start.loadID)
+        }
+        for change in effects.reprioritize {
+            processor.setPriority(change.priority, for: change.claim)
+        }
+        return effects.release
+    }
+
+    private func finishCancelling(_ claims: [AutoProcessor<Key, Value>.Claim]) {
+        for claim in claims { processor.release(claim) }
+        // Wait out a delivery running on another thread, unless this call comes from inside it.
+        if deliveringThread.load(ordering: .relaxed) != ThreadIdentity.current {
+            deliveryLock.withLock { _ in }
+        }
+    }
+
+    /// A load finished on a processor worker.
+    private func finish(_ key: Key, loadID: UInt64, result: Result<Value, any Error>) {
+        let outcome: Result<Void, any Error>
+        switch result {
+        case .success(let value):
+            // Stored before rows are told, so `item(at:)` reads it in the callback.
+            storage.set(value, for: key)
+            outcome = .success(())
+        case .failure(let error):
+            outcome = .failure(error)
+        }
+        let deliveries = state.withLock { $0.complete(key, loadID: loadID, result: outcome) }
+        guard !deliveries.isEmpty else { return }
+        callbackMode.run { [self] in deliver(deliveries) }
+    }
+
+    private func deliver(_ deliveries: [Machine.Delivery]) {
+        deliveryLock.withLock { _ in
+            deliveringThread.store(ThreadIdentity.current, ordering: .relaxed)
+            defer { deliveringThread.store(0, ordering: .relaxed) }
+            let handlers = handlers.withLock { $0 }
+            let subscribers = subscribers.withLock { Array($0.continuations.values) }
+            for delivery in deliveries {
+                // Checked before each callback: an earlier callback may have released the row.
+                func isCurrent() -> Bool {
+                    state.withLock { $0.isCurrent(delivery.index, ticket: delivery.ticket) }
+                }
+                let event: AvenueEvent<Index>.Change
+                switch delivery.change {
+                case .loaded: event = .loaded
+                case .cancelled: event = .cancelled
+                case .failed(let error):
+                    event = .failed(error)
+                    if let onError = handlers.onError, isCurrent() { onError(error, delivery.index) }
+                }
+                if let onStateChange = handlers.onStateChange, isCurrent() { onStateChange(delivery.index) }
+                if !subscribers.isEmpty, isCurrent() {
+                    let tagged = Tagged(event: AvenueEvent(index: delivery.index, change: event), ticket: delivery.ticket)
+                    for subscriber in subscribers { subscriber.yield(tagged) }
+                }
+            }
+        }
+    }
+}

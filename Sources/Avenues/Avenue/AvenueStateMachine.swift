@@ -1,0 +1,245 @@
+/// Everything ``Avenue`` decides, as a pure value: which row shows which key, which keys are loading
+/// for which rows, and which notifications are still current.
+///
+/// - A row has a **ticket** that changes whenever what the row waits for changes (another key, a
+///   retry, a release). A notification carries the ticket it was made for and is delivered only if
+///   the row still has it, so a released or reassigned row is never told about an old load.
+/// - A **load** exists per key while it is in flight, with one processor claim for all of its rows;
+///   its priority is the highest of its rows'. The last row leaving releases the claim.
+/// - `storeEpoch` counts completed loads, so `prepare` can tell whether a storage miss it saw
+///   before taking the lock may be stale.
+struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, Claim> {
+    enum RowPhase {
+        /// Not waiting: the value is whatever storage holds for the key (possibly nothing).
+        case settled
+        case waiting(LoadPriority)
+        case failed(any Error)
+    }
+
+    struct Row {
+        var key: Key
+        var ticket: UInt64
+        var phase: RowPhase
+    }
+
+    struct Load {
+        let id: UInt64
+        var claim: Claim?
+        /// Rows waiting, with the priority each asked for; usually one or two.
+        var rows: [(index: Index, priority: LoadPriority)]
+        /// The priority the claim has in the processor.
+        var claimed: LoadPriority
+
+        var wanted: LoadPriority {
+            rows.contains { $0.priority == .visible } ? .visible : .prefetch
+        }
+    }
+
+    /// What a change of a row means to its observers.
+    enum Change {
+        case loaded
+        case failed(any Error)
+        /// The load was cancelled by someone else (the shared processor); the row is empty again.
+        case cancelled
+    }
+
+    struct Delivery {
+        let index: Index
+        let ticket: UInt64
+        let change: Change
+    }
+
+    /// Processor calls to make. `start`, `reprioritize` are made inside the lock (they never call
+    /// out); `release` after it (cancelling work runs its cancellation handlers).
+    struct Effects {
+        var start: (key: Key, loadID: UInt64, priority: LoadPriority)?
+        var reprioritize: [(claim: Claim, priority: LoadPriority)] = []
+        var release: [Claim] = []
+    }
+
+    enum PrepareOutcome {
+        /// A storage miss seen before the lock may be stale (a load completed since): read again.
+        case retry
+        case done(Effects)
+    }
+
+    private(set) var rows: [Index: Row] = [:]
+    private(set) var loads: [Key: Load] = [:]
+    private(set) var storeEpoch: UInt64 = 0
+    private(set) var statistics = AvenueStatistics()
+    private var nextTicket: UInt64 = 0
+    private var nextLoadID: UInt64 = 0
+
+    // MARK: Rows
+
+    /// `true` when `prepare` would change nothing: the row already waits for `key` at `priority`.
+    func isWaiting(at index: Index, for key: Key, priority: LoadPriority) -> Bool {
+        guard let row = rows[index], row.key == key, case .waiting(let current) = row.phase else { return false }
+        return current == priority
+    }
+
+    /// `true` when the row shows `key` and is not waiting or failed, so a storage hit means done.
+    func isSettled(at index: Index, on key: Key) -> Bool {
+        guard let row = rows[index], row.key == key, case .settled = row.phase else { return false }
+        return true
+    }
+
+    /// Row `index` wants `key`. `stored` says whether storage had it when read at `epoch`.
+    mutating func prepare(
+        _ key: Key, at index: Index, priority: LoadPriority, stored: Bool, epoch: UInt64
+    ) -> PrepareOutcome {
+        if !stored, loads[key] == nil, epoch != storeEpoch { return .retry }
+        var effects = Effects()
+        if let row = rows[index], row.key == key {
+            switch row.phase {
+            case .waiting(let current):
+                if current != priority { setRowPriority(priority, at: index, key: key, into: &effects) }
+                return .done(effects)
+            case .settled where stored:
+                return .done(effects)
+            case .settled, .failed:
+                break  // evicted since, or a retry after a failure
+            }
+        } else if rows[index] != nil {
+            detach(index, into: &effects)
+        }
+        nextTicket &+= 1
+        if stored {
+            statistics.cacheHits += 1
+            rows[index] = Row(key: key, ticket: nextTicket, phase: .settled)
+            return .done(effects)
+        }
+        rows[index] = Row(key: key, ticket: nextTicket, phase: .waiting(priority))
+        if let loadIndex = loads.index(forKey: key) {
+            loads.values[loadIndex].rows.append((index, priority))
+            followPriority(of: loadIndex, into: &effects)
+        } else {
+            nextLoadID &+= 1
+            loads[key] = Load(id: nextLoadID, claim: nil, rows: [(index, priority)], claimed: priority)
+            statistics.loadsStarted += 1
+            effects.start = (key, nextLoadID, priority)
+        }
+        return .done(effects)
+    }
+
+    /// Records the processor claim made for a load just started.
+    mutating func attach(_ claim: Claim, to key: Key, loadID: UInt64) {
+        guard let index = loads.index(forKey: key), loads.values[index].id == loadID else {
+            preconditionFailure("Invalid state: a load vanished while its claim was made under the lock")
+        }
+        loads.values[index].claim = claim
+    }
+
+    /// Row `index` no longer wants anything: it is forgotten, and its load released if it was the last row.
+    mutating func release(_ index: Index) -> Effects {
+        var effects = Effects()
+        if rows[index] != nil { detach(index, into: &effects) }
+        rows[index] = nil
+        return effects
+    }
+
+    /// Every row waiting for `key` is forgotten and the load released.
+    mutating func cancelLoad(of key: Key) -> Effects {
+        var effects = Effects()
+        guard let load = loads.removeValue(forKey: key) else { return effects }
+        for row in load.rows { rows[row.index] = nil }
+        if let claim = load.claim { effects.release.append(claim) }
+        statistics.loadsCancelled += 1
+        return effects
+    }
+
+    /// Every row is forgotten and every load released.
+    mutating func releaseAll() -> Effects {
+        var effects = Effects()
+        effects.release = loads.values.compactMap(\.claim)
+        statistics.loadsCancelled += loads.count
+        loads = [:]
+        rows = [:]
+        return effects
+    }
+
+    // MARK: Completion
+
+    /// The load `loadID` of `key` finished. A success must already be in storage.
+    mutating func complete(_ key: Key, loadID: UInt64, result: Result<Void, any Error>) -> [Delivery] {
+        guard let index = loads.index(forKey: key), loads.values[index].id == loadID else { return [] }
+        let load = loads.remove(at: index).value
+        let phase: RowPhase
+        let change: Change
+        switch result {
+        case .success:
+            storeEpoch &+= 1
+            statistics.loadsCompleted += 1
+            (phase, change) = (.settled, .loaded)
+        case .failure(let error) where error is CancellationError:
+            statistics.loadsCancelled += 1
+            (phase, change) = (.settled, .cancelled)
+        case .failure(let error):
+            statistics.loadsFailed += 1
+            (phase, change) = (.failed(error), .failed(error))
+        }
+        return load.rows.compactMap { row in
+            guard let rowIndex = rows.index(forKey: row.index) else { return nil }
+            rows.values[rowIndex].phase = phase
+            return Delivery(index: row.index, ticket: rows.values[rowIndex].ticket, change: change)
+        }
+    }
+
+    /// `true` while row `index` still has `ticket`, i.e. a notification made for it is current.
+    func isCurrent(_ index: Index, ticket: UInt64) -> Bool {
+        rows[index]?.ticket == ticket
+    }
+
+    // MARK: Helpers
+
+    /// Takes row `index` out of the load it waits on, if any.
+    private mutating func detach(_ index: Index, into effects: inout Effects) {
+        guard let row = rows[index], case .waiting = row.phase,
+              let loadIndex = loads.index(forKey: row.key)
+        else { return }
+        loads.values[loadIndex].rows.removeAll { $0.index == index }
+        if loads.values[loadIndex].rows.isEmpty {
+            let load = loads.remove(at: loadIndex).value
+            if let claim = load.claim { effects.release.append(claim) }
+            statistics.loadsCancelled += 1
+        } else {
+            followPriority(of: loadIndex, into: &effects)
+        }
+    }
+
+    private mutating func setRowPriority(_ priority: LoadPriority, at index: Index, key: Key, into effects: inout Effects) {
+        guard let rowIndex = rows.index(forKey: index), let loadIndex = loads.index(forKey: key),
+              let slot = loads.values[loadIndex].rows.firstIndex(where: { $0.index == index })
+        else { preconditionFailure("Invalid state: a waiting row is missing from its load") }
+        rows.values[rowIndex].phase = .waiting(priority)
+        loads.values[loadIndex].rows[slot].priority = priority
+        followPriority(of: loadIndex, into: &effects)
+    }
+
+    private mutating func followPriority(of loadIndex: Dictionary<Key, Load>.Index, into effects: inout Effects) {
+        let wanted = loads.values[loadIndex].wanted
+        guard wanted != loads.values[loadIndex].claimed else { return }
+        loads.values[loadIndex].claimed = wanted
+        if let claim = loads.values[loadIndex].claim { effects.reprioritize.append((claim, wanted)) }
+    }
+}
+
+/// Counters of what an ``Avenue`` has done since it was created.
+public struct AvenueStatistics: Sendable, Hashable {
+    /// Rows prepared whose value was already stored.
+    public var cacheHits = 0
+    /// Loads started (one per key, however many rows wait for it).
+    public var loadsStarted = 0
+    /// Loads that produced a value.
+    public var loadsCompleted = 0
+    /// Loads that failed.
+    public var loadsFailed = 0
+    /// Loads dropped before they finished, because their rows were released or the key cancelled.
+    public var loadsCancelled = 0
+
+    /// Loads started and not yet finished, failed or cancelled.
+    public var loadsInFlight: Int { loadsStarted - loadsCompleted - loadsFailed - loadsCancelled }
+
+    /// All zero.
+    public init() {}
+}

@@ -1,0 +1,24 @@
+import Dispatch
+
+/// Where an ``Avenue`` calls `onStateChange` and `onError`.
+///
+/// Whatever the mode, the callbacks of one avenue never run concurrently, and a row's callback
+/// never starts after ``Avenue/cancel(at:)`` for that row has returned.
+public enum CallbackMode: Sendable {
+    /// On the thread that finished the work, right away (the default). Cheapest; the callbacks must
+    /// be thread-safe and quick.
+    case completingThread
+    /// Asynchronously on the given queue.
+    case queue(DispatchQueue)
+    /// Asynchronously on the main actor (the main dispatch queue). The program must run the main
+    /// queue: an `async` `main`, `dispatchMain()`, or a run loop.
+    case mainActor
+
+    func run(_ body: @escaping @Sendable () -> Void) {
+        switch self {
+        case .completingThread: body()
+        case .queue(let queue): queue.async(execute: body)
+        case .mainActor: DispatchQueue.main.async(execute: body)
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import Synchronization
+
+/// Runs a ``Processor`` so that each key is worked on once at a time, by priority, and only while
+/// someone still wants it.
+///
+/// - **Coalescing:** every request for a key that is queued or running joins that run; all callers
+///   get the one result. Waiters are resumed from a list, not by each awaiting a shared task.
+/// - **Claims:** each request is a claim. A caller that leaves (its task is cancelled, or it calls
+///   ``release(_:)``) drops only its own claim; the run is cancelled when no claim is left, and work
+///   whose every claim left before it started never starts. ``cancel(_:)`` stops a key for everyone.
+/// - **Priorities:** at most ``maxConcurrent`` workers (6 by default) drain a queue in which
+///   `.visible` work goes before `.prefetch` work, first come first served within a priority. A
+///   key's priority is the highest of its claims; raising it moves queued work forward.
+/// - **Bounded bookkeeping:** a finished run leaves the tables once its result is handed out.
+///   Failures are never cached: the next request runs the work again.
+///
+/// An `AutoProcessor` is itself a ``Processor``, so several avenues can share one and with it their
+/// de-duplication. It is safe to use from any thread. A cancelled run's task is cancelled; its
+/// worker slot is free again when the work returns, so `maxConcurrent` bounds the work really
+/// executing (processors should honour cancellation promptly).
+///
+/// ```swift
+/// let checksums = AutoProcessor(maxConcurrent: 4) { (path: String) in try await checksum(of: path) }
+/// let sum = try await checksums.value(for: "/etc/hosts")
+/// ```
+public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Processor {
+    /// A claim on a key made with ``claim(_:priority:completion:)``; give it back with
+    /// ``release(_:)`` or change its priority with ``setPriority(_:for:)``.
+    public struct Claim: Hashable, Sendable {
+        /// The key claimed.
+        public let key: Key
+        let id: UInt64
+    }
+
+    private typealias Machine = AutoProcessorStateMachine<Key, Value>
+
+    private struct State {
+        var machine: Machine
+        var workerTasks: [UInt64: Task<Void, Never>] = [:]
+    }
+
+    /// The most work items running at once.
+    public var maxConcurrent: Int { maxConcurrentCount }
+
+    private let maxConcurrentCount: Int
+    private let work: @Sendable (Key) async throws -> Value
+    private let state: Mutex<State>
+    private let claimIDs = Atomic<UInt64>(0)
+
+    /// Creates a processor running `processor`'s work.
+    ///
+    /// - Parameters:
+    ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
+    ///   - processor: what makes each value.
+    public convenience init(maxConcurrent: Int = 6, _ processor: some Processor<Key, Value>) {
+        self.init(maxConcurrent: maxConcurrent, work: { try await processor.process($0) })
+    }
+
+    /// Creates a processor running `work` for each key.
+    ///
+    /// - Parameters:
+    ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
+    ///   - work: what makes each value; should honour task cancellation.
+    public convenience init(
+        maxConcurrent: Int = 6,
+        _ work: @escaping @Sendable (Key) async throws -> Value
+    ) {
+        self.init(maxConcurrent: maxConcurrent, work: work)
+    }
+
+    private init(maxConcurrent: Int, work: @escaping @Sendable (Key) async throws -> Value) {
+        self.maxConcurrentCount = maxConcurrent
+        self.work = work
+        self.state = Mutex(State(machine: Machine(maxConcurrent: maxConcurrent)))
+    }
+
+    // MARK: Asking for values
+
+    /// The value for `key`: joins the key's run if there is one, else queues a new run.
+    ///
+    /// Cancelling the calling task withdraws this caller's claim and throws `CancellationError`;
+    /// the run goes on for other callers and is cancelled when none is left.
+    ///
+    /// - Parameter priority: `.visible` (the default) or `.prefetch`.
+    public func value(for key: Key, priority: LoadPriority = .visible) async throws -> Value {
+        let id = newClaimID()
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
+                let registered = state.withLock { state -> Bool in
+                    // Checked inside the lock: a cancel handler that ran before registration found
+                    // nothing to withdraw, but the task's flag was already set when it ran.
+                    guard !Task.isCancelled else { return false }
+                    register(key, id: id, priority: priority, waiter: .continuation(continuation), in: &state)
+                    return true
+                }
+                if !registered { continuation.resume(throwing: CancellationError()) }
+            }
+        } onCancel: {
+            release(Claim(key: key, id: id))
+        }
+    }
+
+    /// Same as `value(for: key, priority: .visible)`, so an `AutoProcessor` can stand wherever a
+    /// ``Processor`` is expected.
+    public func process(_ key: Key) async throws -> Value {
+        try await value(for: key, priority: .visible)
+    }
+
+    /// Claims `key` without suspending: `completion` is called once with the result, on the worker
+    /// that produced it, unless the claim is released first (then it is never called).
+    ///
+    /// If the key is cancelled for everyone (``cancel(_:)``, ``cancelAll()``), `completion` receives
+    /// `CancellationError`. This is the building block for front ends that cannot await, such as
+    /// ``Avenue``.
+    @discardableResult
+    public func claim(
+        _ key: Key,
+        priority: LoadPriority = .visible,
+        completion: @escaping @Sendable (Result<Value, any Error>) -> Void
+    ) -> Claim {
+        let id = newClaimID()
+        state.withLock { state in
+            register(key, id: id, priority: priority, waiter: .callback(completion), in: &state)
+        }
+        return Claim(key: key, id: id)
+    }
+
+    /// Withdraws a claim. Releasing a claim that already completed or was released does nothing.
+    public func release(_ claim: Claim) {
+        let (action, task) = state.withLock { state in
+            let action = state.machine.release(claim.key, id: claim.id)
+            return (action, action.cancelWorker.flatMap { state.workerTasks[$0] })
+        }
+        // Cancelling runs the work's cancellation handlers on this thread, so never under the lock.
+        task?.cancel()
+        if case .continuation(let continuation)? = action.waiter {
+            continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Changes a claim's priority; queued work follows the highest priority among its claims.
+    public func setPriority(_ priority: LoadPriority, for claim: Claim) {
+        state.withLock { $0.machine.setPriority(priority, key: claim.key, id: claim.id) }
+    }
+
+    // MARK: Cancelling and observing
+
+    /// Stops `key` for everyone: its work is cancelled (or never starts) and every waiter receives
+    /// `CancellationError`.
+    public func cancel(_ key: Key) {
+        carryOut(state.withLock { state in collect(state.machine.cancel(key), from: state) })
+    }
+
+    /// Stops every key for everyone. The processor stays usable: later requests run normally.
+    public func cancelAll() {
+        carryOut(state.withLock { state in collect(state.machine.cancelAll(), from: state) })
+    }
+
+    /// Where `key` stands now.
+    public func state(of key: Key) -> ProcessingState {
+        state.withLock { $0.machine.state(of: key) }
+    }
+
+    /// How much the processor holds now; all zero when idle, whatever it did before.
+    public var tableSizes: AutoProcessorTableSizes {
+        state.withLock { $0.machine.tableSizes }
+    }
+
+    // MARK: Internals
+
+    private func newClaimID() -> UInt64 {
+        claimIDs.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    private func register(
+        _ key: Key, id: UInt64, priority: LoadPriority, waiter: Waiter<Value>, in state: inout State
+    ) {
+        if case .spawnWorker(let worker) = state.machine.claim(key, id: id, priority: priority, waiter: waiter) {
+            spawnWorker(worker, in: &state)
+        }
+    }
+
+    /// Starts a worker inside the lock, so its handle is stored before it can be asked to cancel.
+    private func spawnWorker(_ worker: UInt64, in state: inout State) {
+        // Detached: workers belong to the processor, not to whichever caller happened to start them
+        // (no inherited actor, priority or task-locals).
+        state.workerTasks[worker] = Task.detached { [self] in
+            await runWorker(worker)
+        }
+    }
+
+    private func collect(
+        _ action: Machine.CancelAction, from state: State
+    ) -> (waiters: [Waiter<Value>], tasks: [Task<Void, Never>]) {
+        (action.waiters, action.cancelWorkers.compactMap { state.workerTasks[$0] })
+    }
+
+    private func carryOut(_ effects: (waiters: [Waiter<Value>], tasks: [Task<Void, Never>])) {
+        for task in effects.tasks { task.cancel() }
+        for waiter in effects.waiters { waiter.resume(with: .failure(CancellationError())) }
+    }
+
+    private func runWorker(_ worker: UInt64) async {
+        var step = advance(worker) { $0.start(worker: worker) }
+        while case .run(let job) = step {
+            let result: Result<Value, any Error>
+            do {
+                result = .success(try await work(job.key))
+            } catch {
+                result = .failure(error)
+            }
+            step = advance(worker) { $0.finish(job, worker: worker, result: result) }
+            while case .deliver(let waiters, let result) = step {
+                for waiter in waiters { waiter.resume(with: result) }
+                step = advance(worker) { $0.endDelivery(of: job, worker: worker) }
+            }
+        }
+    }
+
+    /// Applies a worker event under the lock, retiring the worker's handle and starting its
+    /// replacement when the step says so.
+    private func advance(
+        _ worker: UInt64, _ event: (inout Machine) -> Machine.WorkerStep
+    ) -> Machine.WorkerStep {
+        state.withLock { state in
+            let step = event(&state.machine)
+            if case .exit(let replacement) = step {
+                state.workerTasks[worker] = nil
+                if let replacement { spawnWorker(replacement, in: &state) }
+            }
+            return step
+        }
+    }
+}

@@ -1,0 +1,306 @@
+/// Everything ``AutoProcessor`` decides, as a pure value: which runs exist, who waits for them, what is
+/// queued, which worker runs what. It starts no task and resumes no one; each event returns an action
+/// that ``AutoProcessor`` carries out after leaving its lock. That makes the hard cases (a late
+/// completion of a cancelled run, prepare-then-cancel in one tick, claim counting) plain unit tests.
+///
+/// Invariants:
+/// - a key has at most one run; a run has a token never reused, so results are matched to runs;
+/// - a queued or running run has at least one claim (the last claim leaving removes the run);
+/// - a queue entry is live only while its run is `.queued` at that queue's priority with that token;
+///   stale entries are skipped when popped and compacted when they pile up;
+/// - at most `maxConcurrent` workers exist, counting cancelled ones whose work has not returned yet.
+struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
+    /// One unit of work handed to a worker.
+    struct Job: Hashable, Sendable {
+        let key: Key
+        let token: UInt64
+    }
+
+    enum Phase {
+        case queued(LoadPriority)
+        case running(worker: UInt64)
+        /// The work returned; its waiters are being resumed by the worker.
+        case delivering(Result<Value, any Error>)
+    }
+
+    struct Run {
+        let token: UInt64
+        var phase: Phase
+        var waiters = WaiterList<Value>()
+    }
+
+    /// What to do after a claim was registered.
+    enum ClaimAction {
+        case none
+        /// Start a worker task with this id (inside the lock, so its handle is known at once).
+        case spawnWorker(UInt64)
+    }
+
+    /// What to do after a claim was withdrawn.
+    struct ReleaseAction {
+        /// The withdrawn waiter; a suspended caller must be resumed with `CancellationError`.
+        var waiter: Waiter<Value>?
+        /// The worker whose run lost its last claim and must be cancelled.
+        var cancelWorker: UInt64?
+    }
+
+    /// What to do after keys were cancelled outright.
+    struct CancelAction {
+        /// Everyone who was waiting; each gets `CancellationError`.
+        var waiters: [Waiter<Value>] = []
+        /// Workers whose running work must be cancelled.
+        var cancelWorkers: [UInt64] = []
+    }
+
+    /// What a worker does next.
+    enum WorkerStep {
+        /// Resume these waiters with the result, then report ``endDelivery(of:worker:)``.
+        case deliver([Waiter<Value>], Result<Value, any Error>)
+        /// Run this job.
+        case run(Job)
+        /// Stop; if `replacement` is set, start a new worker with that id (this one was cancelled).
+        case exit(replacement: UInt64?)
+    }
+
+    let maxConcurrent: Int
+    private(set) var runs: [Key: Run] = [:]
+    /// One FIFO per priority, indexed by `LoadPriority.rawValue`.
+    private var queues: [RingBuffer<Job>] = LoadPriority.allCases.map { _ in RingBuffer() }
+    private var staleEntries: [Int] = LoadPriority.allCases.map { _ in 0 }
+    /// Live workers; `true` once the worker's run was cancelled (its task is then cancelled too).
+    private(set) var workers: [UInt64: Bool] = [:]
+    private var nextToken: UInt64 = 0
+    private var nextWorkerID: UInt64 = 0
+
+    init(maxConcurrent: Int) {
+        precondition(maxConcurrent > 0, "AutoProcessor needs maxConcurrent of 1 or more")
+        self.maxConcurrent = maxConcurrent
+    }
+
+    // MARK: Claims
+
+    /// Registers claim `id` on `key`: joins the key's run, or queues a new one.
+    mutating func claim(
+        _ key: Key, id: UInt64, priority: LoadPriority, waiter: Waiter<Value>
+    ) -> ClaimAction {
+        let entry = WaiterList<Value>.Entry(priority: priority, waiter: waiter)
+        if let index = runs.index(forKey: key) {
+            switch runs.values[index].phase {
+            case .queued, .running, .delivering(.success):
+                // Coalesce: join the run (a finished success hands its value to late joiners too).
+                runs.values[index].waiters.insert(entry, id: id)
+                followPriority(at: index)
+                return .none
+            case .delivering(.failure):
+                break  // failures are not shared with later callers: start a new run below
+            }
+        }
+        nextToken &+= 1
+        var run = Run(token: nextToken, phase: .queued(priority))
+        run.waiters.insert(entry, id: id)
+        runs[key] = run
+        queues[priority.rawValue].append(Job(key: key, token: nextToken))
+        return spawnWorkerIfAllowed().map(ClaimAction.spawnWorker) ?? .none
+    }
+
+    /// Withdraws claim `id` on `key`. The run is cancelled when no claim is left.
+    mutating func release(_ key: Key, id: UInt64) -> ReleaseAction {
+        guard let index = runs.index(forKey: key),
+              let entry = runs.values[index].waiters.remove(id)
+        else { return ReleaseAction() }
+        var action = ReleaseAction(waiter: entry.waiter)
+        if runs.values[index].waiters.isEmpty {
+            switch runs.values[index].phase {
+            case .queued(let level):
+                runs.remove(at: index)
+                noteStaleEntry(at: level)
+            case .running(let worker):
+                runs.remove(at: index)
+                workers[worker] = true
+                action.cancelWorker = worker
+            case .delivering:
+                break  // the work is done; the delivering worker removes the run
+            }
+        } else {
+            followPriority(at: index)
+        }
+        return action
+    }
+
+    /// Changes the priority of claim `id` on `key`; a queued run follows its highest claim.
+    mutating func setPriority(_ priority: LoadPriority, key: Key, id: UInt64) {
+        guard let index = runs.index(forKey: key),
+              runs.values[index].waiters.setPriority(priority, id: id)
+        else { return }
+        followPriority(at: index)
+    }
+
+    // MARK: Cancellation
+
+    /// Cancels `key` for everyone.
+    mutating func cancel(_ key: Key) -> CancelAction {
+        var action = CancelAction()
+        guard let index = runs.index(forKey: key) else { return action }
+        cancelRun(runs.remove(at: index).value, into: &action)
+        return action
+    }
+
+    /// Cancels every key. The processor stays usable.
+    mutating func cancelAll() -> CancelAction {
+        var action = CancelAction()
+        let cancelled = runs
+        runs = [:]
+        for run in cancelled.values { cancelRun(run, into: &action) }
+        for level in queues.indices {
+            queues[level].removeAll()
+            staleEntries[level] = 0
+        }
+        return action
+    }
+
+    private mutating func cancelRun(_ run: Run, into action: inout CancelAction) {
+        var run = run
+        action.waiters += run.waiters.removeAll()
+        switch run.phase {
+        case .queued(let level):
+            noteStaleEntry(at: level)
+        case .running(let worker):
+            workers[worker] = true
+            action.cancelWorkers.append(worker)
+        case .delivering:
+            break
+        }
+    }
+
+    // MARK: Workers
+
+    /// The first job for a newly started worker.
+    mutating func start(worker: UInt64) -> WorkerStep {
+        next(worker: worker)
+    }
+
+    /// Worker `worker` finished `job` with `result`.
+    mutating func finish(_ job: Job, worker: UInt64, result: Result<Value, any Error>) -> WorkerStep {
+        guard let index = runs.index(forKey: job.key), runs.values[index].token == job.token,
+              case .running(worker) = runs.values[index].phase
+        else {
+            // The run was cancelled (and maybe replaced by a newer one): drop the late result.
+            return next(worker: worker)
+        }
+        let waiters = runs.values[index].waiters.removeAll()
+        runs.values[index].phase = .delivering(result)
+        return .deliver(waiters, result)
+    }
+
+    /// Worker `worker` resumed the waiters of `job`'s run; hand it late joiners or its next job.
+    mutating func endDelivery(of job: Job, worker: UInt64) -> WorkerStep {
+        if let index = runs.index(forKey: job.key), runs.values[index].token == job.token,
+           case .delivering(let result) = runs.values[index].phase {
+            if !runs.values[index].waiters.isEmpty {
+                return .deliver(runs.values[index].waiters.removeAll(), result)
+            }
+            runs.remove(at: index)
+        }
+        return next(worker: worker)
+    }
+
+    private mutating func next(worker: UInt64) -> WorkerStep {
+        if workers[worker] == true {
+            // A cancelled task stays cancelled, so this worker leaves and a fresh one takes over.
+            workers[worker] = nil
+            return .exit(replacement: hasQueuedWork ? spawnWorkerIfAllowed() : nil)
+        }
+        for level in LoadPriority.allCases.reversed() {
+            while let job = queues[level.rawValue].popFirst() {
+                if let index = runs.index(forKey: job.key), runs.values[index].token == job.token,
+                   case .queued(level) = runs.values[index].phase {
+                    runs.values[index].phase = .running(worker: worker)
+                    return .run(job)
+                }
+                staleEntries[level.rawValue] -= 1
+            }
+        }
+        workers[worker] = nil
+        return .exit(replacement: nil)
+    }
+
+    private var hasQueuedWork: Bool {
+        queues.indices.contains { queues[$0].count > staleEntries[$0] }
+    }
+
+    private mutating func spawnWorkerIfAllowed() -> UInt64? {
+        guard workers.count < maxConcurrent else { return nil }
+        nextWorkerID &+= 1
+        workers[nextWorkerID] = false
+        return nextWorkerID
+    }
+
+    // MARK: Queue upkeep
+
+    /// Keeps a queued run in the queue of its highest claim: raised work moves to the back of the
+    /// higher queue (ahead of everything lower), lowered work to the back of the lower one. The old
+    /// entry goes stale.
+    private mutating func followPriority(at index: Dictionary<Key, Run>.Index) {
+        let wanted = runs.values[index].waiters.priority
+        guard case .queued(let current) = runs.values[index].phase, wanted != current else { return }
+        runs.values[index].phase = .queued(wanted)
+        queues[wanted.rawValue].append(Job(key: runs.keys[index], token: runs.values[index].token))
+        noteStaleEntry(at: current)
+    }
+
+    private mutating func noteStaleEntry(at level: LoadPriority) {
+        staleEntries[level.rawValue] += 1
+        // Compact when stale entries are the majority, so a long stretch of prepare/cancel while
+        // every worker is busy cannot grow the queue without bound.
+        let stale = staleEntries[level.rawValue]
+        guard stale > 32, stale * 2 > queues[level.rawValue].count else { return }
+        let runs = self.runs
+        queues[level.rawValue].removeAll { job in
+            guard let run = runs[job.key], run.token == job.token, case .queued(level) = run.phase else {
+                return true
+            }
+            return false
+        }
+        staleEntries[level.rawValue] = 0
+    }
+
+    // MARK: Observation
+
+    /// The state of `key`.
+    func state(of key: Key) -> ProcessingState {
+        guard let run = runs[key] else { return .none }
+        switch run.phase {
+        case .queued: return .queued
+        case .running: return .running
+        case .delivering(.success): return .completed
+        case .delivering(.failure): return .failed
+        }
+    }
+
+    /// Sizes of every table, to prove bookkeeping is bounded.
+    var tableSizes: AutoProcessorTableSizes {
+        AutoProcessorTableSizes(
+            runs: runs.count,
+            waiters: runs.values.reduce(0) { $0 + $1.waiters.count },
+            queueEntries: queues.reduce(0) { $0 + $1.count },
+            workers: workers.count
+        )
+    }
+}
+
+/// How much an ``AutoProcessor`` is holding, for tests and diagnostics.
+public struct AutoProcessorTableSizes: Sendable, Hashable, CustomStringConvertible {
+    /// Keys queued, running or being delivered.
+    public var runs: Int
+    /// Claims waiting on those keys.
+    public var waiters: Int
+    /// Entries in the priority queues, including stale ones not yet compacted.
+    public var queueEntries: Int
+    /// Worker tasks alive.
+    public var workers: Int
+
+    /// A one-line summary.
+    public var description: String {
+        "runs: \(runs), waiters: \(waiters), queue entries: \(queueEntries), workers: \(workers)"
+    }
+}

@@ -1,0 +1,90 @@
+/// Someone waiting for a run's result: a suspended `value(for:)` caller or a callback claim.
+enum Waiter<Value: Sendable>: Sendable {
+    case continuation(UnsafeContinuation<Value, any Error>)
+    case callback(@Sendable (Result<Value, any Error>) -> Void)
+
+    /// Hands `result` over. Called exactly once per waiter, never inside a lock.
+    func resume(with result: Result<Value, any Error>) {
+        switch self {
+        case .continuation(let continuation): continuation.resume(with: result)
+        case .callback(let callback): callback(result)
+        }
+    }
+}
+
+/// The claims on one run, by claim id, with the count of `.visible` claims kept up to date so the
+/// run's priority is O(1). Stores a single claim inline, because most runs have exactly one.
+struct WaiterList<Value: Sendable> {
+    struct Entry {
+        var priority: LoadPriority
+        var waiter: Waiter<Value>
+    }
+
+    private enum Entries {
+        case empty
+        case one(UInt64, Entry)
+        case many([UInt64: Entry])
+    }
+
+    private var entries = Entries.empty
+    private(set) var count = 0
+    private var visibleCount = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// The highest priority among the claims (`.prefetch` when there are none).
+    var priority: LoadPriority { visibleCount > 0 ? .visible : .prefetch }
+
+    mutating func insert(_ entry: Entry, id: UInt64) {
+        switch entries {
+        case .empty:
+            entries = .one(id, entry)
+        case .one(let existingID, let existing):
+            entries = .many([existingID: existing, id: entry])
+        case .many(var table):
+            entries = .empty  // so `table` is uniquely referenced and grows in place
+            table[id] = entry
+            entries = .many(table)
+        }
+        count += 1
+        if entry.priority == .visible { visibleCount += 1 }
+    }
+
+    mutating func remove(_ id: UInt64) -> Entry? {
+        let removed: Entry?
+        switch entries {
+        case .empty:
+            removed = nil
+        case .one(let existingID, let existing):
+            guard existingID == id else { return nil }
+            entries = .empty
+            removed = existing
+        case .many(var table):
+            entries = .empty
+            removed = table.removeValue(forKey: id)
+            entries = .many(table)
+        }
+        guard let removed else { return nil }
+        count -= 1
+        if removed.priority == .visible { visibleCount -= 1 }
+        return removed
+    }
+
+    /// Changes one claim's priority; `false` if the claim is not here.
+    mutating func setPriority(_ priority: LoadPriority, id: UInt64) -> Bool {
+        guard var entry = remove(id) else { return false }
+        entry.priority = priority
+        insert(entry, id: id)
+        return true
+    }
+
+    /// Removes and returns every waiter.
+    mutating func removeAll() -> [Waiter<Value>] {
+        defer { self = WaiterList() }
+        switch entries {
+        case .empty: return []
+        case .one(_, let entry): return [entry.waiter]
+        case .many(let table): return table.values.map(\.waiter)
+        }
+    }
+}

@@ -1,0 +1,27 @@
+/// Where a key stands in an ``AutoProcessor``.
+public enum ProcessingState: Sendable, Hashable, CustomStringConvertible {
+    /// Nothing is queued, running or being delivered for the key. A finished key reads `.none` once
+    /// its result has been handed out, because finished runs leave the processor's tables.
+    case none
+    /// Waiting for a free worker.
+    case queued
+    /// The work is running.
+    case running
+    /// The work returned a value, which is being handed to everyone waiting; a request made now
+    /// receives the same value without new work.
+    case completed
+    /// The work failed and the error is being handed to everyone waiting; a request made now starts
+    /// a new run (failures are never cached).
+    case failed
+
+    /// The state's name.
+    public var description: String {
+        switch self {
+        case .none: "none"
+        case .queued: "queued"
+        case .running: "running"
+        case .completed: "completed"
+        case .failed: "failed"
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/// A fast storage in front of a slower one; see ``Storage/layered(over:)``.
+public struct LayeredStorage<Front: Storage, Back: Storage>: Storage
+where Front.Key == Back.Key, Front.Value == Back.Value {
+    /// The storage read first and written with every value.
+    public let front: Front
+    /// The storage read on a miss in front.
+    public let back: Back
+
+    /// Creates `front` layered over `back`.
+    public init(front: Front, back: Back) {
+        self.front = front
+        self.back = back
+    }
+
+    /// The front's value; on a miss, the back's value, which is then copied into the front.
+    public func value(for key: Front.Key) -> Front.Value? {
+        if let value = front.value(for: key) { return value }
+        guard let value = back.value(for: key) else { return nil }
+        front.set(value, for: key)
+        return value
+    }
+
+    /// Stores `value` in both layers.
+    public func set(_ value: Front.Value, for key: Front.Key) {
+        front.set(value, for: key)
+        back.set(value, for: key)
+    }
+
+    /// Removes the value from both layers.
+    public func removeValue(for key: Front.Key) {
+        front.removeValue(for: key)
+        back.removeValue(for: key)
+    }
+
+    /// Removes every value from both layers.
+    public func removeAll() {
+        front.removeAll()
+        back.removeAll()
+    }
+}
+
+extension Storage {
+    /// This storage in front of `back`: reads try this storage first and, on a miss, read `back`
+    /// and copy the value forward; writes and removals go to both.
+    ///
+    /// Layering is associative, and ``EmptyStorage`` is its identity, so a stack such as memory
+    /// over disk can be built in any grouping.
+    ///
+    /// ```swift
+    /// let cache = MemoryStorage<String, Data>(countLimit: 200).layered(over: disk)
+    /// ```
+    public func layered<Back: Storage>(over back: Back) -> LayeredStorage<Self, Back>
+    where Back.Key == Key, Back.Value == Value {
+        LayeredStorage(front: self, back: back)
+    }
+}

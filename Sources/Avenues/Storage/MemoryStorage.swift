@@ -1,0 +1,93 @@
+import Synchronization
+
+/// A thread-safe in-memory storage that evicts the least recently used entries.
+///
+/// Reads, writes and evictions are O(1). With no limits it grows without bound (the default).
+/// A read counts as a use, so the entries a list keeps showing stay while others are evicted.
+///
+/// ```swift
+/// let thumbnails = MemoryStorage<URL, Data>(countLimit: 500, costLimit: 64 << 20, cost: { $0.count })
+/// ```
+public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Storage {
+    /// The most entries kept, or `nil` for no limit (the default).
+    public let countLimit: Int?
+    /// The largest total cost kept, or `nil` for no limit (the default).
+    public let costLimit: Int?
+
+    private let cost: @Sendable (Value) -> Int
+    private let table = Mutex(LRUTable<Key, Value>())
+
+    /// Creates a storage.
+    ///
+    /// - Parameters:
+    ///   - countLimit: the most entries kept; `nil` (the default) for no limit. Must not be negative.
+    ///   - costLimit: the largest sum of `cost(value)` kept; `nil` (the default) for no limit.
+    ///     A single value that costs more than the whole limit is not kept.
+    ///   - cost: what a value costs, e.g. its byte count; every value costs 1 by default.
+    public init(
+        countLimit: Int? = nil,
+        costLimit: Int? = nil,
+        cost: @escaping @Sendable (Value) -> Int = { _ in 1 }
+    ) {
+        precondition(countLimit.map { $0 >= 0 } ?? true, "MemoryStorage countLimit must be 0 or more")
+        precondition(costLimit.map { $0 >= 0 } ?? true, "MemoryStorage costLimit must be 0 or more")
+        self.countLimit = countLimit
+        self.costLimit = costLimit
+        self.cost = cost
+    }
+
+    /// The value for `key`, which becomes the most recently used entry.
+    public func value(for key: Key) -> Value? {
+        table.withLock { $0.value(for: key) }
+    }
+
+    /// Stores `value`, then evicts least recently used entries until both limits hold.
+    public func set(_ value: Value, for key: Key) {
+        let cost = cost(value)
+        // Evicted values are released after the lock, so their deinit never runs inside it.
+        let evicted: [Value] = table.withLock { table in
+            var evicted: [Value] = []
+            if let costLimit, cost > costLimit {
+                if let old = table.removeValue(for: key) { evicted.append(old) }
+                return evicted
+            }
+            table.set(value, for: key, cost: cost)
+            while isOverLimit(table), let entry = table.removeLeastRecentlyUsed() {
+                evicted.append(entry.value)
+            }
+            return evicted
+        }
+        _ = evicted
+    }
+
+    /// Removes the value for `key`.
+    public func removeValue(for key: Key) {
+        let removed = table.withLock { $0.removeValue(for: key) }
+        _ = removed
+    }
+
+    /// Removes every value.
+    public func removeAll() {
+        let old = table.withLock { table in
+            let old = table
+            table.removeAll()
+            return old
+        }
+        _ = old
+    }
+
+    /// The number of entries held now.
+    public var count: Int { table.withLock { $0.count } }
+
+    /// The sum of the costs of the entries held now.
+    public var totalCost: Int { table.withLock { $0.totalCost } }
+
+    /// The keys from most to least recently used; O(n), meant for tests and diagnostics.
+    public var keysByRecency: [Key] { table.withLock { $0.keysByRecency } }
+
+    private func isOverLimit(_ table: LRUTable<Key, Value>) -> Bool {
+        if let countLimit, table.count > countLimit { return true }
+        if let costLimit, table.totalCost > costLimit { return true }
+        return false
+    }
+}

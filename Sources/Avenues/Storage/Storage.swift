@@ -1,0 +1,29 @@
+/// A synchronous, thread-safe place where results are kept, keyed by what was loaded.
+///
+/// Storage is synchronous because a render loop reads it every frame: `value(for:)` must answer
+/// without suspending. Every conforming type must be safe to call from any thread.
+///
+/// Storages compose: ``mapKeys(_:)`` and ``mapValues(_:_:)`` give another view of the same
+/// entries, and ``layered(over:)`` puts a fast storage in front of a slower one.
+/// ``EmptyStorage`` is the identity of layering.
+public protocol Storage<Key, Value>: Sendable {
+    /// What an entry is looked up by.
+    associatedtype Key: Sendable
+    /// What an entry holds.
+    associatedtype Value: Sendable
+
+    /// The value stored for `key`, or `nil` when there is none (never stored, removed, evicted, or
+    /// unreadable).
+    func value(for key: Key) -> Value?
+
+    /// Stores `value` for `key`, replacing any previous value. A storage may evict other entries to
+    /// stay within its limits, and may decline to keep a value it cannot hold; a later read is then a
+    /// miss, never a wrong value.
+    func set(_ value: Value, for key: Key)
+
+    /// Removes the value stored for `key`, if any.
+    func removeValue(for key: Key)
+
+    /// Removes every value.
+    func removeAll()
+}

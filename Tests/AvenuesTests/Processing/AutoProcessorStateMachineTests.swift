@@ -1,0 +1,142 @@
+import Testing
+@testable import Avenues
+
+/// The processor's decisions, step by step, with no threads: each test is one exact interleaving.
+@Suite("AutoProcessor state machine")
+struct AutoProcessorStateMachineTests {
+    typealias Machine = AutoProcessorStateMachine<String, Int>
+    let ignore = Waiter<Int>.callback { _ in }
+
+    private func spawned(_ action: Machine.ClaimAction) -> UInt64? {
+        if case .spawnWorker(let worker) = action { return worker }
+        return nil
+    }
+
+    private func job(_ step: Machine.WorkerStep) -> Machine.Job? {
+        if case .run(let job) = step { return job }
+        return nil
+    }
+
+    @Test func claimThenReleaseInOneTickLeavesNothingForTheWorker() throws {
+        var machine = Machine(maxConcurrent: 2)
+        let worker = try #require(spawned(machine.claim("k", id: 1, priority: .visible, waiter: ignore)))
+        _ = machine.release("k", id: 1)
+        guard case .exit(replacement: nil) = machine.start(worker: worker) else {
+            Issue.record("the worker was given work nobody wants")
+            return
+        }
+        #expect(machine.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0))
+    }
+
+    @Test func aLateFinishOfACancelledRunIsDroppedAndTheNewRunContinues() throws {
+        var machine = Machine(maxConcurrent: 2)
+        let first = try #require(spawned(machine.claim("k", id: 1, priority: .visible, waiter: ignore)))
+        let oldJob = try #require(job(machine.start(worker: first)))
+        let release = machine.release("k", id: 1)
+        #expect(release.cancelWorker == first)
+
+        let second = try #require(spawned(machine.claim("k", id: 2, priority: .visible, waiter: ignore)))
+        let newJob = try #require(job(machine.start(worker: second)))
+        #expect(newJob.token != oldJob.token)
+
+        // The cancelled worker reports late: its result is dropped and the worker leaves.
+        guard case .exit = machine.finish(oldJob, worker: first, result: .success(1)) else {
+            Issue.record("a cancelled worker kept working")
+            return
+        }
+        #expect(machine.state(of: "k") == .running)
+        guard case .deliver(let waiters, .success(2)) = machine.finish(newJob, worker: second, result: .success(2)) else {
+            Issue.record("the newer run did not deliver its own result")
+            return
+        }
+        #expect(waiters.count == 1)
+    }
+
+    @Test func aJoinerDuringDeliveryOfASuccessGetsTheSameValueWithoutNewWork() throws {
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("k", id: 1, priority: .visible, waiter: ignore)))
+        let work = try #require(job(machine.start(worker: worker)))
+        guard case .deliver = machine.finish(work, worker: worker, result: .success(5)) else {
+            Issue.record("no delivery")
+            return
+        }
+        #expect(machine.state(of: "k") == .completed)
+        #expect(spawned(machine.claim("k", id: 2, priority: .visible, waiter: ignore)) == nil)
+        guard case .deliver(let late, .success(5)) = machine.endDelivery(of: work, worker: worker) else {
+            Issue.record("the late joiner was not handed the value")
+            return
+        }
+        #expect(late.count == 1)
+        guard case .exit = machine.endDelivery(of: work, worker: worker) else {
+            Issue.record("the worker did not leave an empty queue")
+            return
+        }
+        #expect(machine.state(of: "k") == .none)
+    }
+
+    @Test func aJoinerDuringDeliveryOfAFailureStartsANewRun() throws {
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("k", id: 1, priority: .visible, waiter: ignore)))
+        let work = try #require(job(machine.start(worker: worker)))
+        _ = machine.finish(work, worker: worker, result: .failure(TestError("x")))
+        #expect(machine.state(of: "k") == .failed)
+        _ = machine.claim("k", id: 2, priority: .visible, waiter: ignore)
+        #expect(machine.state(of: "k") == .queued)
+        // The delivering worker must not remove the new run; it picks it up instead.
+        let retry = try #require(job(machine.endDelivery(of: work, worker: worker)))
+        #expect(retry.key == "k")
+        #expect(retry.token != work.token)
+    }
+
+    @Test func workersNeverExceedMaxConcurrent() {
+        var machine = Machine(maxConcurrent: 3)
+        var spawnedWorkers = 0
+        for key in 0..<20 {
+            if spawned(machine.claim("\(key)", id: UInt64(key), priority: .prefetch, waiter: ignore)) != nil {
+                spawnedWorkers += 1
+            }
+        }
+        #expect(spawnedWorkers == 3)
+        #expect(machine.workers.count == 3)
+    }
+
+    @Test func aCancelledWorkerIsReplacedWhenWorkIsQueued() throws {
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("a", id: 1, priority: .visible, waiter: ignore)))
+        let running = try #require(job(machine.start(worker: worker)))
+        _ = machine.claim("b", id: 2, priority: .visible, waiter: ignore)
+        _ = machine.cancel("a")
+        guard case .exit(let replacement?) = machine.finish(running, worker: worker, result: .failure(CancellationError())) else {
+            Issue.record("the cancelled worker was not replaced")
+            return
+        }
+        #expect(job(machine.start(worker: replacement))?.key == "b")
+    }
+
+    @Test func queueChurnWhileWorkersAreBusyStaysBounded() throws {
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("busy", id: 0, priority: .visible, waiter: ignore)))
+        _ = try #require(job(machine.start(worker: worker)))
+        // A user scrolling for a long time: claims made and released while the only worker is busy.
+        for id in 1...100_000 {
+            _ = machine.claim("row\(id % 500)", id: UInt64(id), priority: id.isMultiple(of: 3) ? .visible : .prefetch, waiter: ignore)
+            _ = machine.release("row\(id % 500)", id: UInt64(id))
+        }
+        #expect(machine.tableSizes.runs == 1)
+        #expect(machine.tableSizes.queueEntries <= 70)
+    }
+
+    @Test func loweringTheOnlyVisibleClaimMovesQueuedWorkBack() throws {
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("busy", id: 0, priority: .visible, waiter: ignore)))
+        let busy = try #require(job(machine.start(worker: worker)))
+        _ = machine.claim("a", id: 1, priority: .visible, waiter: ignore)
+        _ = machine.claim("b", id: 2, priority: .visible, waiter: ignore)
+        machine.setPriority(.prefetch, key: "a", id: 1)
+        guard case .deliver = machine.finish(busy, worker: worker, result: .success(0)) else {
+            Issue.record("no delivery")
+            return
+        }
+        #expect(job(machine.endDelivery(of: busy, worker: worker))?.key == "b")
+    }
+}
