@@ -48,11 +48,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         var continuations: [UInt64: AsyncStream<Tagged>.Continuation] = [:]
     }
 
-    private let state = Mutex(Machine())
-    private let handlers = Mutex(Handlers())
-    private let subscribers = Mutex(Subscribers())
+    private let state = Locked(Machine())
+    private let handlers = Locked(Handlers())
+    private let subscribers = Locked(Subscribers())
     /// Held while callbacks run, so `cancel` can wait out a delivery in progress on another thread.
-    private let deliveryLock = Mutex(())
+    private let deliveryLock = Locked(())
     /// The thread inside `deliveryLock`, so a callback that cancels does not wait for itself.
     private let deliveringThread = Atomic<UInt>(0)
 

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A thread-safe in-memory storage that evicts the least recently used entries.
 ///
 /// Reads, writes and evictions are O(1). With no limits it grows without bound (the default).
@@ -15,7 +13,7 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     public let costLimit: Int?
 
     private let cost: @Sendable (Value) -> Int
-    private let table = Mutex(LRUTable<Key, Value>())
+    private let table = Locked(LRUTable<Key, Value>())
 
     /// Creates a storage.
     ///

@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 @testable import Avenues
 
@@ -238,7 +237,7 @@ struct AutoProcessorTests {
         #expect(processor.state(of: "b") == .none)
         processor.claim("a") { _ in }
         await work.waitUntilStarted("a")
-        let observed = Mutex<ProcessingState?>(nil)
+        let observed = Locked<ProcessingState?>(nil)
         processor.claim("b") { [processor] _ in
             // Inside the delivery, the run is `.completed` (its value is being handed out).
             observed.withLock { $0 = processor.state(of: "b") }

@@ -1,5 +1,6 @@
-import Avenues
-import Synchronization
+@testable import Avenues
+
+import Testing
 
 /// A processor whose every run waits until the test finishes it, so tests decide the order of
 /// events instead of guessing timings.
@@ -20,7 +21,7 @@ final class ControlledWork<Key: Hashable & Sendable, Value: Sendable>: Processor
     /// When false, a run keeps going after its task is cancelled (a processor that ignores
     /// cancellation), so the test can finish it late.
     let honoursCancellation: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Every start, in order; tests await on it.
     let startLog = EventLog<Key>()
 
@@ -88,7 +89,7 @@ final class ControlledWork<Key: Hashable & Sendable, Value: Sendable>: Processor
 
     /// Waits until `key` has started `count` times in all.
     func waitUntilStarted(_ key: Key, times count: Int = 1) async {
-        await startLog.wait { log in log.lazy.filter { $0 == key }.count >= count }
+        await startLog.wait(for: key, times: count)
     }
 }
 

@@ -44,7 +44,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
 
     private let maxConcurrentCount: Int
     private let work: @Sendable (Key) async throws -> Value
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let claimIDs = Atomic<UInt64>(0)
 
     /// Creates a processor running `processor`'s work.
@@ -71,7 +71,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     private init(maxConcurrent: Int, work: @escaping @Sendable (Key) async throws -> Value) {
         self.maxConcurrentCount = maxConcurrent
         self.work = work
-        self.state = Mutex(State(machine: Machine(maxConcurrent: maxConcurrent)))
+        self.state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent)))
     }
 
     // MARK: Asking for values

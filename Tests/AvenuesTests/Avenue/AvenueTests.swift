@@ -1,0 +1,428 @@
+import Dispatch
+import Synchronization
+import Testing
+@testable import Avenues
+
+/// An avenue over controlled work, with every callback logged.
+struct AvenueFixture {
+    let work: ControlledWork<String, Int>
+    let storage = MemoryStorage<String, Int>()
+    let avenue: Avenue<Int, String, Int>
+    let told = EventLog<Int>()
+    let errors = EventLog<Int>()
+
+    init(
+        maxConcurrent: Int = 6,
+        honoursCancellation: Bool = true,
+        callbackMode: CallbackMode = .completingThread
+    ) {
+        let work = ControlledWork<String, Int>(honoursCancellation: honoursCancellation)
+        self.work = work
+        avenue = Avenue(storage: storage, processor: AutoProcessor(maxConcurrent: maxConcurrent, work), callbackMode: callbackMode)
+        let told = told, errors = errors
+        avenue.onStateChange = { told.append($0) }
+        avenue.onError = { _, row in errors.append(row) }
+    }
+
+    /// Waits until the avenue's own and its processor's tables are empty.
+    func waitUntilIdle() async {
+        await eventually("the avenue and its processor are idle") {
+            avenue.tableSizes.loads == 0 && avenue.processor.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0)
+        }
+    }
+}
+
+@Suite("Avenue", .timeLimit(.minutes(2)))
+struct AvenueTests {
+    @Test func twoRowsAskingForOneKeyInFlightShareOneRunAndBothAreFilledAndTold() async {
+        let f = AvenueFixture()
+        f.avenue.prepareItem(for: "k", at: 1)
+        await f.work.waitUntilStarted("k")
+        f.avenue.prepareItem(for: "k", at: 2)
+        #expect(f.avenue.state(at: 2).isLoading)
+        f.work.succeed("k", with: 7)
+        await f.told.wait(forCount: 2)
+        #expect(Set(f.told.elements) == [1, 2])
+        #expect(f.avenue.item(at: 1) == 7)
+        #expect(f.avenue.item(at: 2) == 7)
+        #expect(f.work.starts(of: "k") == 1)
+        #expect(f.avenue.statistics.loadsStarted == 1)
+    }
+
+    @Test func cancellingOneOfTwoRowsSharingAKeyKeepsTheRun() async {
+        let f = AvenueFixture()
+        f.avenue.prepareItem(for: "k", at: 1)
+        f.avenue.prepareItem(for: "k", at: 2)
+        await f.work.waitUntilStarted("k")
+        f.avenue.cancel(at: 1)
+        #expect(f.avenue.processor.state(of: "k") == .running)
+        #expect(f.work.cancellationsSeen(by: "k") == 0)
+        f.work.succeed("k", with: 3)
+        await f.told.wait(for: 2)
+        #expect(f.avenue.item(at: 2) == 3)
+        #expect(f.avenue.item(at: 1) == nil)  // released rows show nothing
+        #expect(f.told.elements == [2])
+    }
+
+    @Test func cancellingBothRowsSharingAKeyCancelsTheWork() async {
+        let f = AvenueFixture()
+        f.avenue.prepareItem(for: "k", at: 1)
+        f.avenue.prepareItem(for: "k", at: 2)
+        await f.work.waitUntilStarted("k")
+        f.avenue.cancel(at: 1)
+        f.avenue.cancel(at: 2)
+        await eventually("the work saw the cancellation") { f.work.cancellationsSeen(by: "k") == 1 }
+        await f.waitUntilIdle()
+        #expect(f.told.count == 0)
+        #expect(f.avenue.statistics.loadsCancelled == 1)
+    }
+
+    @Test func aCancelledRunThatFinishesLateNeverOverwritesOrCancelsTheNewerRun() async {
+        let f = AvenueFixture(honoursCancellation: false)
+        f.avenue.prepareItem(for: "k", at: 1)
+        await f.work.waitUntilStarted("k")
+        f.avenue.cancel(at: 1)
+        await eventually("the old work saw the cancellation") { f.work.cancellationsSeen(by: "k") == 1 }
+        f.avenue.prepareItem(for: "k", at: 1)
+        await f.work.waitUntilStarted("k", times: 2)
+
+        f.work.succeed("k", with: 111)  // the cancelled run, late
+        await eventually("the cancelled worker left") { f.avenue.processor.tableSizes.workers == 1 }
+        #expect(f.avenue.state(at: 1).isLoading)
+        #expect(f.avenue.item(at: 1) == nil)
+        #expect(f.storage.value(for: "k") == nil)
+        #expect(f.work.cancellationsSeen(by: "k") == 1)
+
+        f.work.succeed("k", with: 222)
+        await f.told.wait(for: 1)
+        #expect(f.avenue.item(at: 1) == 222)
+        #expect(f.told.elements == [1])
+    }
+
+    @Test func cancelAllThenPrepareItemWorks() async {
+        let f = AvenueFixture()
+        for row in 0..<5 { f.avenue.prepareItem(for: "k\(row)", at: row) }
+        await f.work.waitUntilStarted("k0")
+        f.avenue.cancelAll()
+        #expect(f.avenue.tableSizes == (0, 0))
+        for row in 0..<5 { #expect(f.avenue.processor.state(of: "k\(row)") == .none) }
+        f.avenue.prepareItem(for: "k0", at: 0)
+        await f.work.waitUntilStarted("k0", times: 2)
+        f.work.succeed("k0", with: 5)
+        await f.told.wait(for: 0)
+        #expect(f.avenue.item(at: 0) == 5)
+    }
+
+    @Test(arguments: [false, true])
+    func prepareThenCancelInTheSameSynchronousStretchNeverRunsTheWork(processorBusy: Bool) async {
+        let f = AvenueFixture(maxConcurrent: 1)
+        if processorBusy {
+            f.avenue.prepareItem(for: "busy", at: 100)
+            await f.work.waitUntilStarted("busy")
+        }
+        f.avenue.prepareItem(for: "doomed", at: 1)
+        f.avenue.cancel(at: 1)
+        // A marker queued behind it on the single worker: by the time the marker runs, the doomed
+        // key would have run first if it were ever going to.
+        f.avenue.prepareItem(for: "marker", at: 2)
+        if processorBusy { f.work.succeed("busy", with: 0) }
+        await f.work.waitUntilStarted("marker")
+        f.work.succeed("marker", with: 1)
+        await f.told.wait(for: 2)
+        #expect(f.work.starts(of: "doomed") == 0)
+        #expect(!f.told.elements.contains(1))
+    }
+
+    @Test func aFailureSetsFailedCallsOnErrorWithTheRowIsNotCachedAndTheNextPrepareRetries() async {
+        let f = AvenueFixture()
+        let failures = Locked<[(String, Int)]>([])
+        f.avenue.onError = { error, row in
+            failures.withLock { $0.append(("\(error)", row)) }
+            f.errors.append(row)
+        }
+        f.avenue.prepareItem(for: "k", at: 4)
+        await f.work.waitUntilStarted("k")
+        f.work.fail("k", with: TestError("disk on fire"))
+        await f.told.wait(for: 4)
+        #expect(f.avenue.state(at: 4).error as? TestError == TestError("disk on fire"))
+        #expect(failures.withLock { $0.map(\.1) } == [4])
+        #expect(failures.withLock { $0.map(\.0) } == ["disk on fire"])
+        #expect(f.storage.value(for: "k") == nil)
+
+        f.avenue.prepareItem(for: "k", at: 4)
+        #expect(f.avenue.state(at: 4).isLoading)
+        await f.work.waitUntilStarted("k", times: 2)
+        f.work.succeed("k", with: 9)
+        await f.told.wait(for: 4, times: 2)
+        #expect(f.avenue.item(at: 4) == 9)
+        #expect(f.avenue.statistics.loadsFailed == 1)
+    }
+
+    @Test func withOneWorkerAVisibleRowRunsBeforeFiftyQueuedPrefetchesAndARaisedRowRunsNext() async {
+        let f = AvenueFixture(maxConcurrent: 1)
+        f.avenue.prepareItem(for: "busy", at: -1)
+        await f.work.waitUntilStarted("busy")
+        for row in 0..<50 { f.avenue.prepareItem(for: "p\(row)", at: row, priority: .prefetch) }
+        f.avenue.prepareItem(for: "v", at: 999, priority: .visible)
+        f.work.succeed("busy", with: 0)
+        await f.work.waitUntilStarted("v")
+        f.avenue.prepareItem(for: "p30", at: 30, priority: .visible)  // scrolled into view
+        f.work.succeed("v", with: 0)
+        await f.work.waitUntilStarted("p30")
+        #expect(f.work.startOrder == ["busy", "v", "p30"])
+        f.avenue.cancelAll()
+    }
+
+    @Test func aRowReassignedToAnotherKeyNeverShowsTheOldKeysValue() async {
+        let f = AvenueFixture()
+        f.avenue.prepareItem(for: "old", at: 0)
+        await f.work.waitUntilStarted("old")
+        f.avenue.prepareItem(for: "new", at: 0)
+        await eventually("the old load is cancelled") { f.work.cancellationsSeen(by: "old") == 1 }
+        #expect(f.avenue.item(at: 0) == nil)
+        #expect(f.avenue.key(at: 0) == "new")
+
+        // Even when the old key's value is stored by someone else, row 0 shows its own key.
+        f.storage.set(1, for: "old")
+        #expect(f.avenue.item(at: 0) == nil)
+        await f.work.waitUntilStarted("new")
+        f.work.succeed("new", with: 2)
+        await f.told.wait(for: 0)
+        #expect(f.avenue.item(at: 0) == 2)
+        #expect(f.told.elements == [0])
+
+        // Moving a loaded row to a stored key shows that key's value at once.
+        f.avenue.prepareItem(for: "old", at: 0)
+        #expect(f.avenue.item(at: 0) == 1)
+    }
+
+    @Test func aStoredValueNeedsNoWorkAndIsReadableRightAfterPrepare() async {
+        let f = AvenueFixture()
+        f.storage.set(5, for: "k")
+        f.avenue.prepareItem(for: "k", at: 3)
+        #expect(f.avenue.item(at: 3) == 5)
+        #expect(f.avenue.state(at: 3).isLoaded)
+        #expect(f.avenue.processor.state(of: "k") == .none)
+        #expect(f.work.totalStarts == 0)
+        #expect(f.avenue.statistics.cacheHits == 1)
+        #expect(f.told.count == 0)
+    }
+
+    @Test func anEvictedValueIsLoadedAgain() async {
+        let f = AvenueFixture()
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("k", with: 1)
+        await f.told.wait(for: 0)
+        f.storage.removeValue(for: "k")
+        #expect(f.avenue.state(at: 0).description == "empty")
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k", times: 2)
+        f.work.succeed("k", with: 2)
+        await f.told.wait(for: 0, times: 2)
+        #expect(f.avenue.item(at: 0) == 2)
+    }
+
+    @Test func cancelProcessingStopsTheKeyForEveryRowOfThisAvenueOnly() async {
+        let work = ControlledWork<String, Int>()
+        let shared = AutoProcessor(work)
+        let mine = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: shared)
+        let theirs = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: shared)
+        let theirTold = EventLog<Int>()
+        theirs.onStateChange = { theirTold.append($0) }
+        mine.prepareItem(for: "k", at: 1)
+        mine.prepareItem(for: "k", at: 2)
+        theirs.prepareItem(for: "k", at: 9)
+        await work.waitUntilStarted("k")
+        mine.cancelProcessing(of: "k")
+        #expect(mine.key(at: 1) == nil)
+        #expect(mine.key(at: 2) == nil)
+        #expect(shared.state(of: "k") == .running)  // the other avenue still wants it
+        work.succeed("k", with: 4)
+        await theirTold.wait(for: 9)
+        #expect(theirs.item(at: 9) == 4)
+        #expect(work.starts(of: "k") == 1)
+    }
+
+    @Test func avenuesSharingAProcessorShareItsRuns() async {
+        let work = ControlledWork<String, Int>()
+        let shared = AutoProcessor(work)
+        let first = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: shared)
+        let second = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: shared)
+        let told = EventLog<String>()
+        first.onStateChange = { told.append("first \($0)") }
+        second.onStateChange = { told.append("second \($0)") }
+        first.prepareItem(for: "k", at: 0)
+        second.prepareItem(for: "k", at: 5)
+        await work.waitUntilStarted("k")
+        work.succeed("k", with: 8)
+        await told.wait(forCount: 2)
+        #expect(first.item(at: 0) == 8)
+        #expect(second.item(at: 5) == 8)
+        #expect(work.starts(of: "k") == 1)
+    }
+
+    @Test func aKeyCancelledForEveryoneByTheSharedProcessorLeavesTheRowEmptyAndTellsIt() async {
+        let f = AvenueFixture()
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.avenue.processor.cancel("k")
+        await f.told.wait(for: 0)
+        #expect(f.avenue.state(at: 0).description == "empty")
+        #expect(f.errors.count == 0)
+        #expect(f.avenue.key(at: 0) == "k")  // still assigned, so the front end may prepare it again
+    }
+
+    @Test func afterTenThousandDistinctKeysCompleteTheTablesHoldNothingForThem() async {
+        let processor = AutoProcessor(maxConcurrent: 4) { (key: Int) in key + 1 }
+        let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: processor)
+        let told = EventLog<Int>()
+        avenue.onStateChange = { told.append($0) }
+        for row in 0..<10_000 { avenue.prepareItem(for: row, at: row, priority: row.isMultiple(of: 3) ? .visible : .prefetch) }
+        await told.wait(forCount: 10_000)
+        await eventually("the workers left") { processor.tableSizes.workers == 0 }
+        #expect(processor.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0))
+        // No load is in flight; what remains is only the row → key assignment the front end made.
+        #expect(avenue.tableSizes == (rows: 10_000, loads: 0))
+        #expect(avenue.item(at: 9_999) == 10_000)
+        for row in 0..<10_000 { avenue.cancel(at: row) }
+        #expect(avenue.tableSizes == (rows: 0, loads: 0))
+    }
+
+    @Test func aCallbackCanReadItsRowAndCancelItWithoutDeadlock() async {
+        let f = AvenueFixture()
+        let seen = EventLog<Int?>()
+        f.avenue.onStateChange = { [avenue = f.avenue] row in
+            seen.append(avenue.item(at: row))
+            avenue.cancel(at: row)  // re-entrant: must not wait for its own delivery
+        }
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("k", with: 6)
+        await seen.wait(forCount: 1)
+        #expect(seen.elements == [6])
+        #expect(f.avenue.key(at: 0) == nil)
+    }
+
+    @Test func aCallbackCancellingAnotherRowOfTheSameLoadSilencesThatRow() async {
+        let f = AvenueFixture()
+        let told = EventLog<Int>()
+        f.avenue.onStateChange = { [avenue = f.avenue] row in
+            told.append(row)
+            avenue.cancel(at: row == 0 ? 1 : 0)
+        }
+        f.avenue.prepareItem(for: "k", at: 0)
+        f.avenue.prepareItem(for: "k", at: 1)
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("k", with: 1)
+        await told.wait(forCount: 1)
+        await f.waitUntilIdle()
+        #expect(told.count == 1)
+    }
+
+    @Test func cancelFromAnotherThreadWaitsOutADeliveryInProgressAndSilencesTheRow() async {
+        let f = AvenueFixture()
+        let inCallback = EventLog<Int>()
+        let release = DispatchSemaphore(value: 0)
+        let told = EventLog<Int>()
+        f.avenue.onStateChange = { row in
+            told.append(row)
+            inCallback.append(row)
+            release.wait()  // hold the delivery open
+        }
+        f.avenue.prepareItem(for: "k", at: 0)
+        f.avenue.prepareItem(for: "k", at: 1)
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("k", with: 1)
+        await inCallback.wait(forCount: 1)
+        let first = inCallback.elements[0]
+        let other = first == 0 ? 1 : 0
+
+        let cancelReturned = Atomic<Bool>(false)
+        let cancelDone = EventLog<Bool>()
+        DispatchQueue.global().async { [avenue = f.avenue] in
+            avenue.cancel(at: other)
+            cancelReturned.store(true, ordering: .sequentiallyConsistent)
+            cancelDone.append(true)
+        }
+        await eventually("the cancel took effect") { f.avenue.key(at: other) == nil }
+        let returnedEarly = cancelReturned.load(ordering: .sequentiallyConsistent)
+        #expect(!returnedEarly, "cancel returned while a callback was running")
+        release.signal()
+        await cancelDone.wait(forCount: 1)
+        #expect(told.elements == [first])
+    }
+
+    @Test func callbacksRunOnTheGivenQueue() async {
+        let queue = DispatchQueue(label: "avenue-callbacks")
+        let key = DispatchSpecificKey<Bool>()
+        queue.setSpecific(key: key, value: true)
+        let f = AvenueFixture(callbackMode: .queue(queue))
+        let onQueue = EventLog<Bool>()
+        f.avenue.onStateChange = { _ in onQueue.append(DispatchQueue.getSpecific(key: key) == true) }
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("k", with: 1)
+        await onQueue.wait(forCount: 1)
+        #expect(onQueue.elements == [true])
+    }
+
+    @Test func callbacksCanRunOnTheMainActor() async {
+        let f = AvenueFixture(callbackMode: .mainActor)
+        let onMain = EventLog<Bool>()
+        f.avenue.onStateChange = { _ in
+            onMain.append(MainActor.assumeIsolated { true })
+        }
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("k", with: 1)
+        await onMain.wait(forCount: 1)
+        #expect(onMain.elements == [true])
+    }
+
+    @Test func changesDeliverEachRowOnceAndSkipRowsReleasedBeforeTheEventIsRead() async {
+        let f = AvenueFixture()
+        var iterator = f.avenue.changes.makeAsyncIterator()
+        f.avenue.prepareItem(for: "a", at: 0)
+        f.avenue.prepareItem(for: "b", at: 1)
+        f.avenue.prepareItem(for: "c", at: 2)
+        await f.work.waitUntilStarted("a")
+        await f.work.waitUntilStarted("b")
+        await f.work.waitUntilStarted("c")
+        f.work.succeed("a", with: 1)
+        f.work.fail("b", with: TestError("no"))
+        f.work.succeed("c", with: 3)
+        await f.told.wait(forCount: 3)  // all three events are in the stream now
+        f.avenue.cancel(at: 2)          // ...but row 2 is let go before its event is read
+        var events: [Int: String] = [:]
+        for _ in 0..<2 {
+            guard let event = await iterator.next() else { break }
+            switch event.change {
+            case .loaded: events[event.index] = "loaded"
+            case .failed(let error): events[event.index] = "failed \(error)"
+            case .cancelled: events[event.index] = "cancelled"
+            }
+        }
+        #expect(events == [0: "loaded", 1: "failed no"])
+    }
+
+    @Test func theChangesStreamEndsWhenTheAvenueIsReleased() async {
+        var avenue: Avenue<Int, String, Int>? = Avenue(storage: MemoryStorage(), processor: ClosureProcessor { _ in 1 })
+        let changes = avenue?.changes
+        avenue = nil
+        var count = 0
+        if let changes { for await _ in changes { count += 1 } }
+        #expect(count == 0)
+    }
+
+    @Test func releasingTheAvenueReleasesItsClaims() async {
+        let work = ControlledWork<String, Int>()
+        let processor = AutoProcessor(work)
+        var avenue: Avenue<Int, String, Int>? = Avenue(storage: MemoryStorage(), processor: processor)
+        avenue?.prepareItem(for: "k", at: 0)
+        await work.waitUntilStarted("k")
+        avenue = nil
+        await eventually("the work saw the cancellation") { work.cancellationsSeen(by: "k") == 1 }
+        await eventually("the processor is idle") { processor.tableSizes.runs == 0 }
+    }
+}

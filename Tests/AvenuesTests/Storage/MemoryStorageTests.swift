@@ -1,0 +1,112 @@
+import Testing
+@testable import Avenues
+
+@Suite("MemoryStorage")
+struct MemoryStorageTests {
+    @Test func storesReadsReplacesAndRemoves() {
+        let storage = MemoryStorage<String, Int>()
+        #expect(storage.value(for: "a") == nil)
+        storage.set(1, for: "a")
+        storage.set(2, for: "b")
+        #expect(storage.value(for: "a") == 1)
+        storage.set(3, for: "a")
+        #expect(storage.value(for: "a") == 3)
+        #expect(storage.count == 2)
+        storage.removeValue(for: "a")
+        #expect(storage.value(for: "a") == nil)
+        storage.removeAll()
+        #expect(storage.count == 0)
+        #expect(storage.value(for: "b") == nil)
+    }
+
+    @Test func theCountLimitEvictsTheLeastRecentlyUsed() {
+        let storage = MemoryStorage<Int, Int>(countLimit: 3)
+        for key in 1...3 { storage.set(key, for: key) }
+        _ = storage.value(for: 1)  // 1 is now the most recently used; 2 is the least
+        storage.set(4, for: 4)
+        #expect(storage.value(for: 2) == nil)
+        #expect(storage.count == 3)
+        #expect(storage.keysByRecency == [4, 1, 3])
+        storage.set(30, for: 3)  // replacing counts as a use
+        storage.set(5, for: 5)
+        #expect(storage.keysByRecency == [5, 3, 4])
+    }
+
+    @Test func theCostLimitEvictsUntilTheTotalFits() {
+        let storage = MemoryStorage<String, [UInt8]>(costLimit: 10, cost: { $0.count })
+        storage.set([UInt8](repeating: 0, count: 4), for: "a")
+        storage.set([UInt8](repeating: 0, count: 4), for: "b")
+        #expect(storage.totalCost == 8)
+        storage.set([UInt8](repeating: 0, count: 5), for: "c")  // 13 > 10: "a" goes
+        #expect(storage.value(for: "a") == nil)
+        #expect(storage.totalCost == 9)
+        storage.set([UInt8](repeating: 0, count: 1), for: "b")  // a replacement changes the total
+        #expect(storage.totalCost == 6)
+    }
+
+    @Test func aValueCostingMoreThanTheWholeLimitIsNotKeptAndDropsTheOldValue() {
+        let storage = MemoryStorage<String, [UInt8]>(costLimit: 10, cost: { $0.count })
+        storage.set([1], for: "big")
+        storage.set([UInt8](repeating: 0, count: 11), for: "big")
+        #expect(storage.value(for: "big") == nil)
+        #expect(storage.totalCost == 0)
+    }
+
+    @Test func aZeroCountLimitKeepsNothing() {
+        let storage = MemoryStorage<Int, Int>(countLimit: 0)
+        storage.set(1, for: 1)
+        #expect(storage.value(for: 1) == nil)
+    }
+
+    @Test func theLRUTableMatchesAReferenceModelUnderRandomOperations() {
+        // A slow but obvious model: an array ordered from most to least recently used.
+        var rng = SplitMix64(seed: 7)
+        var table = LRUTable<Int, Int>()
+        var model: [(key: Int, value: Int)] = []
+        for step in 0..<20_000 {
+            let key = Int(rng.next() % 64)
+            switch rng.next() % 4 {
+            case 0, 1:
+                table.set(step, for: key, cost: 1)
+                model.removeAll { $0.key == key }
+                model.insert((key, step), at: 0)
+            case 2:
+                let expected = model.firstIndex { $0.key == key }.map { model.remove(at: $0) }
+                if let expected { model.insert(expected, at: 0) }
+                #expect(table.value(for: key) == expected?.value)
+            default:
+                if rng.next() % 8 == 0 {
+                    let expected = model.popLast()
+                    #expect(table.removeLeastRecentlyUsed()?.key == expected?.key)
+                } else {
+                    let expected = model.firstIndex { $0.key == key }.map { model.remove(at: $0) }
+                    #expect(table.removeValue(for: key) == expected?.value)
+                }
+            }
+            if step.isMultiple(of: 97) {
+                #expect(table.keysByRecency == model.map(\.key))
+            }
+        }
+        #expect(table.count == model.count)
+    }
+
+    @Test func concurrentUseFromEightTasksKeepsTheLimit() async {
+        let storage = MemoryStorage<Int, Int>(countLimit: 100)
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var rng = SplitMix64(seed: UInt64(task))
+                    for _ in 0..<5_000 {
+                        let key = Int(rng.next() % 300)
+                        if rng.next() % 2 == 0 {
+                            storage.set(key * 10, for: key)
+                        } else if let value = storage.value(for: key) {
+                            #expect(value == key * 10)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(storage.count <= 100)
+    }
+}
