@@ -353,6 +353,23 @@ struct AvenueTests {
         #expect(told.elements == [first])
     }
 
+    @Test func aNotificationQueuedBeforeItsRowWasReassignedOrReleasedIsNeverDelivered() async {
+        let queue = DispatchQueue(label: "held-callbacks")
+        let f = AvenueFixture(callbackMode: .queue(queue))
+        for row in 0..<3 { f.avenue.prepareItem(for: "old", at: row) }
+        await f.work.waitUntilStarted("old")
+        queue.suspend()  // the completion's notifications wait in the queue
+        f.work.succeed("old", with: 1)
+        await eventually("the load completed") { f.avenue.tableSizes.loads == 0 }
+        f.avenue.prepareItem(for: "new", at: 0)  // reassigned while its notification is queued
+        f.avenue.cancel(at: 1)                    // released while its notification is queued
+        queue.resume()
+        await f.told.wait(for: 2)
+        queue.sync {}  // everything queued before has run
+        #expect(f.told.elements == [2])
+        f.avenue.cancelAll()
+    }
+
     @Test func callbacksRunOnTheGivenQueue() async {
         let queue = DispatchQueue(label: "avenue-callbacks")
         let key = DispatchSpecificKey<Bool>()
