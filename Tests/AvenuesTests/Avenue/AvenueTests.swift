@@ -34,7 +34,8 @@ struct AvenueFixture {
 
 @Suite("Avenue", .timeLimit(.minutes(2)))
 struct AvenueTests {
-    @Test func twoRowsAskingForOneKeyInFlightShareOneRunAndBothAreFilledAndTold() async {
+    @Test("Avenues 0.1 fault: a second row asking for a key in flight was silently dropped", .tags(.anchorFault))
+    func twoRowsAskingForOneKeyInFlightShareOneRunAndBothAreFilledAndTold() async {
         let f = AvenueFixture()
         f.avenue.prepareItem(for: "k", at: 1)
         await f.work.waitUntilStarted("k")
@@ -77,7 +78,8 @@ struct AvenueTests {
         #expect(f.avenue.statistics.loadsCancelled == 1)
     }
 
-    @Test func aCancelledRunThatFinishesLateNeverOverwritesOrCancelsTheNewerRun() async {
+    @Test("Avenues 0.1 fault: a late completion of a cancelled run cancelled the new run", .tags(.anchorFault))
+    func aCancelledRunThatFinishesLateNeverOverwritesOrCancelsTheNewerRun() async {
         let f = AvenueFixture(honoursCancellation: false)
         f.avenue.prepareItem(for: "k", at: 1)
         await f.work.waitUntilStarted("k")
@@ -99,7 +101,8 @@ struct AvenueTests {
         #expect(f.told.elements == [1])
     }
 
-    @Test func cancelAllThenPrepareItemWorks() async {
+    @Test("Avenues 0.1 fault: cancelAll left keys .running forever", .tags(.anchorFault))
+    func cancelAllThenPrepareItemWorks() async {
         let f = AvenueFixture()
         for row in 0..<5 { f.avenue.prepareItem(for: "k\(row)", at: row) }
         await f.work.waitUntilStarted("k0")
@@ -113,7 +116,7 @@ struct AvenueTests {
         #expect(f.avenue.item(at: 0) == 5)
     }
 
-    @Test(arguments: [false, true])
+    @Test("Nuke fault: a start then stop in the same tick still ran the work", .tags(.anchorFault), arguments: [false, true])
     func prepareThenCancelInTheSameSynchronousStretchNeverRunsTheWork(processorBusy: Bool) async {
         let f = AvenueFixture(maxConcurrent: 1)
         if processorBusy {
@@ -273,7 +276,8 @@ struct AvenueTests {
         #expect(f.avenue.key(at: 0) == "k")  // still assigned, so the front end may prepare it again
     }
 
-    @Test func afterTenThousandDistinctKeysCompleteTheTablesHoldNothingForThem() async {
+    @Test("Avenues 0.1 fault: completed states piled up", .tags(.anchorFault))
+    func afterTenThousandDistinctKeysCompleteTheTablesHoldNothingForThem() async {
         let processor = AutoProcessor(maxConcurrent: 4) { (key: Int) in key + 1 }
         let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: processor)
         let told = EventLog<Int>()

@@ -15,7 +15,8 @@ struct AutoProcessorTests {
         #expect(work.starts(of: "a") == 1)
     }
 
-    @Test func tenThousandConcurrentCallersOfOneKeyShareOneRun() async throws {
+    @Test("Carlos fault: pooled() ran the work once per subscriber", .tags(.anchorFault))
+    func tenThousandConcurrentCallersOfOneKeyShareOneRun() async throws {
         let work = ControlledWork<String, Int>()
         let processor = AutoProcessor(work)
         let callers = 10_000
@@ -50,7 +51,8 @@ struct AutoProcessorTests {
         #expect(try await staying.value == 1)
     }
 
-    @Test func theLastCallerLeavingCancelsTheWork() async throws {
+    @Test("Carlos fault: a cancelled pool entry was never removed", .tags(.anchorFault))
+    func theLastCallerLeavingCancelsTheWork() async throws {
         let work = ControlledWork<String, Int>()
         let processor = AutoProcessor(work)
         let first = Task { try await processor.value(for: "k") }
@@ -95,7 +97,8 @@ struct AutoProcessorTests {
         await eventually("the work saw the cancellation") { work.cancellationsSeen(by: "k") == 1 }
     }
 
-    @Test func cancelAllLeavesNothingRunningAndTheProcessorUsable() async throws {
+    @Test("Avenues 0.1 fault: cancelAll left the processor unusable", .tags(.anchorFault))
+    func cancelAllLeavesNothingRunningAndTheProcessorUsable() async throws {
         let work = ControlledWork<Int, Int>()
         let processor = AutoProcessor(maxConcurrent: 2, work)
         let callers = (0..<5).map { key in Task { try await processor.value(for: key) } }
@@ -138,7 +141,8 @@ struct AutoProcessorTests {
         #expect(try await newer.value == 2)
     }
 
-    @Test func withOneWorkerAVisibleRequestRunsBeforeFiftyQueuedPrefetches() async throws {
+    @Test("Nuke fault: a throttle in front of the priority queue inverted priorities", .tags(.anchorFault))
+    func withOneWorkerAVisibleRequestRunsBeforeFiftyQueuedPrefetches() async throws {
         let work = ControlledWork<Int, Int>()
         let processor = AutoProcessor(maxConcurrent: 1, work)
         let done = EventLog<Int>()
