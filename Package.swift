@@ -10,7 +10,9 @@ let package = Package(
     ],
     targets: [
         .target(name: "Avenues"),
-        .testTarget(name: "AvenuesTests", dependencies: ["Avenues"]),
+        .testTarget(name: "AvenuesTests", dependencies: ["Avenues", "DiskStorageCrashWriter"]),
+        // A child process for the crash-safety test: it writes entries until the test kills it.
+        .executableTarget(name: "DiskStorageCrashWriter", dependencies: ["Avenues"], path: "Tests/DiskStorageCrashWriter"),
     ],
     swiftLanguageModes: [.v6]
 )

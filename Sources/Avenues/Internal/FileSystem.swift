@@ -1,0 +1,184 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The few POSIX file calls the disk storage needs, with `errno` kept, because the storage must tell
+/// "disk full" from "permission denied" and must never follow a symlink.
+enum FileSystem {
+    /// A failed call: which one, on what path, and `errno`.
+    struct Failure: Error {
+        let call: String
+        let path: String
+        let code: Int32
+    }
+
+    struct FileInfo {
+        let size: Int
+        let modified: Int64  // nanoseconds since 1970
+        let isRegularFile: Bool
+        let isDirectory: Bool
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    private static func fail(_ call: String, _ path: String) -> Failure {
+        Failure(call: call, path: path, code: errno)
+    }
+
+    /// Creates `path` and its missing parents with `mode`; succeeds if it is already a directory.
+    static func createDirectory(_ path: String, mode: mode_t) throws(Failure) {
+        if let info = try? status(path), info.isDirectory { return }
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, mode) != 0, errno != EEXIST { throw fail("mkdir", prefix) }
+        }
+        let info = try status(path)
+        guard info.isDirectory else { throw Failure(call: "mkdir", path: path, code: ENOTDIR) }
+    }
+
+    /// `stat` (following symlinks, for the folder itself).
+    static func status(_ path: String) throws(Failure) -> FileInfo {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw fail("stat", path) }
+        return FileInfo(info)
+    }
+
+    /// `lstat` (never following a symlink).
+    static func linkStatus(_ path: String) throws(Failure) -> FileInfo {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw fail("lstat", path) }
+        return FileInfo(info)
+    }
+
+    /// The names in a directory, without `.` and `..`.
+    static func contents(of path: String) throws(Failure) -> [String] {
+        guard let directory = opendir(path) else { throw fail("opendir", path) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
+                    String(cString: $0)
+                }
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Creates a new file that must not exist yet; never follows a symlink planted at `path`.
+    static func createExclusive(_ path: String, mode: mode_t) throws(Failure) -> Int32 {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw fail("open", path) }
+        return descriptor
+    }
+
+    /// Opens an existing file for reading; a symlink is an error (`ELOOP`), not followed.
+    static func openForReading(_ path: String) throws(Failure) -> Int32 {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { throw fail("open", path) }
+        return descriptor
+    }
+
+    static func status(of descriptor: Int32, path: String) throws(Failure) -> FileInfo {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw fail("fstat", path) }
+        return FileInfo(info)
+    }
+
+    /// Writes every byte of `buffers` in order, retrying short writes.
+    static func writeAll(_ descriptor: Int32, _ buffers: [UnsafeRawBufferPointer], path: String) throws(Failure) {
+        var pending = buffers.filter { $0.count > 0 }
+        while !pending.isEmpty {
+            var vectors = pending.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+            let written = writev(descriptor, &vectors, Int32(vectors.count))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw fail("writev", path)
+            }
+            pending = drop(written, from: pending)
+        }
+    }
+
+    /// Fills every byte of `buffers` in order; returns false if the file ended first.
+    static func readAll(_ descriptor: Int32, into buffers: [UnsafeMutableRawBufferPointer], path: String) throws(Failure) -> Bool {
+        var pending = buffers.filter { $0.count > 0 }
+        while !pending.isEmpty {
+            var vectors = pending.map { iovec(iov_base: $0.baseAddress, iov_len: $0.count) }
+            let count = readv(descriptor, &vectors, Int32(vectors.count))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw fail("readv", path)
+            }
+            if count == 0 { return false }
+            pending = drop(count, from: pending.map { UnsafeRawBufferPointer($0) }).map { UnsafeMutableRawBufferPointer(mutating: $0) }
+        }
+        return true
+    }
+
+    private static func drop(_ count: Int, from buffers: [UnsafeRawBufferPointer]) -> [UnsafeRawBufferPointer] {
+        var remaining = count
+        var result: [UnsafeRawBufferPointer] = []
+        for buffer in buffers {
+            if remaining >= buffer.count {
+                remaining -= buffer.count
+            } else {
+                result.append(UnsafeRawBufferPointer(rebasing: buffer[remaining...]))
+                remaining = 0
+            }
+        }
+        return result
+    }
+
+    static func close(_ descriptor: Int32) {
+        _ = closeDescriptor(descriptor)
+    }
+
+    /// Atomically replaces `destination` (a symlink there is replaced, not followed).
+    static func rename(_ source: String, to destination: String) throws(Failure) {
+        guard renameFile(source, destination) == 0 else { throw fail("rename", destination) }
+    }
+
+    /// Removes a file or symlink; a missing file is not an error.
+    static func remove(_ path: String) throws(Failure) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw fail("unlink", path) }
+    }
+
+    /// The message for an `errno` value.
+    static func message(for code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
+
+// Module-level names so the static methods above can shadow them.
+private func closeDescriptor(_ descriptor: Int32) -> Int32 {
+    close(descriptor)
+}
+
+private func renameFile(_ source: String, _ destination: String) -> Int32 {
+    rename(source, destination)
+}
+
+extension FileSystem.FileInfo {
+    init(_ info: stat) {
+        #if canImport(Darwin)
+        let seconds = Int64(info.st_mtimespec.tv_sec), nanoseconds = Int64(info.st_mtimespec.tv_nsec)
+        #else
+        let seconds = Int64(info.st_mtim.tv_sec), nanoseconds = Int64(info.st_mtim.tv_nsec)
+        #endif
+        let type = info.st_mode & S_IFMT
+        self.init(
+            size: Int(info.st_size),
+            modified: seconds * 1_000_000_000 + nanoseconds,
+            isRegularFile: type == S_IFREG,
+            isDirectory: type == S_IFDIR,
+            device: UInt64(info.st_dev),
+            inode: UInt64(info.st_ino)
+        )
+    }
+}

@@ -1,0 +1,39 @@
+/// A processor that answers from a storage when it can; see ``Processor/cached(in:)``.
+public struct CachedProcessor<Base: Processor, Cache: Storage>: Processor
+where Cache.Key == Base.Key, Cache.Value == Base.Value {
+    /// The processor doing the work on a miss.
+    public let base: Base
+    /// Where results are read from first and written to after work.
+    public let cache: Cache
+
+    /// Creates a processor that reads `cache` first and writes `base`'s results into it.
+    public init(_ base: Base, cache: Cache) {
+        self.base = base
+        self.cache = cache
+    }
+
+    /// The cached value for `key`, or `base`'s value, which is then cached.
+    public func process(_ key: Base.Key) async throws -> Base.Value {
+        // This runs in the processor's task, not the caller's: a slow cache (a disk) is read off the
+        // thread that asked (under an AutoProcessor, on one of its workers).
+        if let cached = cache.value(for: key) { return cached }
+        let value = try await base.process(key)
+        cache.set(value, for: key)
+        return value
+    }
+}
+
+extension Processor {
+    /// This processor reading `storage` first and writing its results back: the talk's "reuse
+    /// in-flight requests across disk and network". Under an ``AutoProcessor`` the storage read and
+    /// the work are one run, so concurrent requests for a key share both.
+    ///
+    /// ```swift
+    /// let disk = DiskStorage<String>(directory: folder).codable(Summary.self)
+    /// let avenue = Avenue(storage: MemoryStorage(), processor: summarize.cached(in: disk))
+    /// ```
+    public func cached<Cache: Storage>(in storage: Cache) -> CachedProcessor<Self, Cache>
+    where Cache.Key == Key, Cache.Value == Value {
+        CachedProcessor(self, cache: storage)
+    }
+}

@@ -1,0 +1,73 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why a ``DiskStorage`` operation failed, and what to do about it.
+public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
+    /// The kind of failure.
+    public enum Reason: Sendable, Hashable {
+        /// The storage's folder does not exist and cannot be created (a file is in the way, or a
+        /// parent folder is missing or not writable).
+        case folderUnavailable
+        /// The disk or the user's quota is full.
+        case diskFull
+        /// The folder or an entry is not readable or writable by this user, or is on a read-only
+        /// file system.
+        case permissionDenied
+        /// The name given for a cache folder cannot be used (empty, absolute, or containing `..`).
+        case invalidName
+        /// No cache folder could be found: neither `XDG_CACHE_HOME` nor `HOME` is set.
+        case noCacheFolder
+        /// Any other input/output error.
+        case io
+    }
+
+    /// The kind of failure.
+    public let reason: Reason
+    /// The file or folder concerned.
+    public let path: String
+    /// The system call that failed, if one did (`"rename"`, `"open"`…).
+    public let call: String?
+    /// The `errno` value, if a system call failed.
+    public let code: Int32?
+
+    init(_ reason: Reason, path: String, call: String? = nil, code: Int32? = nil) {
+        self.reason = reason
+        self.path = path
+        self.call = call
+        self.code = code
+    }
+
+    init(_ failure: FileSystem.Failure, folderMissing: Bool = false) {
+        let reason: Reason
+        switch failure.code {
+        case ENOSPC, EDQUOT: reason = .diskFull
+        case EACCES, EPERM, EROFS: reason = .permissionDenied
+        default: reason = folderMissing ? .folderUnavailable : .io
+        }
+        self.init(reason, path: failure.path, call: failure.call, code: failure.code)
+    }
+
+    /// What happened and what to do.
+    public var description: String {
+        let cause = code.map { " (\(call ?? "system call"): \(FileSystem.message(for: $0)))" } ?? ""
+        switch reason {
+        case .folderUnavailable:
+            return "The cache folder \(path) cannot be created\(cause). Choose a folder you can write to, e.g. DiskStorage(directory:)."
+        case .diskFull:
+            return "No space left for the cache entry \(path)\(cause). Free some space or lower the storage's sizeLimit; the entry was not stored."
+        case .permissionDenied:
+            return "Permission denied for \(path)\(cause). Make the folder writable by this user or choose another with DiskStorage(directory:)."
+        case .invalidName:
+            return "The cache name \"\(path)\" cannot be used: give a relative name without \"..\", such as \"my-tool/thumbnails\"."
+        case .noCacheFolder:
+            return "No cache folder: set XDG_CACHE_HOME or HOME, or pass a folder with DiskStorage(directory:)."
+        case .io:
+            return "Input/output error on \(path)\(cause); the entry was not stored."
+        }
+    }
+}
