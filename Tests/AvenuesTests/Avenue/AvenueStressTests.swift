@@ -101,7 +101,7 @@ struct AvenueStressTests {
             }
         }
         await eventually("the redraw's loads finished") {
-            avenue.tableSizes.loads == 0 && processor.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0)
+            avenue.tableSizes.loads == 0 && processor.tableSizes.isIdle
         }
 
         var claimedRows = 0

@@ -27,7 +27,7 @@ struct AvenueFixture {
     /// Waits until the avenue's own and its processor's tables are empty.
     func waitUntilIdle() async {
         await eventually("the avenue and its processor are idle") {
-            avenue.tableSizes.loads == 0 && avenue.processor.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0)
+            avenue.tableSizes.loads == 0 && avenue.processor.tableSizes.isIdle
         }
     }
 }
@@ -285,7 +285,7 @@ struct AvenueTests {
         for row in 0..<10_000 { avenue.prepareItem(for: row, at: row, priority: row.isMultiple(of: 3) ? .visible : .prefetch) }
         await told.wait(forCount: 10_000)
         await eventually("the workers left") { processor.tableSizes.workers == 0 }
-        #expect(processor.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0))
+        #expect(processor.tableSizes.isIdle)
         // No load is in flight; what remains is only the row → key assignment the front end made.
         #expect(avenue.tableSizes == (rows: 10_000, loads: 0))
         #expect(avenue.item(at: 9_999) == 10_000)

@@ -25,7 +25,7 @@ struct AutoProcessorStateMachineTests {
             Issue.record("the worker was given work nobody wants")
             return
         }
-        #expect(machine.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0))
+        #expect(machine.tableSizes.isIdle)
     }
 
     @Test func aLateFinishOfACancelledRunIsDroppedAndTheNewRunContinues() throws {

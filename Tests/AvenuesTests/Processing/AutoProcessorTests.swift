@@ -64,7 +64,7 @@ struct AutoProcessorTests {
         await #expect(throws: CancellationError.self) { try await first.value }
         await #expect(throws: CancellationError.self) { try await second.value }
         await eventually("the work saw the cancellation") { work.cancellationsSeen(by: "k") == 1 }
-        await eventually("the tables are empty") { processor.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0) }
+        await eventually("the tables are empty") { processor.tableSizes.isIdle }
     }
 
     @Test func aCallerCancelledBeforeAskingNeverStartsWork() async throws {
@@ -232,7 +232,7 @@ struct AutoProcessorTests {
             try await group.waitForAll()
         }
         await eventually("workers left") { processor.tableSizes.workers == 0 }
-        #expect(processor.tableSizes == .init(runs: 0, waiters: 0, queueEntries: 0, workers: 0))
+        #expect(processor.tableSizes.isIdle)
     }
 
     @Test func stateFollowsARunThroughQueuedRunningAndBackToNone() async throws {
@@ -248,11 +248,13 @@ struct AutoProcessorTests {
         }
         #expect(processor.state(of: "a") == .running)
         #expect(processor.state(of: "b") == .queued)
+        #expect(processor.activity == AutoProcessorActivity(queued: 1, running: 1))
         work.succeed("a", with: 1)
         await work.waitUntilStarted("b")
         #expect(processor.state(of: "b") == .running)
         work.succeed("b", with: 2)
         await eventually("b left the tables") { processor.state(of: "b") == .none }
+        #expect(processor.activity == AutoProcessorActivity(queued: 0, running: 0))
         #expect(observed.withLock { $0 } == .completed)
     }
 

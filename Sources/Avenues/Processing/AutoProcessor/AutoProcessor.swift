@@ -161,6 +161,11 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         state.withLock { $0.machine.state(of: key) }
     }
 
+    /// How many keys are queued and running now.
+    public var activity: AutoProcessorActivity {
+        state.withLock { $0.machine.activity }
+    }
+
     /// How much the processor holds now; all zero when idle, whatever it did before.
     public var tableSizes: AutoProcessorTableSizes {
         state.withLock { $0.machine.tableSizes }

@@ -71,6 +71,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     private(set) var workers: [UInt64: Bool] = [:]
     private var nextToken: UInt64 = 0
     private var nextWorkerID: UInt64 = 0
+    /// Runs in `.running`, kept as a count so observing it is O(1).
+    private var runningCount = 0
 
     init(maxConcurrent: Int) {
         precondition(maxConcurrent > 0, "AutoProcessor needs maxConcurrent of 1 or more")
@@ -116,6 +118,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
                 noteStaleEntry(at: level)
             case .running(let worker):
                 runs.remove(at: index)
+                runningCount -= 1
                 workers[worker] = true
                 action.cancelWorker = worker
             case .delivering:
@@ -165,6 +168,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         case .queued(let level):
             noteStaleEntry(at: level)
         case .running(let worker):
+            runningCount -= 1
             workers[worker] = true
             action.cancelWorkers.append(worker)
         case .delivering:
@@ -189,6 +193,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         }
         let waiters = runs.values[index].waiters.removeAll()
         runs.values[index].phase = .delivering(result)
+        runningCount -= 1
         return .deliver(waiters, result)
     }
 
@@ -215,6 +220,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
                 if let index = runs.index(forKey: job.key), runs.values[index].token == job.token,
                    case .queued(level) = runs.values[index].phase {
                     runs.values[index].phase = .running(worker: worker)
+                    runningCount += 1
                     return .run(job)
                 }
                 staleEntries[level.rawValue] -= 1
@@ -286,6 +292,14 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             workers: workers.count
         )
     }
+
+    /// Keys waiting for a worker and keys whose work is running; O(1).
+    var activity: AutoProcessorActivity {
+        AutoProcessorActivity(
+            queued: queues.indices.reduce(0) { $0 + queues[$1].count - staleEntries[$1] },
+            running: runningCount
+        )
+    }
 }
 
 /// How much an ``AutoProcessor`` is holding, for tests and diagnostics.
@@ -299,8 +313,19 @@ public struct AutoProcessorTableSizes: Sendable, Hashable, CustomStringConvertib
     /// Worker tasks alive.
     public var workers: Int
 
+    /// `true` when the processor holds nothing at all.
+    public var isIdle: Bool { runs == 0 && waiters == 0 && queueEntries == 0 && workers == 0 }
+
     /// A one-line summary.
     public var description: String {
         "runs: \(runs), waiters: \(waiters), queue entries: \(queueEntries), workers: \(workers)"
     }
+}
+
+/// What an ``AutoProcessor`` is doing now, for status lines.
+public struct AutoProcessorActivity: Sendable, Hashable {
+    /// Keys waiting for a worker.
+    public var queued: Int
+    /// Keys whose work is running.
+    public var running: Int
 }

@@ -1,0 +1,132 @@
+import Testing
+@testable import Avenues
+
+@Suite("RowPrefetcher", .timeLimit(.minutes(2)))
+struct RowPrefetcherTests {
+    /// An avenue whose work never finishes unless the test says so, over a list of `count` rows.
+    struct Fixture {
+        let work = ControlledWork<String, Int>()
+        let avenue: Avenue<Int, String, Int>
+        let prefetcher: RowPrefetcher<String, Int>
+
+        init(count: Int, ahead: Int = 3, behind: Int = 2, maxConcurrent: Int = 6) {
+            avenue = Avenue(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: maxConcurrent, work))
+            prefetcher = RowPrefetcher(avenue: avenue, ahead: ahead, behind: behind) { row in
+                row < count ? "row\(row)" : nil
+            }
+        }
+
+        func rows(_ priority: LoadPriority) -> [Int] {
+            prefetcher.window.filter { $0.value == priority }.map(\.key).sorted()
+        }
+
+        /// Rows the avenue has assigned, i.e. that were prepared and not cancelled.
+        func assigned(in range: Range<Int> = 0..<200) -> [Int] {
+            range.filter { avenue.key(at: $0) != nil }
+        }
+    }
+
+    @Test func scrollingDownPreparesTheVisibleRowsThenAheadBelowAndBehindAbove() {
+        let f = Fixture(count: 100)
+        f.prefetcher.show(10..<15)
+        #expect(f.rows(.visible) == [10, 11, 12, 13, 14])
+        #expect(f.rows(.prefetch) == [8, 9, 15, 16, 17])
+        #expect(f.assigned() == Array(8...17))
+
+        f.prefetcher.show(11..<16)
+        #expect(f.prefetcher.direction == .down)
+        #expect(f.rows(.visible) == [11, 12, 13, 14, 15])
+        #expect(f.rows(.prefetch) == [9, 10, 16, 17, 18])
+        #expect(f.assigned() == Array(9...18))  // row 8 left the window and was cancelled
+        f.prefetcher.stop()
+        #expect(f.assigned().isEmpty)
+    }
+
+    @Test func scrollingUpPrefetchesAboveAndADirectionChangeCancelsTheOldAhead() {
+        let f = Fixture(count: 100)
+        f.prefetcher.show(50..<55)
+        f.prefetcher.show(51..<56)  // down: ahead is 56...58
+        #expect(f.rows(.prefetch) == [49, 50, 56, 57, 58])
+        f.prefetcher.show(50..<55)  // up: ahead is 47...49, behind 55...56
+        #expect(f.prefetcher.direction == .up)
+        #expect(f.rows(.visible) == [50, 51, 52, 53, 54])
+        #expect(f.rows(.prefetch) == [47, 48, 49, 55, 56])
+        #expect(f.assigned() == Array(47...56))
+        f.prefetcher.stop()
+    }
+
+    @Test func aJumpCancelsTheWholeOldWindow() async {
+        let f = Fixture(count: 100)
+        f.prefetcher.show(0..<5)
+        await f.work.waitUntilStarted("row0")
+        f.prefetcher.show(95..<100)  // End
+        #expect(f.assigned() == [93, 94, 95, 96, 97, 98, 99])
+        await eventually("the running work of the old window was cancelled") { f.work.cancellationsSeen(by: "row0") == 1 }
+        f.prefetcher.show(0..<5)  // Home: moving up, so "ahead" is above row 0, which does not exist
+        #expect(f.assigned() == [0, 1, 2, 3, 4, 5, 6])
+        #expect(f.avenue.statistics.loadsCancelled >= 7)
+        f.prefetcher.stop()
+    }
+
+    @Test func aListShorterThanTheWindowPreparesOnlyRowsThatExist() {
+        let f = Fixture(count: 4, ahead: 10, behind: 10)
+        f.prefetcher.show(0..<10)
+        #expect(f.rows(.visible) == [0, 1, 2, 3])
+        #expect(f.rows(.prefetch).isEmpty)
+        #expect(f.assigned() == [0, 1, 2, 3])
+        f.prefetcher.stop()
+    }
+
+    @Test func theQueueRunsVisibleRowsTopToBottomThenPrefetchesNearestFirst() async {
+        let f = Fixture(count: 100, ahead: 3, behind: 2, maxConcurrent: 1)
+        f.avenue.prepareItem(for: "busy", at: 1_000)
+        await f.work.waitUntilStarted("busy")
+        f.prefetcher.show(20..<23)
+        f.work.succeed("busy", with: 0)
+        for row in [20, 21, 22, 23, 24, 25, 19, 18] {
+            await f.work.waitUntilStarted("row\(row)")
+            f.work.succeed("row\(row)", with: row)
+        }
+        #expect(f.work.startOrder == ["busy"] + [20, 21, 22, 23, 24, 25, 19, 18].map { "row\($0)" })
+    }
+
+    @Test func aRowScrolledIntoViewIsRaisedAheadOfQueuedPrefetches() async {
+        let f = Fixture(count: 100, ahead: 5, behind: 0, maxConcurrent: 1)
+        f.avenue.prepareItem(for: "busy", at: 1_000)
+        await f.work.waitUntilStarted("busy")
+        f.prefetcher.show(0..<2)  // visible 0, 1; prefetch 2...6
+        f.prefetcher.show(4..<6)  // 4 and 5 become visible: they jump the queue
+        f.work.succeed("busy", with: 0)
+        await f.work.waitUntilStarted("row4")
+        #expect(f.work.startOrder == ["busy", "row4"])
+        f.prefetcher.stop()
+    }
+
+    @Test func showCanBeCalledFromTheAvenuesCallbacksWhileAnotherThreadShows() async {
+        let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(countLimit: 50), processor: AutoProcessor(maxConcurrent: 4) { (key: Int) in
+            await Task.yield()
+            return key
+        })
+        let prefetcher = RowPrefetcher(avenue: avenue, ahead: 10, behind: 5) { row in row < 5_000 ? row : nil }
+        let redraws = EventLog<Int>()
+        avenue.onStateChange = { row in
+            if redraws.count < 200 { prefetcher.show(row..<(row + 8)) }  // a front end redrawing from its callback
+            redraws.append(row)
+        }
+        for top in stride(from: 0, to: 4_000, by: 40) { prefetcher.show(top..<(top + 30)) }
+        await redraws.wait(forCount: 50)
+        prefetcher.stop()
+        await eventually("everything settled") { avenue.processor.tableSizes.runs == 0 }
+    }
+
+    @Test func releasingThePrefetcherCancelsItsWindow() async {
+        let work = ControlledWork<String, Int>()
+        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: AutoProcessor(work))
+        var prefetcher: RowPrefetcher<String, Int>? = RowPrefetcher(avenue: avenue) { "row\($0)" }
+        prefetcher?.show(0..<3)
+        #expect(avenue.key(at: 0) == "row0")
+        prefetcher = nil
+        #expect(avenue.key(at: 0) == nil)
+        #expect(avenue.tableSizes == (0, 0))
+    }
+}
