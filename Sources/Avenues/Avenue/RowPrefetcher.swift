@@ -27,15 +27,26 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
 
     /// The avenue whose rows are prepared and cancelled.
     public let avenue: Avenue<Int, Key, Value>
-    /// Rows prefetched past the visible ones in the scroll direction; 20 by default.
-    public let ahead: Int
-    /// Rows prefetched on the other side; 5 by default.
-    public let behind: Int
+
+    /// Rows prefetched past the visible ones in the scroll direction; 20 by default. A change (say,
+    /// after the window was resized) applies from the next ``show(_:)``.
+    public var ahead: Int {
+        get { state.withLock { $0.ahead } }
+        set { state.withLock { $0.ahead = max(0, newValue) } }
+    }
+
+    /// Rows prefetched on the other side; 5 by default. A change applies from the next ``show(_:)``.
+    public var behind: Int {
+        get { state.withLock { $0.behind } }
+        set { state.withLock { $0.behind = max(0, newValue) } }
+    }
 
     private let key: @Sendable (Int) -> Key?
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     private struct State {
+        var ahead: Int
+        var behind: Int
         /// The rows prepared now, with the priority each was prepared at.
         var applied: [Int: LoadPriority] = [:]
         var lastVisible: Range<Int>?
@@ -63,8 +74,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     ) {
         precondition(ahead >= 0 && behind >= 0, "RowPrefetcher ahead and behind must be 0 or more")
         self.avenue = avenue
-        self.ahead = ahead
-        self.behind = behind
+        self.state = Locked(State(ahead: ahead, behind: behind))
         self.key = key
     }
 
@@ -139,6 +149,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         }
         state.lastVisible = visible
 
+        let (ahead, behind) = (state.ahead, state.behind)
         var wanted: [(row: Int, priority: LoadPriority)] = visible.map { ($0, .visible) }
         switch state.direction {
         case .down:

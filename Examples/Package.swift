@@ -1,0 +1,33 @@
+// swift-tools-version: 6.0
+import Foundation
+import PackageDescription
+
+// The library is the folder above; a path dependency is named after its folder, whatever a clone
+// of the repository is called.
+let libraryFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+let avenues = Target.Dependency.product(name: "Avenues", package: libraryFolder.lastPathComponent)
+
+let package = Package(
+    name: "Examples",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Raw mode, key decoding, ANSI drawing: all the terminal code, in one place.
+        .target(name: "TerminalUI"),
+        // Listing files and summarizing them: the rows both examples show.
+        .target(name: "FileCatalog", dependencies: [avenues, "TerminalUI"]),
+        .executableTarget(name: "browse", dependencies: [
+            avenues, "FileCatalog", "TerminalUI",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "pages", dependencies: [
+            avenues, "FileCatalog", "TerminalUI",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "TerminalUI", avenues]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,173 @@
+import Avenues
+import Foundation
+
+/// What the slow columns show for a file.
+public struct FileSummary: Sendable, Hashable, Codable {
+    /// Newline characters in the file, as `wc -l` counts them.
+    public var lines: Int
+    /// The CRC-32 (IEEE, as zlib and `gzip` compute it) of the whole file.
+    public var crc32: UInt32
+    /// Whether the file looks binary (a NUL byte, or mostly control bytes, in its first 8 KiB).
+    public var isBinary: Bool
+    /// The first line (text), or a sparkline of the byte histogram (binary), cleaned of control characters.
+    public var preview: String
+
+    /// Creates a summary.
+    public init(lines: Int, crc32: UInt32, isBinary: Bool, preview: String) {
+        self.lines = lines
+        self.crc32 = crc32
+        self.isBinary = isBinary
+        self.preview = preview
+    }
+}
+
+/// Computes a ``FileSummary`` by reading the file once, in 64 KiB chunks, so memory does not grow with
+/// the file; it checks for cancellation between chunks, so a row scrolled away stops reading.
+public struct FileSummarizer: Processor {
+    /// A pause before each file, to watch the loading behaviour on fast disks; zero by default.
+    public let latency: Duration
+
+    static let chunkSize = 64 * 1024
+    static let sniffSize = 8 * 1024
+    static let previewLimit = 400
+
+    /// Creates a summarizer.
+    public init(latency: Duration = .zero) {
+        self.latency = latency
+    }
+
+    /// Reads the file and summarizes it.
+    public func process(_ file: FileRef) async throws -> FileSummary {
+        if latency > .zero { try await Task.sleep(for: latency) }
+        try Task.checkCancellation()
+        guard let handle = FileHandle(forReadingAtPath: file.path) else {
+            throw SummaryError(path: file.path, reason: "cannot be opened (permission denied or removed)")
+        }
+        defer { try? handle.close() }
+        var summary = Summarizing()
+        while true {
+            try Task.checkCancellation()
+            let chunk: Data
+            do {
+                chunk = try handle.read(upToCount: Self.chunkSize) ?? Data()
+            } catch {
+                throw SummaryError(path: file.path, reason: "cannot be read: \(error.localizedDescription)")
+            }
+            if chunk.isEmpty { break }
+            chunk.withUnsafeBytes { summary.add($0) }
+        }
+        return summary.result
+    }
+
+    /// The same computation for bytes in memory (tests, and the plain sequential reference).
+    public static func summarize(_ data: Data) -> FileSummary {
+        var summary = Summarizing()
+        var offset = 0
+        while offset < data.count {
+            let end = min(data.count, offset + chunkSize)
+            data[offset..<end].withUnsafeBytes { summary.add($0) }
+            offset = end
+        }
+        return summary.result
+    }
+
+    /// The running state of one summary.
+    struct Summarizing {
+        var crc = CRC32()
+        var lines = 0
+        var histogram = [Int](repeating: 0, count: 16)
+        var sniffed: [UInt8] = []
+        var firstLine: [UInt8] = []
+        var firstLineDone = false
+
+        mutating func add(_ bytes: UnsafeRawBufferPointer) {
+            crc.update(bytes)
+            for byte in bytes {
+                if byte == 0x0A {
+                    lines += 1
+                    firstLineDone = true
+                } else if !firstLineDone, firstLine.count < FileSummarizer.previewLimit {
+                    firstLine.append(byte)
+                }
+                histogram[Int(byte >> 4)] += 1
+            }
+            if sniffed.count < FileSummarizer.sniffSize {
+                sniffed += bytes.prefix(FileSummarizer.sniffSize - sniffed.count)
+            }
+        }
+
+        var isBinary: Bool {
+            if sniffed.contains(0) { return true }
+            let control = sniffed.filter { $0 < 0x20 && ![0x09, 0x0A, 0x0C, 0x0D, 0x1B].contains($0) }.count
+            return !sniffed.isEmpty && control * 10 > sniffed.count
+        }
+
+        var result: FileSummary {
+            let binary = isBinary
+            let preview = binary ? Sparkline.render(histogram) : TextCleaning.printable(firstLine)
+            return FileSummary(lines: lines, crc32: crc.value, isBinary: binary, preview: preview)
+        }
+    }
+
+    /// A file that could not be summarized.
+    public struct SummaryError: Error, CustomStringConvertible {
+        /// The file.
+        public let path: String
+        /// Why.
+        public let reason: String
+        /// One line for the table.
+        public var description: String { reason }
+    }
+}
+
+/// CRC-32 (IEEE 802.3, reflected, as zlib computes it).
+public struct CRC32: Sendable {
+    private static let table: [UInt32] = (0..<256).map { index in
+        var value = UInt32(index)
+        for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
+        return value
+    }
+
+    private var state: UInt32 = 0xFFFF_FFFF
+
+    /// A CRC of nothing yet.
+    public init() {}
+
+    /// Adds `bytes`.
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        var crc = state
+        Self.table.withUnsafeBufferPointer { table in
+            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        }
+        state = crc
+    }
+
+    /// The CRC of everything added.
+    public var value: UInt32 { state ^ 0xFFFF_FFFF }
+}
+
+/// Sixteen bars, one per range of byte values (0x00–0x0F, 0x10–0x1F, …), scaled to the tallest.
+enum Sparkline {
+    static let bars: [Character] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"]
+
+    static func render(_ histogram: [Int]) -> String {
+        let tallest = histogram.max() ?? 0
+        guard tallest > 0 else { return "" }
+        return String(histogram.map { count in
+            count == 0 ? " " : bars[min(bars.count - 1, count * bars.count / (tallest + 1))]
+        })
+    }
+}
+
+/// Makes the first line of a file safe to print in one terminal cell row.
+enum TextCleaning {
+    static func printable(_ bytes: [UInt8]) -> String {
+        var text = String(decoding: bytes, as: UTF8.self)
+        if text.hasSuffix("\r") { text.removeLast() }
+        return String(text.unicodeScalars.map { scalar -> Character in
+            if scalar == "\t" { return " " }
+            if scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value) { return "·" }
+            return Character(scalar)
+        }).trimmingCharacters(in: .whitespaces)
+    }
+}

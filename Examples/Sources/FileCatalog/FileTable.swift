@@ -1,0 +1,98 @@
+import Avenues
+import Foundation
+import Synchronization
+
+/// The rows both examples show: the files, the avenue that summarizes them by row, and counters for
+/// the status line.
+///
+/// The avenue keeps summaries in memory (`MemoryStorage`, 5,000 rows) and its processor is the
+/// summarizer cached in a `DiskStorage` keyed by path + size + modification time: a second run finds
+/// unchanged files' summaries on disk, read on a processor worker, never on the drawing thread.
+public final class FileTable: Sendable {
+    /// The files, sorted by path.
+    public let entries: [FileEntry]
+    /// Loads summaries by row.
+    public let avenue: Avenue<Int, FileRef, FileSummary>
+    /// The disk cache, if one is used.
+    public let diskCache: DiskStorage<FileRef>?
+    private let diskHits: DiskHitCounter?
+
+    /// Sets up the table.
+    ///
+    /// - Parameters:
+    ///   - entries: the files.
+    ///   - cacheFolder: where summaries are kept across runs; `nil` for no disk cache.
+    ///   - latency: a pause before each summary, to watch loading on a fast disk.
+    ///   - maxConcurrent: summaries computed at once.
+    public init(entries: [FileEntry], cacheFolder: URL?, latency: Duration = .zero, maxConcurrent: Int = 6) {
+        self.entries = entries
+        let summarizer = FileSummarizer(latency: latency)
+        let processor: AutoProcessor<FileRef, FileSummary>
+        if let cacheFolder {
+            let disk = DiskStorage<FileRef>(directory: cacheFolder, sizeLimit: 64 << 20) { $0.cacheKey }
+            let counter = DiskHitCounter(disk.codable(FileSummary.self))
+            diskCache = disk
+            diskHits = counter
+            processor = AutoProcessor(maxConcurrent: maxConcurrent, summarizer.cached(in: counter))
+        } else {
+            diskCache = nil
+            diskHits = nil
+            processor = AutoProcessor(maxConcurrent: maxConcurrent, summarizer)
+        }
+        avenue = Avenue(storage: MemoryStorage(countLimit: 5_000), processor: processor)
+    }
+
+    /// The key of row `index`, or `nil` past either end.
+    public func key(_ index: Int) -> FileRef? {
+        entries.indices.contains(index) ? entries[index].ref : nil
+    }
+
+    /// The default cache folder: `avenues-examples/summaries` in the platform cache folder.
+    public static func defaultCacheFolder() throws -> URL {
+        try DiskStorage<String>.cacheFolder().appendingPathComponent("avenues-examples/summaries", isDirectory: true)
+    }
+
+    /// Counters for a status line.
+    public var status: Status {
+        let statistics = avenue.statistics
+        let activity = avenue.processor.activity
+        return Status(
+            running: activity.running, queued: activity.queued, cancelled: statistics.loadsCancelled,
+            memoryHits: statistics.cacheHits, diskHits: diskHits?.hits ?? 0
+        )
+    }
+
+    /// What the status line shows.
+    public struct Status: Sendable, Hashable {
+        /// Summaries being computed now.
+        public var running: Int
+        /// Summaries waiting for a worker.
+        public var queued: Int
+        /// Loads dropped because their rows scrolled away.
+        public var cancelled: Int
+        /// Rows whose summary was in memory when shown.
+        public var memoryHits: Int
+        /// Summaries read from the disk cache instead of computed.
+        public var diskHits: Int
+    }
+}
+
+/// Counts disk cache reads that found a summary.
+final class DiskHitCounter: Storage {
+    private let base: ValueMappedStorage<DiskStorage<FileRef>, FileSummary>
+    private let count = Atomic<Int>(0)
+
+    init(_ base: ValueMappedStorage<DiskStorage<FileRef>, FileSummary>) { self.base = base }
+
+    var hits: Int { count.load(ordering: .relaxed) }
+
+    func value(for key: FileRef) -> FileSummary? {
+        let value = base.value(for: key)
+        if value != nil { count.add(1, ordering: .relaxed) }
+        return value
+    }
+
+    func set(_ value: FileSummary, for key: FileRef) { base.set(value, for: key) }
+    func removeValue(for key: FileRef) { base.removeValue(for: key) }
+    func removeAll() { base.removeAll() }
+}

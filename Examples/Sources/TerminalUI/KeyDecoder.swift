@@ -1,0 +1,94 @@
+/// A key press, decoded from the bytes a terminal sends.
+public enum Key: Hashable, Sendable {
+    case up, down, left, right
+    case pageUp, pageDown, home, end
+    case enter, space, tab, backspace, escape
+    /// A printable character.
+    case character(Character)
+    /// Control plus a letter, e.g. `.control("c")` for Ctrl-C.
+    case control(Character)
+    /// An escape sequence this decoder does not know.
+    case unknown
+}
+
+/// Turns terminal input bytes into keys, keeping an incomplete escape sequence or UTF-8 character
+/// until the rest arrives.
+public struct KeyDecoder: Sendable {
+    private var pending: [UInt8] = []
+
+    /// Creates a decoder with nothing pending.
+    public init() {}
+
+    /// The keys in `bytes`, with whatever was pending from earlier in front.
+    public mutating func decode(_ bytes: some Sequence<UInt8>) -> [Key] {
+        pending += bytes
+        var keys: [Key] = []
+        while !pending.isEmpty {
+            guard let (key, length) = Self.decodeOne(pending) else { break }  // incomplete: wait for more
+            keys.append(key)
+            pending.removeFirst(length)
+        }
+        return keys
+    }
+
+    /// Decodes the first key of `bytes`, or `nil` if `bytes` ends in the middle of it.
+    static func decodeOne(_ bytes: [UInt8]) -> (Key, Int)? {
+        let first = bytes[0]
+        switch first {
+        case 0x1B:
+            guard bytes.count > 1 else { return nil }
+            switch bytes[1] {
+            case UInt8(ascii: "["): return decodeCSI(bytes)
+            case UInt8(ascii: "O"):
+                guard bytes.count > 2 else { return nil }
+                return (finalKey(bytes[2]) ?? .unknown, 3)
+            default:
+                return (.escape, 1)
+            }
+        case 0x0D, 0x0A: return (.enter, 1)
+        case 0x20: return (.space, 1)
+        case 0x09: return (.tab, 1)
+        case 0x7F, 0x08: return (.backspace, 1)
+        case 0x01...0x1A: return (.control(Character(Unicode.Scalar(first + 0x60))), 1)
+        case 0x00..<0x20: return (.unknown, 1)
+        case 0x20..<0x80: return (.character(Character(Unicode.Scalar(first))), 1)
+        default:
+            let length = first >= 0xF0 ? 4 : first >= 0xE0 ? 3 : first >= 0xC0 ? 2 : 1
+            guard bytes.count >= length else { return nil }
+            let text = String(decoding: bytes[0..<length], as: UTF8.self)
+            return (text.first.map(Key.character) ?? .unknown, length)
+        }
+    }
+
+    /// `ESC [ parameters final`: arrows, Home/End and the `~` keys.
+    private static func decodeCSI(_ bytes: [UInt8]) -> (Key, Int)? {
+        var index = 2
+        while index < bytes.count, !(0x40...0x7E).contains(bytes[index]) { index += 1 }
+        guard index < bytes.count else { return nil }
+        let length = index + 1
+        let final = bytes[index]
+        if final == UInt8(ascii: "~") {
+            let number = Int(String(decoding: bytes[2..<index].prefix { $0 != UInt8(ascii: ";") }, as: UTF8.self))
+            switch number {
+            case 1, 7: return (.home, length)
+            case 4, 8: return (.end, length)
+            case 5: return (.pageUp, length)
+            case 6: return (.pageDown, length)
+            default: return (.unknown, length)
+            }
+        }
+        return (finalKey(final) ?? .unknown, length)
+    }
+
+    private static func finalKey(_ byte: UInt8) -> Key? {
+        switch byte {
+        case UInt8(ascii: "A"): .up
+        case UInt8(ascii: "B"): .down
+        case UInt8(ascii: "C"): .right
+        case UInt8(ascii: "D"): .left
+        case UInt8(ascii: "H"): .home
+        case UInt8(ascii: "F"): .end
+        default: nil
+        }
+    }
+}

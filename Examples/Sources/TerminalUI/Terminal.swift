@@ -1,0 +1,186 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The process's terminal: whether there is one, its size, key input, and a mode for interactive
+/// programs that is always undone — on a normal exit, Ctrl-C, SIGTERM/SIGHUP, or a crash.
+public enum Terminal {
+    /// ANSI sequences the examples use.
+    public enum ANSI {
+        public static let enterAlternateScreen = "\u{1B}[?1049h"
+        public static let leaveAlternateScreen = "\u{1B}[?1049l"
+        public static let hideCursor = "\u{1B}[?25l"
+        public static let showCursor = "\u{1B}[?25h"
+        public static let home = "\u{1B}[H"
+        public static let clearLine = "\u{1B}[2K"
+        public static let reset = "\u{1B}[0m"
+        public static let inverse = "\u{1B}[7m"
+        public static let bold = "\u{1B}[1m"
+        public static let dim = "\u{1B}[2m"
+        public static let red = "\u{1B}[31m"
+    }
+
+    /// Something that happened at the terminal.
+    public enum Event: Sendable {
+        case key(Key)
+        /// The window changed size.
+        case resize
+    }
+
+    /// `true` if `descriptor` (standard output by default) is a terminal.
+    public static func isTerminal(_ descriptor: Int32 = STDOUT_FILENO) -> Bool {
+        isatty(descriptor) == 1
+    }
+
+    /// The window size in columns and rows, if standard output is a terminal.
+    public static func size() -> (columns: Int, rows: Int)? {
+        var window = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &window) == 0, window.ws_col > 0, window.ws_row > 0 else { return nil }
+        return (Int(window.ws_col), Int(window.ws_row))
+    }
+
+    /// Writes `text` to standard output at once (no buffering).
+    public static func write(_ text: String) {
+        var remaining = Array(text.utf8)[...]
+        while !remaining.isEmpty {
+            let written = remaining.withUnsafeBytes { systemWrite(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            if written <= 0 {
+                if errno == EINTR { continue }
+                return  // the terminal is gone; nothing useful to do
+            }
+            remaining = remaining.dropFirst(written)
+        }
+    }
+
+    // MARK: Interactive mode
+
+    private struct Saved: @unchecked Sendable {  // termios is plain data; only touched under `session`
+        var attributes: termios
+        var fullScreen: Bool
+    }
+
+    private static let session = Mutex<Saved?>(nil)
+
+    /// Puts the terminal in cbreak mode (keys arrive one by one, not echoed; Ctrl-C is a key) and,
+    /// when `fullScreen`, switches to the alternate screen with the cursor hidden. Everything is
+    /// undone by ``restore()``, which also runs on exit, on SIGTERM/SIGINT/SIGHUP and on a crash.
+    ///
+    /// - Returns: the terminal's events: keys from standard input and window resizes.
+    public static func startInteractive(fullScreen: Bool) -> AsyncStream<Event> {
+        var attributes = termios()
+        guard tcgetattr(STDIN_FILENO, &attributes) == 0 else { return AsyncStream { $0.finish() } }
+        session.withLock { $0 = Saved(attributes: attributes, fullScreen: fullScreen) }
+        FatalSignals.install(attributes: attributes, fullScreen: fullScreen)
+        atexit { Terminal.restore() }
+
+        var raw = attributes
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG | IEXTEN)
+        raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw)
+        if fullScreen { write(ANSI.enterAlternateScreen + ANSI.hideCursor + ANSI.home) }
+
+        let (events, continuation) = AsyncStream<Event>.makeStream()
+        let queue = DispatchQueue(label: "terminal-input")
+        let input = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: queue)
+        let decoder = Mutex(KeyDecoder())
+        input.setEventHandler {
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            guard count > 0 else {
+                if count == 0 { continuation.finish() }  // end of input
+                return
+            }
+            for key in decoder.withLock({ $0.decode(buffer.prefix(count)) }) { continuation.yield(.key(key)) }
+        }
+        input.resume()
+
+        var sources = [input as any DispatchSourceProtocol]
+        signal(SIGWINCH, SIG_IGN)
+        let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)
+        resize.setEventHandler { continuation.yield(.resize) }
+        resize.resume()
+        sources.append(resize)
+        for number in [SIGTERM, SIGINT, SIGHUP] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                restore()
+                exit(128 + number)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        let retained = SourceBox(sources)
+        continuation.onTermination = { _ in retained.cancel() }
+        return events
+    }
+
+    /// Undoes ``startInteractive(fullScreen:)``: the saved terminal modes, the main screen and a
+    /// visible cursor. Safe to call more than once.
+    public static func restore() {
+        guard let saved = session.withLock({ state -> Saved? in
+            defer { state = nil }
+            return state
+        }) else { return }
+        if saved.fullScreen { write(ANSI.reset + ANSI.showCursor + ANSI.leaveAlternateScreen) }
+        var attributes = saved.attributes
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &attributes)
+    }
+
+    /// Keeps dispatch sources alive for as long as the event stream is.
+    // Safe: dispatch sources are thread-safe objects, and the array is never changed after init.
+    private final class SourceBox: @unchecked Sendable {
+        private let sources: [any DispatchSourceProtocol]
+        init(_ sources: [any DispatchSourceProtocol]) { self.sources = sources }
+        func cancel() { for source in sources { source.cancel() } }
+    }
+}
+
+/// `write(2)`, under a name that `Terminal.write(_:)` does not shadow.
+private func systemWrite(_ descriptor: Int32, _ pointer: UnsafeRawPointer?, _ count: Int) -> Int {
+    write(descriptor, pointer, count)
+}
+
+/// A crash must not leave the terminal in cbreak mode on the alternate screen. A signal handler can
+/// only use async-signal-safe calls on memory prepared beforehand, so the bytes to write and the
+/// modes to restore are stored here before the handlers are installed.
+private enum FatalSignals {
+    nonisolated(unsafe) static var attributes = termios()  // written once, before the handlers exist
+    nonisolated(unsafe) static var farewell: UnsafeMutableBufferPointer<UInt8>?  // idem
+
+    static func install(attributes: termios, fullScreen: Bool) {
+        Self.attributes = attributes
+        let text = fullScreen ? Array((Terminal.ANSI.reset + Terminal.ANSI.showCursor + Terminal.ANSI.leaveAlternateScreen).utf8) : []
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, text.count))
+        _ = buffer.initialize(from: text)
+        farewell = UnsafeMutableBufferPointer(rebasing: buffer[0..<text.count])
+        for number in [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE] {
+            var action = sigaction()
+            #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = { number in FatalSignals.handle(number) }
+            #else
+            action.__sigaction_u.__sa_handler = { number in FatalSignals.handle(number) }
+            #endif
+            action.sa_flags = Int32(truncatingIfNeeded: SA_RESETHAND)  // the default action takes over after this one
+            sigaction(number, &action, nil)
+        }
+    }
+
+    static func handle(_ number: Int32) {
+        if let farewell, let base = farewell.baseAddress, farewell.count > 0 {
+            _ = write(STDOUT_FILENO, base, farewell.count)
+        }
+        tcsetattr(STDIN_FILENO, TCSANOW, &attributes)
+        raise(number)
+    }
+}

@@ -1,0 +1,214 @@
+import Avenues
+import FileCatalog
+import Synchronization
+import TerminalUI
+
+/// The interactive table: one loop owns the screen state and redraws it after each event.
+struct BrowseScreen {
+    enum Event: Sendable {
+        case terminal(Terminal.Event)
+        /// Some rows changed; which ones are in ``ChangedRows``.
+        case rowsChanged
+        case tick
+    }
+
+    /// Rows changed since the loop last looked. Loads can finish thousands of times a second; they
+    /// are gathered here and announced by at most one pending event, so a key press never waits
+    /// behind a queue of row changes.
+    final class ChangedRows: Sendable {
+        private let rows = Mutex((pending: Set<Int>(), announced: false))
+
+        /// Records `row`; `true` if the loop must be woken (no wake-up is pending yet).
+        func add(_ row: Int) -> Bool {
+            rows.withLock { state in
+                state.pending.insert(row)
+                defer { state.announced = true }
+                return !state.announced
+            }
+        }
+
+        /// Every row changed since the last call.
+        func take() -> Set<Int> {
+            rows.withLock { state in
+                defer { state = ([], false) }
+                return state.pending
+            }
+        }
+    }
+
+    static let spinner: [String] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+
+    let table: FileTable
+    let title: String
+    let ahead: Int?
+
+    private var columns = 80
+    private var rows = 24
+    private var top = 0
+    private var selected = 0
+    private var frame = 0
+    private var loaded = Set<Int>()
+    private var dirty = true
+    private var firstScreen: Duration?
+    private let started = ContinuousClock.now
+    private var lastDraw = ContinuousClock.now
+    /// At most one frame per this long when rows arrive quickly.
+    static let framePause = Duration.milliseconds(16)
+    /// How long each spinner frame shows.
+    static let spinnerPause = Duration.milliseconds(80)
+
+    init(table: FileTable, title: String, ahead: Int?) {
+        self.table = table
+        self.title = title
+        self.ahead = ahead
+    }
+
+    private var count: Int { table.entries.count }
+    /// Table rows on screen: everything but the title, the column header and the status line.
+    private var pageRows: Int { max(1, rows - 3) }
+
+    mutating func run() async {
+        let (events, sink) = AsyncStream<Event>.makeStream()
+        let terminal = Terminal.startInteractive(fullScreen: true)
+        defer { Terminal.restore() }
+        let changed = ChangedRows()
+        table.avenue.onStateChange = { row in
+            if changed.add(row) { sink.yield(.rowsChanged) }
+        }
+        let forwarding = Task {
+            for await event in terminal { sink.yield(.terminal(event)) }
+            sink.finish()
+        }
+        let ticking = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.framePause)
+                sink.yield(.tick)
+            }
+        }
+        defer {
+            forwarding.cancel()
+            ticking.cancel()
+        }
+
+        let prefetcher = RowPrefetcher(avenue: table.avenue) { [table] in table.key($0) }
+        resize(prefetcher)
+        prefetcher.show(top..<top + pageRows)
+        draw()
+
+        for await event in events {
+            switch event {
+            case .terminal(.key(let key)):
+                guard handle(key) else {
+                    prefetcher.stop()
+                    return
+                }
+                prefetcher.show(top..<top + pageRows)
+                draw()
+            case .terminal(.resize):
+                resize(prefetcher)
+                prefetcher.show(top..<top + pageRows)
+                draw()
+            case .rowsChanged:
+                let rows = changed.take()
+                for row in rows where table.avenue.item(at: row) != nil { loaded.insert(row) }
+                dirty = true  // the status line's counters changed, even for rows off screen
+                let visible = top..<top + pageRows
+                if rows.contains(where: visible.contains), ContinuousClock.now - lastDraw >= Self.framePause { draw() }
+            case .tick:
+                let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
+                let spin = spinnerFrame != frame && visibleRowsPending
+                frame = spinnerFrame
+                if dirty || spin { draw() }
+            }
+        }
+    }
+
+    /// Applies a key; `false` to quit.
+    private mutating func handle(_ key: Key) -> Bool {
+        switch key {
+        case .character("q"), .control("c"), .control("d"): return false
+        case .up, .character("k"): move(to: selected - 1)
+        case .down, .character("j"): move(to: selected + 1)
+        case .pageDown, .space, .character("f"), .control("f"):
+            top += pageRows
+            move(to: selected + pageRows)
+        case .pageUp, .character("b"), .control("b"):
+            top -= pageRows
+            move(to: selected - pageRows)
+        case .home, .character("g"): move(to: 0)
+        case .end, .character("G"): move(to: count - 1)
+        default: break
+        }
+        return true
+    }
+
+    /// Selects `row` and scrolls just enough to show it.
+    private mutating func move(to row: Int) {
+        selected = max(0, min(count - 1, row))
+        top = max(0, min(top, max(0, count - pageRows)))
+        if selected < top { top = selected }
+        if selected >= top + pageRows { top = selected - pageRows + 1 }
+    }
+
+    /// Takes the new window size; the prefetch window follows the page size (one page ahead by default).
+    private mutating func resize(_ prefetcher: RowPrefetcher<FileRef, FileSummary>) {
+        if let size = Terminal.size() { (columns, rows) = size }
+        prefetcher.ahead = ahead ?? pageRows
+        prefetcher.behind = max(2, pageRows / 4)
+        move(to: selected)
+    }
+
+    private var visibleRowsPending: Bool {
+        (top..<min(count, top + pageRows)).contains { !RowContent(table.avenue, row: $0).isSettled }
+    }
+
+    private mutating func draw() {
+        dirty = false
+        lastDraw = .now
+        let layout = TableLayout(width: columns)
+        var lines: [String] = []
+        let heading = " browse  \(title)  ·  \(count) files"
+        lines.append(Terminal.ANSI.inverse + TextWidth.fit(heading, columns) + Terminal.ANSI.reset)
+        lines.append(Terminal.ANSI.bold + TextWidth.fit(layout.header, columns) + Terminal.ANSI.reset)
+        var pending = false
+        let spinner = Self.spinner[frame % Self.spinner.count]
+        for row in top..<top + pageRows {
+            guard row < count else {
+                lines.append(String(repeating: " ", count: columns))
+                continue
+            }
+            let content = RowContent(table.avenue, row: row)
+            switch content {
+            case .pending: pending = true
+            case .loaded: loaded.insert(row)  // also rows found in memory, which send no event
+            case .failed: break
+            }
+            let text = TextWidth.fit(layout.row(table.entries[row], content, placeholder: spinner), columns)
+            switch (row == selected, content) {
+            case (true, _): lines.append(Terminal.ANSI.inverse + text + Terminal.ANSI.reset)
+            case (false, .failed): lines.append(Terminal.ANSI.red + text + Terminal.ANSI.reset)
+            default: lines.append(text)
+            }
+        }
+        if !pending, firstScreen == nil, count > 0 { firstScreen = ContinuousClock.now - started }
+        lines.append(Terminal.ANSI.inverse + TextWidth.fit(statusLine(), columns) + Terminal.ANSI.reset)
+        Terminal.write(Terminal.ANSI.home + lines.joined(separator: "\n"))
+    }
+
+    /// The counters, then what fits of the extras (first-screen time, the quit key).
+    private func statusLine() -> String {
+        let status = table.status
+        let shown = count == 0 ? "no files" : "\(top + 1)–\(min(count, top + pageRows)) of \(count)"
+        var line = " " + [
+            shown, "loaded \(loaded.count)", "in flight \(status.running)", "queued \(status.queued)",
+            "cancelled \(status.cancelled)", "cache hits \(status.memoryHits + status.diskHits) (disk \(status.diskHits))",
+        ].joined(separator: " │ ")
+        var extras: [String] = []
+        if let firstScreen { extras.append("first screen \(Int(firstScreen / .milliseconds(1))) ms") }
+        extras.append("q quit")
+        for extra in extras where TextWidth.columns(line) + 3 + TextWidth.columns(extra) <= columns {
+            line += " │ " + extra
+        }
+        return line
+    }
+}
