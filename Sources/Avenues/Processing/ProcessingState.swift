@@ -7,11 +7,11 @@ public enum ProcessingState: Sendable, Hashable, CustomStringConvertible {
     case queued
     /// The work is running.
     case running
-    /// The work returned a value, which is being handed to everyone waiting; a request made now
-    /// receives the same value without new work.
+    /// The work returned a value, which is being handed to everyone who was waiting. A request made
+    /// now starts a new run: it asks after the work returned, so that value may be outdated for it.
     case completed
-    /// The work failed and the error is being handed to everyone waiting; a request made now starts
-    /// a new run (failures are never cached).
+    /// The work failed and the error is being handed to everyone who was waiting. A request made now
+    /// starts a new run (failures are never cached).
     case failed
 
     /// The state's name.

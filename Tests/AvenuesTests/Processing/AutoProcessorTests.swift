@@ -258,6 +258,23 @@ struct AutoProcessorTests {
         #expect(observed.withLock { $0 } == .completed)
     }
 
+    @Test func aRequestMadeWhileARunHandsOutItsValueStartsANewRun() async throws {
+        let work = ControlledWork<String, Int>()
+        let processor = AutoProcessor(work)
+        let second = EventLog<Int>()
+        processor.claim("k") { [processor] _ in
+            // Inside the delivery the run is still in the tables; a new claim must not get its value.
+            #expect(processor.state(of: "k") == .completed)
+            processor.claim("k") { result in second.append((try? result.get()) ?? -1) }
+        }
+        await work.waitUntilStarted("k")
+        work.succeed("k", with: 1)
+        await work.waitUntilStarted("k", times: 2)
+        work.succeed("k", with: 2)
+        await second.wait(forCount: 1)
+        #expect(second.elements == [2])
+    }
+
     @Test func aProcessorStructWorksAsWellAsAClosure() async throws {
         struct Doubler: Processor {
             func process(_ key: Int) async throws -> Int { key * 2 }

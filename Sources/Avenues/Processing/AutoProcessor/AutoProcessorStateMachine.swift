@@ -19,8 +19,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     enum Phase {
         case queued(LoadPriority)
         case running(worker: UInt64)
-        /// The work returned; its waiters are being resumed by the worker.
-        case delivering(Result<Value, any Error>)
+        /// The work returned; the waiters it had are being resumed by the worker.
+        case delivering(succeeded: Bool)
     }
 
     struct Run {
@@ -88,13 +88,16 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         let entry = WaiterList<Value>.Entry(priority: priority, waiter: waiter)
         if let index = runs.index(forKey: key) {
             switch runs.values[index].phase {
-            case .queued, .running, .delivering(.success):
-                // Coalesce: join the run (a finished success hands its value to late joiners too).
+            case .queued, .running:
+                // Coalesce: join the run in flight.
                 runs.values[index].waiters.insert(entry, id: id)
                 followPriority(at: index)
                 return .none
-            case .delivering(.failure):
-                break  // failures are not shared with later callers: start a new run below
+            case .delivering:
+                // The work already returned, so this caller asks after it: its answer may be outdated
+                // for them (a refresh), and a failure is never shared. Start a new run below; the
+                // delivering worker sees the new token and leaves it alone.
+                break
             }
         }
         nextToken &+= 1
@@ -122,7 +125,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
                 workers[worker] = true
                 action.cancelWorker = worker
             case .delivering:
-                break  // the work is done; the delivering worker removes the run
+                preconditionFailure("Invalid state: a delivering run had a claim to release")
             }
         } else {
             followPriority(at: index)
@@ -192,18 +195,17 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             return next(worker: worker)
         }
         let waiters = runs.values[index].waiters.removeAll()
-        runs.values[index].phase = .delivering(result)
+        let succeeded = if case .success = result { true } else { false }
+        runs.values[index].phase = .delivering(succeeded: succeeded)
         runningCount -= 1
         return .deliver(waiters, result)
     }
 
-    /// Worker `worker` resumed the waiters of `job`'s run; hand it late joiners or its next job.
+    /// Worker `worker` resumed the waiters of `job`'s run: the run leaves the tables (unless a newer
+    /// run of the key replaced it meanwhile) and the worker gets its next job.
     mutating func endDelivery(of job: Job, worker: UInt64) -> WorkerStep {
-        if let index = runs.index(forKey: job.key), runs.values[index].token == job.token,
-           case .delivering(let result) = runs.values[index].phase {
-            if !runs.values[index].waiters.isEmpty {
-                return .deliver(runs.values[index].waiters.removeAll(), result)
-            }
+        if let index = runs.index(forKey: job.key), runs.values[index].token == job.token {
+            precondition(runs.values[index].waiters.isEmpty, "Invalid state: a delivering run gained waiters")
             runs.remove(at: index)
         }
         return next(worker: worker)
@@ -278,8 +280,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         switch run.phase {
         case .queued: return .queued
         case .running: return .running
-        case .delivering(.success): return .completed
-        case .delivering(.failure): return .failed
+        case .delivering(succeeded: true): return .completed
+        case .delivering(succeeded: false): return .failed
         }
     }
 

@@ -78,13 +78,17 @@ struct WaiterList<Value: Sendable> {
         return true
     }
 
-    /// Removes and returns every waiter.
+    /// Removes and returns every waiter, in the order they arrived (claim ids increase).
+    ///
+    /// Arrival order is fair, and it matters for speed: callers that are children of one task group
+    /// leave the group fastest when they finish in the order they were added (the runtime walks the
+    /// group's child list to remove each); hash order made 10,000 waiters several times slower.
     mutating func removeAll() -> [Waiter<Value>] {
         defer { self = WaiterList() }
         switch entries {
         case .empty: return []
         case .one(_, let entry): return [entry.waiter]
-        case .many(let table): return table.values.map(\.waiter)
+        case .many(let table): return table.sorted { $0.key < $1.key }.map(\.value.waiter)
         }
     }
 }

@@ -16,7 +16,7 @@ import Foundation
 /// - **Safety:** the folder is created with mode 0700 and entries with 0600; a symlink planted in the
 ///   folder is never followed. Only files this storage names are ever deleted.
 ///
-/// The ``Storage`` methods never throw: a failed write is a later miss. Use ``write(_:for:expiresAt:)``
+/// The ``Storage`` methods never throw: a failed write is a later miss. Use ``write(_:for:storedAt:expiresAt:)``
 /// and ``entry(for:)`` to see why something failed (``DiskStorageError``).
 ///
 /// ```swift
@@ -132,7 +132,7 @@ public final class DiskStorage<Key: Sendable>: Storage {
     }
 
     /// Stores `value` for `key`; a failure (disk full, no permission) leaves a miss. Use
-    /// ``write(_:for:expiresAt:)`` to learn why a write failed.
+    /// ``write(_:for:storedAt:expiresAt:)`` to learn why a write failed.
     public func set(_ value: Data, for key: Key) {
         try? write(value, for: key)
     }
@@ -160,14 +160,17 @@ public final class DiskStorage<Key: Sendable>: Storage {
 
     /// Writes `data` for `key`: a temporary file, then `rename(2)` over the entry.
     ///
-    /// - Parameter expiresAt: when the entry stops being served; by default `timeToLive` after now,
-    ///   or never.
+    /// - Parameters:
+    ///   - storedAt: when the data was produced, if earlier than now (a copy of a value fetched a
+    ///     while ago); now by default.
+    ///   - expiresAt: when the entry stops being served; by default `timeToLive` after `storedAt`,
+    ///     or never.
     /// - Throws: ``DiskStorageError``: `.folderUnavailable`, `.diskFull`, `.permissionDenied`, `.io`.
     ///   Nothing is left behind on failure, and an older entry for the key stays as it was.
-    public func write(_ data: Data, for key: Key, expiresAt: Date? = nil) throws(DiskStorageError) {
+    public func write(_ data: Data, for key: Key, storedAt: Date? = nil, expiresAt: Date? = nil) throws(DiskStorageError) {
         let keyBytes = Array(keyString(key).utf8)
         let name = DiskIndex.entryName(for: keyBytes)
-        let storedAt = now()
+        let storedAt = storedAt ?? now()
         let expiry = expiresAt ?? timeToLive.map { storedAt.addingTimeInterval($0.seconds) }
         try index.withLock { (index: inout DiskIndex) throws(DiskStorageError) in try prepare(&index, creatingFolder: true) }
 

@@ -1,0 +1,126 @@
+import Foundation
+
+/// Fetches one value — say, the user's profile — once for every caller, and keeps it in memory for
+/// a time-to-live and, with a `cacheKey`, on disk for restarts and offline use.
+///
+/// ```swift
+/// let myProfile = Multiplexer(onFetch: Backend.fetchMyProfile)
+/// let profile = try await myProfile.request()
+/// let fresh = try await myProfile.refresh().request()
+/// ```
+///
+/// **Policy.** `request()` returns the memory copy while it is fresh (30 minutes by default, on a
+/// monotonic clock). Otherwise one fetch runs, whatever the number of callers; callers that arrive
+/// meanwhile join it. With a `cacheKey`, a disk copy written by ``save()`` (or
+/// ``MuxRepository/saveAll()``) answers a cold start while it is within the time-to-live, and
+/// answers at any age when the fetch fails with a silenceable error (``SilenceableError``, or the
+/// network being unreachable). Other errors are thrown and leave the cached copies as they were.
+/// ``refresh()`` is soft: the next request fetches, but the old value stays as the fallback.
+/// ``clear()`` is hard: memory and disk copies are gone, and fetches in flight are cancelled.
+///
+/// A multiplexer with a `cacheKey` registers itself with ``MuxRepository`` before `init` returns
+/// (weakly). It is thread-safe.
+public final class Multiplexer<T: Codable & Sendable>: Sendable {
+    /// The name of the disk copy, if the value is kept on disk.
+    public let cacheKey: String?
+
+    private let core: MuxCore<MuxSingleKey, T>
+
+    /// Creates a multiplexer.
+    ///
+    /// - Parameters:
+    ///   - cacheKey: names the disk copy; `nil` (the default) keeps the value in memory only.
+    ///   - timeToLive: how long a fetched value is served without fetching again; 30 minutes by default.
+    ///   - directory: the folder for disk copies; ``MuxRepository/defaultDirectory`` by default.
+    ///   - clock: the clocks read for ages; the system's by default.
+    ///   - onFetch: fetches the value; should honour task cancellation.
+    public init(
+        cacheKey: String? = nil,
+        timeToLive: Duration = .seconds(30 * 60),
+        directory: URL? = nil,
+        clock: MuxClock = .system,
+        onFetch: @escaping @Sendable () async throws -> T
+    ) {
+        self.cacheKey = cacheKey
+        let disk = cacheKey.flatMap { cacheKey in
+            MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (_: MuxSingleKey) in cacheKey }
+        }
+        let cache = MuxCache<MuxSingleKey, T>(timeToLive: timeToLive, clock: clock, memoryLimit: 1, disk: disk)
+        core = MuxCore(cache: cache, maxConcurrent: 1) { _ in try await onFetch() }
+        if cacheKey != nil { MuxRepository.register(self) }
+    }
+
+    /// How long a fetched value is served without fetching again.
+    public var timeToLive: Duration { core.cache.timeToLive }
+
+    /// The value: the fresh memory copy, else a fresh disk copy, else one fetch shared by every
+    /// caller; after a silenceable failure, the cached copy of any age.
+    ///
+    /// - Throws: the fetch's error when there is nothing to fall back on (a ``SilenceableError`` is
+    ///   unwrapped), or `CancellationError` if the caller's task is cancelled or ``clear()`` runs.
+    public func request() async throws -> T {
+        try await core.request(.only)
+    }
+
+    /// Soft refresh: the next ``request()`` fetches. The memory and disk copies stay, so a
+    /// silenceable failure still returns the old value. Returns `self`, for `refresh().request()`.
+    @discardableResult
+    public func refresh() -> Multiplexer<T> {
+        core.cache.refresh(nil)
+        return self
+    }
+
+    /// Hard clear: the memory and disk copies are removed and a fetch in flight is cancelled (its
+    /// callers receive `CancellationError`). The next request fetches and, offline, fails.
+    public func clear() async {
+        core.clear(nil)
+    }
+
+    /// Drops the memory copy; the disk copy stays.
+    public func clearMemory() {
+        core.cache.clearMemory()
+    }
+
+    /// Writes the memory copy to disk (with the time it was fetched), if there is a `cacheKey`.
+    ///
+    /// - Returns: the failures, if any; the copy on disk is then unchanged.
+    @discardableResult
+    public func save() async -> [DiskStorageError] {
+        core.cache.save()
+    }
+
+    /// The cached value of any age — memory, else disk — without fetching.
+    public var cachedValue: T? {
+        core.cache.cachedValue(for: .only)
+    }
+
+    /// Makes `value` the fresh memory copy, as if it had just been fetched (a value pushed by a
+    /// server, say).
+    public func store(_ value: T) {
+        core.cache.store(value, for: .only)
+    }
+}
+
+extension Multiplexer: Hashable {
+    /// Multiplexers are equal when they are the same object.
+    public static func == (lhs: Multiplexer, rhs: Multiplexer) -> Bool { lhs === rhs }
+
+    /// Hashes the object's identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+extension Multiplexer {
+    /// The processor behind the multiplexer (tests count its waiters).
+    var fetcher: AutoProcessor<MuxSingleKey, T> { core.fetcher }
+}
+
+extension Multiplexer: MuxRepositoryMember {
+    var diskFolder: URL? { core.cache.disk?.directory }
+    func saveToDisk() -> [DiskStorageError] { core.cache.save() }
+    func clearEverything() { core.clear(nil) }
+}
+
+/// The only key of a single ``Multiplexer``.
+struct MuxSingleKey: Hashable, Sendable {
+    static let only = MuxSingleKey()
+}

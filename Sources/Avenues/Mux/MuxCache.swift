@@ -1,0 +1,204 @@
+import Foundation
+
+/// The caching policy shared by ``Multiplexer`` and ``MultiplexerMap``:
+///
+/// - a **memory copy** is fresh for the time-to-live after it was fetched (monotonic clock), unless a
+///   soft refresh marked it stale; memory copies are bounded (least recently used out);
+/// - a **disk copy** (written by `save()`, with the time its value was fetched) serves a cold start
+///   while it is within the time-to-live (wall clock) and no refresh happened since it was written;
+/// - after a **silenceable failure** the memory copy, else the disk copy, of any age, is served;
+/// - other failures are thrown and leave every copy as it was.
+final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendable {
+    struct Entry {
+        var value: Value
+        var fetchedAt: ContinuousClock.Instant
+        /// The refresh generation the value was fetched in; an older one is stale.
+        var generation: UInt64
+        /// Set by a soft refresh of this key alone.
+        var stale: Bool
+    }
+
+    private struct State {
+        var memory = LRUTable<Key, Entry>()
+        var generation: UInt64 = 0
+        /// Disk copies written before this are not fresh: a refresh of every key happened then.
+        var refreshedAt: Date?
+        /// Keys refreshed one by one: their next run fetches even if a fresh disk copy exists.
+        var forced: Set<Key> = []
+        /// Keys a multi-key request is fetching; their runs wait for it instead of fetching alone.
+        var batches: [Key: MuxBatch<Key, Value>] = [:]
+    }
+
+    let timeToLive: Duration
+    let clock: MuxClock
+    let memoryLimit: Int
+    let disk: DiskStorage<Key>?
+    private let state = Locked(State())
+
+    init(timeToLive: Duration, clock: MuxClock, memoryLimit: Int, disk: DiskStorage<Key>?) {
+        precondition(timeToLive >= .zero, "A multiplexer's timeToLive must not be negative")
+        precondition(memoryLimit >= 1, "A multiplexer map's memoryLimit must be at least 1")
+        self.timeToLive = timeToLive
+        self.clock = clock
+        self.memoryLimit = memoryLimit
+        self.disk = disk
+    }
+
+    // MARK: Reading
+
+    /// The memory copy if it is fresh. The hot path of every request: one lock, no disk.
+    func freshValue(for key: Key) -> Value? {
+        let now = clock.monotonic()
+        return state.withLock { state in
+            guard let entry = state.memory.value(for: key), isFresh(entry, in: state, now: now) else { return nil }
+            return entry.value
+        }
+    }
+
+    /// The fresh memory copy, else a fresh disk copy (which becomes the memory copy). Runs inside a
+    /// fetch run, so the disk is read off the caller's thread, once for all callers of the key.
+    func freshValueFromMemoryOrDisk(for key: Key) -> Value? {
+        if let value = freshValue(for: key) { return value }
+        let mayUseDisk = state.withLock { state in state.memory.peek(key) == nil && !state.forced.contains(key) }
+        guard mayUseDisk, let (value, storedAt) = diskCopy(for: key) else { return nil }
+        let wallNow = clock.wall()
+        let age = max(0, wallNow.timeIntervalSince(storedAt))
+        return state.withLock { state -> Value? in
+            guard age < timeToLive.seconds, state.refreshedAt.map({ storedAt > $0 }) ?? true else { return nil }
+            // Keep the remaining time-to-live: the copy is as old as it was when it was fetched.
+            let fetchedAt = clock.monotonic() - .seconds(age)
+            insert(Entry(value: value, fetchedAt: fetchedAt, generation: state.generation, stale: false), for: key, in: &state)
+            return value
+        }
+    }
+
+    /// The copy served after a silenceable failure: memory, else disk, of any age.
+    func fallbackValue(for key: Key) -> Value? {
+        if let value = state.withLock({ $0.memory.peek(key)?.value }) { return value }
+        return diskCopy(for: key)?.value
+    }
+
+    /// `cachedValue`: memory, else disk, of any age, without fetching.
+    func cachedValue(for key: Key) -> Value? {
+        fallbackValue(for: key)
+    }
+
+    /// The batch fetching `key`, if a multi-key request is.
+    func batch(for key: Key) -> MuxBatch<Key, Value>? {
+        state.withLock { $0.batches[key] }
+    }
+
+    // MARK: Changing
+
+    /// A value just fetched (or stored by hand): the fresh memory copy.
+    func store(_ value: Value, for key: Key) {
+        let now = clock.monotonic()
+        state.withLock { state in
+            insert(Entry(value: value, fetchedAt: now, generation: state.generation, stale: false), for: key, in: &state)
+            state.forced.remove(key)
+        }
+    }
+
+    /// Soft refresh: the next request of `key` (or of every key) fetches; copies stay as fallbacks.
+    func refresh(_ key: Key?) {
+        let wallNow = clock.wall()
+        state.withLock { state in
+            if let key {
+                if var entry = state.memory.peek(key) {
+                    entry.stale = true
+                    state.memory.set(entry, for: key, cost: 1)
+                }
+                state.forced.insert(key)
+            } else {
+                state.generation &+= 1
+                state.refreshedAt = wallNow
+                state.forced.removeAll()
+            }
+        }
+    }
+
+    /// Drops memory copies; disk copies stay.
+    func clearMemory() {
+        state.withLock { $0.memory.removeAll() }
+    }
+
+    /// Hard clear: memory and disk copies of `key` (or of every key) are gone.
+    func clear(_ key: Key?) {
+        state.withLock { state in
+            if let key {
+                state.memory.removeValue(for: key)
+                state.forced.remove(key)
+            } else {
+                state.memory.removeAll()
+                state.forced.removeAll()
+            }
+        }
+        guard let disk else { return }
+        if let key {
+            disk.removeValue(for: key)
+        } else {
+            disk.removeAll()
+            // Leave no trace: the folder goes too once it is empty.
+            try? FileManager.default.removeItem(atPath: disk.directory.path)
+        }
+    }
+
+    /// Writes every memory copy to disk with the time it was fetched. Returns the failures.
+    func save() -> [DiskStorageError] {
+        guard let disk else { return [] }
+        let monotonicNow = clock.monotonic()
+        let wallNow = clock.wall()
+        let entries = state.withLock { $0.memory.entries }
+        var failures: [DiskStorageError] = []
+        let encoder = JSONEncoder()
+        for (key, entry) in entries {
+            let age = (monotonicNow - entry.fetchedAt).seconds
+            do {
+                let data = try encoder.encode(entry.value)
+                try disk.write(data, for: key, storedAt: wallNow.addingTimeInterval(-max(0, age)))
+            } catch let error as DiskStorageError {
+                failures.append(error)
+            } catch {
+                failures.append(DiskStorageError(.io, path: "\(key)", call: "JSONEncoder: \(error)"))
+            }
+        }
+        return failures
+    }
+
+    func register(_ batch: MuxBatch<Key, Value>, for keys: [Key]) {
+        state.withLock { state in
+            for key in keys { state.batches[key] = batch }
+        }
+    }
+
+    func unregister(_ batch: MuxBatch<Key, Value>, for keys: [Key]) {
+        state.withLock { state in
+            for key in keys where state.batches[key] === batch { state.batches[key] = nil }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func isFresh(_ entry: Entry, in state: State, now: ContinuousClock.Instant) -> Bool {
+        !entry.stale && entry.generation == state.generation && now - entry.fetchedAt < timeToLive
+    }
+
+    private func insert(_ entry: Entry, for key: Key, in state: inout State) {
+        state.memory.set(entry, for: key, cost: 1)
+        while state.memory.count > memoryLimit { _ = state.memory.removeLeastRecentlyUsed() }
+    }
+
+    private func diskCopy(for key: Key) -> (value: Value, storedAt: Date)? {
+        guard let disk, let entry = try? disk.entry(for: key),
+              let value = try? JSONDecoder().decode(Value.self, from: entry.data)
+        else { return nil }
+        return (value, entry.storedAt)
+    }
+}
+
+extension LRUTable {
+    /// Every entry, most recently used first.
+    var entries: [(key: Key, value: Value)] {
+        keysByRecency.compactMap { key in peek(key).map { (key, $0) } }
+    }
+}

@@ -1,0 +1,440 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A clock the test moves by hand: monotonic and wall time advance together.
+final class ManualClock: Sendable {
+    private let offset = Shared(Duration.zero)
+    private let monotonicStart = ContinuousClock.now
+    private let wallStart = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func advance(by duration: Duration) { offset.withLock { $0 += duration } }
+
+    var muxClock: MuxClock {
+        MuxClock(
+            monotonic: { [self] in monotonicStart + offset.value },
+            wall: { [self] in wallStart.addingTimeInterval(offset.value.seconds) }
+        )
+    }
+}
+
+struct UserProfile: Codable, Sendable, Equatable {
+    var name: String
+    var version: Int
+}
+
+/// The seeds' `Backend`, with a switch for being offline.
+enum Backend {
+    static let state = Shared((online: true, myProfileFetches: 0, userFetches: 0))
+
+    static func fetchMyProfile() async throws -> UserProfile {
+        let (online, count) = state.withLock { state in
+            state.myProfileFetches += 1
+            return (state.online, state.myProfileFetches)
+        }
+        guard online else { throw URLError(.notConnectedToInternet) }
+        return UserProfile(name: "me", version: count)
+    }
+
+    static func fetchUserProfile(id: String) async throws -> UserProfile {
+        let (online, count) = state.withLock { state in
+            state.userFetches += 1
+            return (state.online, state.userFetches)
+        }
+        guard online else { throw URLError(.cannotConnectToHost) }
+        return UserProfile(name: id, version: count)
+    }
+
+    static func reset() {
+        state.withLock { $0 = (true, 0, 0) }
+    }
+
+    static func setOnline(_ online: Bool) {
+        state.withLock { $0.online = online }
+    }
+}
+
+/// Every multiplexer test, one at a time: `MuxRepository` and the seeds' `Backend` are global. Disk
+/// copies go to a temporary folder, never the user's cache folder.
+@Suite("Mux", .serialized, .timeLimit(.minutes(2)))
+final class MuxTests {
+    let folder = TemporaryFolder("mux")
+
+    init() {
+        MuxRepository.defaultDirectory = folder.child("mux")
+        Backend.reset()
+    }
+
+    deinit {
+        MuxRepository.defaultDirectory = nil
+    }
+
+    // MARK: The seeds, as written
+
+    @Test func theSeedsUsageCompilesAndWorksAsWritten() async throws {
+        let myProfile = Multiplexer(onFetch: Backend.fetchMyProfile)
+        let profile = try await myProfile.request()
+        #expect(profile == UserProfile(name: "me", version: 1))
+
+        let userProfiles = MultiplexerMap(onFetch: Backend.fetchUserProfile)
+        let user = try await userProfiles.request(key: "user_8cJOiRXbugFccrUhmCX2")
+        #expect(user.name == "user_8cJOiRXbugFccrUhmCX2")
+
+        let saved = Multiplexer<UserProfile>(cacheKey: "MyProfile") {
+            try await Backend.fetchMyProfile()
+        }
+        _ = try await saved.request()
+        await MuxRepository.saveAll()
+        let refreshed = try await saved.refresh().request()
+        #expect(refreshed.version == 3)
+        await saved.clear()
+        await MuxRepository.clearAll()
+    }
+
+    // MARK: One fetch, TTL, refresh, clear
+
+    @Test("AsyncMux fault: 10,000 waiters took 250+ ms; here 10,000 concurrent requests share one fetch", .tags(.anchorFault))
+    func tenThousandConcurrentRequestsCauseOneFetch() async throws {
+        let work = ControlledWork<Int, Int>()
+        let multiplexer = Multiplexer<Int> { try await work.process(0) }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<10_000 { group.addTask { try await multiplexer.request() } }
+            await work.waitUntilStarted(0)
+            let fetcher = multiplexer.fetcher
+            await eventually("every caller joined") { fetcher.tableSizes.waiters == 10_000 }
+            work.succeed(0, with: 42)
+            for try await value in group { #expect(value == 42) }
+        }
+        #expect(work.starts(of: 0) == 1)
+        #expect(try await multiplexer.request() == 42)  // cached now
+        #expect(work.starts(of: 0) == 1)
+    }
+
+    @Test func theMemoryCopyExpiresAfterTheTimeToLiveOnAClockTheTestControls() async throws {
+        let clock = ManualClock()
+        let fetches = Shared(0)
+        let multiplexer = Multiplexer<Int>(timeToLive: .seconds(60), clock: clock.muxClock) {
+            fetches.withLock { $0 += 1; return $0 }
+        }
+        #expect(try await multiplexer.request() == 1)
+        clock.advance(by: .seconds(59))
+        #expect(try await multiplexer.request() == 1)
+        clock.advance(by: .seconds(1))
+        #expect(try await multiplexer.request() == 2)
+        #expect(multiplexer.timeToLive == .seconds(60))
+    }
+
+    @Test("AsyncMux fault: a soft refresh dropped the memory copy; offline it must still serve the old value", .tags(.anchorFault))
+    func aSoftRefreshWhileOfflineReturnsTheOldValue() async throws {
+        let myProfile = Multiplexer(onFetch: Backend.fetchMyProfile)
+        let first = try await myProfile.request()
+        Backend.setOnline(false)
+        let offline = try await myProfile.refresh().request()
+        #expect(offline == first)
+        #expect(Backend.state.value.myProfileFetches == 2)  // it did try
+        Backend.setOnline(true)
+        #expect(try await myProfile.request().version == 3)  // still due: the fallback is not fresh
+    }
+
+    @Test func aHardClearWhileOfflineIsAnError() async throws {
+        let myProfile = Multiplexer(onFetch: Backend.fetchMyProfile)
+        _ = try await myProfile.request()
+        await myProfile.clear()
+        Backend.setOnline(false)
+        await #expect(throws: URLError.self) { try await myProfile.request() }
+        #expect(myProfile.cachedValue == nil)
+    }
+
+    @Test func otherErrorsAreThrownAndKeepTheCachedValue() async throws {
+        let failing = Shared(false)
+        let clock = ManualClock()
+        let multiplexer = Multiplexer<Int>(timeToLive: .seconds(10), clock: clock.muxClock) {
+            if failing.value { throw TestError("server said no") }
+            return 7
+        }
+        #expect(try await multiplexer.request() == 7)
+        failing.withLock { $0 = true }
+        clock.advance(by: .seconds(11))
+        await #expect(throws: TestError("server said no")) { try await multiplexer.request() }
+        #expect(multiplexer.cachedValue == 7)
+        failing.withLock { $0 = false }
+        #expect(try await multiplexer.request() == 7)
+    }
+
+    @Test func aSilenceableErrorWithNothingCachedThrowsWhatItWraps() async throws {
+        let multiplexer = Multiplexer<Int> { throw SilenceableError(TestError("offline and empty")) }
+        await #expect(throws: TestError("offline and empty")) { try await multiplexer.request() }
+        #expect(SilenceableError().isSilenceable)
+        #expect(URLError(.timedOut).isSilenceable)
+        #expect(!URLError(.badServerResponse).isSilenceable)
+        #expect(!TestError("x").isSilenceable)
+    }
+
+    @Test func aClearCancelsAFetchInFlightSoItsValueIsNeverStored() async throws {
+        let work = ControlledWork<Int, Int>()
+        let multiplexer = Multiplexer<Int>(cacheKey: "clear-in-flight") { try await work.process(0) }
+        let waiting = Task { try await multiplexer.request() }
+        await work.waitUntilStarted(0)
+        await multiplexer.clear()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(multiplexer.cachedValue == nil)
+    }
+
+    // MARK: Disk
+
+    @Test func aSavedCopySurvivesARestartAndServesOfflineAtAnyAge() async throws {
+        let clock = ManualClock()
+        do {
+            let myProfile = Multiplexer<UserProfile>(cacheKey: "restart", clock: clock.muxClock, onFetch: Backend.fetchMyProfile)
+            #expect(try await myProfile.request().version == 1)
+            await MuxRepository.saveAll()
+        }
+        // A restart: a new instance, offline, long after the time-to-live.
+        Backend.setOnline(false)
+        clock.advance(by: .seconds(3 * 60 * 60))
+        let restarted = Multiplexer<UserProfile>(cacheKey: "restart", clock: clock.muxClock, onFetch: Backend.fetchMyProfile)
+        #expect(try await restarted.request() == UserProfile(name: "me", version: 1))
+        #expect(Backend.state.value.myProfileFetches == 2)  // it tried, then fell back to the disk copy
+    }
+
+    @Test func aColdStartWithinTheTimeToLiveServesTheDiskCopyWithoutFetching() async throws {
+        let clock = ManualClock()
+        do {
+            let first = Multiplexer<UserProfile>(cacheKey: "cold-start", timeToLive: .seconds(600), clock: clock.muxClock, onFetch: Backend.fetchMyProfile)
+            _ = try await first.request()
+            clock.advance(by: .seconds(100))  // saved later: the copy is still as old as its fetch
+            await first.save()
+        }
+        clock.advance(by: .seconds(400))  // 500 s after the fetch
+        let second = Multiplexer<UserProfile>(cacheKey: "cold-start", timeToLive: .seconds(600), clock: clock.muxClock, onFetch: Backend.fetchMyProfile)
+        #expect(try await second.request().version == 1)
+        #expect(Backend.state.value.myProfileFetches == 1)
+        clock.advance(by: .seconds(101))  // 601 s after the fetch: due again
+        #expect(try await second.request().version == 2)
+    }
+
+    @Test func aSoftRefreshAlsoSkipsAFreshDiskCopy() async throws {
+        let first = Multiplexer<UserProfile>(cacheKey: "refresh-disk", onFetch: Backend.fetchMyProfile)
+        _ = try await first.request()
+        await first.save()
+        first.clearMemory()
+        #expect(try await first.refresh().request().version == 2)
+    }
+
+    @Test("AsyncMux fault: a / in a map key crashed save(); any key is safe on disk", .tags(.anchorFault))
+    func hostileMapKeysSaveAndLoad() async throws {
+        let keys = ["a/b", "../../x", String(repeating: "k", count: 4_000), "ünïcødé 🦊", "", "\0nul"]
+        let map = MultiplexerMap<String, String>(cacheKey: "hostile") { key in "value of \(key.prefix(10))" }
+        for key in keys { _ = try await map.request(key: key) }
+        #expect(await map.save().isEmpty)
+        map.clearMemory()
+        for key in keys { #expect(map.cachedValue(for: key) == "value of \(key.prefix(10))", "\(key.prefix(12))") }
+        let files = folder.allFiles()
+        #expect(files.allSatisfy { $0.hasPrefix("mux") }, "a key escaped the folder: \(files)")
+        await map.clear()
+    }
+
+    @Test("AsyncMux fault: a duplicate registration was a precondition; here both are registered", .tags(.anchorFault))
+    func aDuplicateCacheKeyIsRegisteredTwiceAndSharesTheDiskCopy() async throws {
+        let first = Multiplexer<Int>(cacheKey: "duplicate") { 1 }
+        let second = Multiplexer<Int>(cacheKey: "duplicate") { 2 }
+        #expect(MuxRepository.duplicateCacheKeys.contains("duplicate"))
+        #expect(MuxRepository.registeredCacheKeys.filter { $0 == "duplicate" }.count == 2)
+        _ = try await first.request()
+        await first.save()
+        second.clearMemory()
+        #expect(second.cachedValue == 1)  // one shared disk copy
+        _ = second
+    }
+
+    @Test func registrationIsWeak() async {
+        do {
+            _ = Multiplexer<Int>(cacheKey: "short-lived") { 1 }
+        }
+        #expect(!MuxRepository.registeredCacheKeys.contains("short-lived"))
+    }
+
+    @Test func clearAllLeavesNoFileBehind() async throws {
+        let myProfile = Multiplexer<UserProfile>(cacheKey: "profile", onFetch: Backend.fetchMyProfile)
+        let users = MultiplexerMap<String, UserProfile>(cacheKey: "users", onFetch: Backend.fetchUserProfile)
+        _ = try await myProfile.request()
+        for id in ["a", "b", "c"] { _ = try await users.request(key: id) }
+        await MuxRepository.saveAll()
+        do {
+            // A copy left by a multiplexer that is not alive now (a singleton not used yet this run).
+            let old = Multiplexer<Int>(cacheKey: "from-an-earlier-run") { 5 }
+            _ = try await old.request()
+            await old.save()
+        }
+        #expect(folder.allFiles().count > 4)
+        await MuxRepository.clearAll()
+        let left = folder.allFiles().filter { !$0.hasSuffix("/") && $0 != "mux" }
+        #expect(left.isEmpty, "files left after clearAll: \(left)")
+        #expect(myProfile.cachedValue == nil)
+        #expect(users.cachedValue(for: "a") == nil)
+    }
+
+    @Test func clearMemoryKeepsDiskCopies() async throws {
+        let users = MultiplexerMap<String, UserProfile>(cacheKey: "memory-only-clear", onFetch: Backend.fetchUserProfile)
+        _ = try await users.request(key: "a")
+        await MuxRepository.saveAll()
+        await MuxRepository.clearMemory()
+        #expect(users.cachedValue(for: "a")?.name == "a")
+    }
+
+    // MARK: Maps
+
+    @Test func aMapKeepsABoundedNumberOfMemoryCopies() async throws {
+        let fetches = Shared(0)
+        let map = MultiplexerMap<Int, Int>(memoryLimit: 3) { key in
+            fetches.withLock { $0 += 1 }
+            return key * 10
+        }
+        for key in 0..<5 { _ = try await map.request(key: key) }
+        #expect(fetches.value == 5)
+        _ = try await map.request(key: 4)  // still in memory
+        _ = try await map.request(key: 0)  // evicted: fetched again
+        #expect(fetches.value == 6)
+    }
+
+    @Test func refreshAndClearOfOneKeyLeaveTheOthers() async throws {
+        let map = MultiplexerMap(onFetch: Backend.fetchUserProfile)
+        _ = try await map.request(key: "a")
+        _ = try await map.request(key: "b")
+        #expect(try await map.refresh(key: "a").request(key: "a").version == 3)
+        #expect(try await map.request(key: "b").version == 2)
+        await map.clear(key: "b")
+        #expect(map.cachedValue(for: "b") == nil)
+        #expect(map.cachedValue(for: "a")?.version == 3)
+    }
+
+    @Test func anAvenueLoadsRowsThroughAMultiplexerMap() async throws {
+        let users = MultiplexerMap(onFetch: Backend.fetchUserProfile)
+        _ = try await users.request(key: "cached-before")
+        let avenue = Avenue<Int, String, UserProfile>(storage: MemoryStorage(), processor: users)
+        let told = EventLog<Int>()
+        avenue.onStateChange = { told.append($0) }
+        for (row, id) in ["cached-before", "x", "y", "x"].enumerated() { avenue.prepareItem(for: id, at: row) }
+        await told.wait(forCount: 4)
+        #expect(avenue.item(at: 1)?.name == "x")
+        #expect(avenue.item(at: 3)?.name == "x")
+        #expect(avenue.item(at: 0)?.version == 1)  // from the map's cache, not fetched again
+        #expect(Backend.state.value.userFetches == 3)  // cached-before, x, y
+    }
+
+    @Test func anAvenueLoadsRowsThroughSingleMultiplexers() async throws {
+        let statuses = (0..<3).map { index in Multiplexer<String> { "service \(index) ok" } }
+        let avenue = Avenue<Int, Multiplexer<String>, String>(storage: MemoryStorage(), processor: MultiplexerProcessor())
+        let told = EventLog<Int>()
+        avenue.onStateChange = { told.append($0) }
+        for (row, status) in statuses.enumerated() { avenue.prepareItem(for: status, at: row) }
+        await told.wait(forCount: 3)
+        #expect((0..<3).map { avenue.item(at: $0) } == ["service 0 ok", "service 1 ok", "service 2 ok"])
+    }
+
+    // MARK: Zip
+
+    @Test("AsyncMux fault: Zip returned results in completion order", .tags(.anchorFault))
+    func zipReturnsResultsInTheOrderAddedNotCompletionOrder() async throws {
+        let gate = ControlledWork<Int, Int>()
+        let zipped = Zip<Int>()
+            .add { try await gate.process(0) }
+            .add { try await gate.process(1) }
+            .add { 2 }
+        let result = Task { try await zipped.result }
+        await gate.waitUntilStarted(1)
+        await gate.waitUntilStarted(0)
+        gate.succeed(1, with: 11)  // finishes first
+        gate.succeed(0, with: 10)
+        #expect(try await result.value == [10, 11, 2])
+    }
+
+    @Test func zipAndZipAllReturnTuplesInArgumentOrderAndCoexistWithSequenceZip() async throws {
+        let gate = ControlledWork<Int, Int>()
+        let task = Task {
+            try await zip({ try await gate.process(0) }, { "text" }, { try await gate.process(2) })
+        }
+        await gate.waitUntilStarted(2)
+        await gate.waitUntilStarted(0)
+        gate.succeed(2, with: 22)
+        gate.succeed(0, with: 20)
+        let (first, second, third) = try await task.value
+        #expect(first == 20 && second == "text" && third == 22)
+        let (a, b, c, d, e, f) = try await zip({ 1 }, { 2 }, { 3 }, { 4 }, { 5 }, { "six" })
+        #expect([a, b, c, d, e] == [1, 2, 3, 4, 5] && f == "six")
+        let (p, q, r, s, t, u, v, w) = try await zipAll({ 1 }, { 2 }, { 3 }, { 4 }, { 5 }, { 6 }, { 7 }, { "eight" })
+        #expect([p, q, r, s, t, u, v] == [1, 2, 3, 4, 5, 6, 7] && w == "eight")
+        #expect(Array(zip([1, 2], ["a", "b"])).count == 2)  // the standard library's zip still works
+    }
+
+    @Test func theFirstErrorOfAZipIsThrownAndTheOtherActionsAreCancelled() async throws {
+        let slow = ControlledWork<Int, Int>()
+        let task = Task {
+            try await zip({ try await slow.process(0) }, { () async throws -> Int in throw TestError("first") })
+        }
+        await #expect(throws: TestError("first")) { try await task.value }
+        await eventually("the slow action saw the cancellation") { slow.cancellationsSeen(by: 0) == 1 }
+        let zipped = Zip<Int>().add { try await slow.process(1) }.add { throw TestError("second") }
+        await #expect(throws: TestError("second")) { try await zipped.result }
+    }
+
+    // MARK: MultiRequester
+
+    @Test func aMultiRequesterAsksOnceForTheRestAndJoinsAKeyInFlight() async throws {
+        let single = ControlledWork<String, UserProfile>()
+        let map = MultiplexerMap<String, UserProfile> { id in try await single.process(id) }
+        let batches = Shared([[String]]())
+        let requester = MultiRequester(map: map) { ids in
+            batches.withLock { $0.append(ids.sorted()) }
+            return Dictionary(uniqueKeysWithValues: ids.map { ($0, UserProfile(name: $0, version: 100)) })
+        }
+        map.store(UserProfile(name: "cached", version: 1), for: "cached")
+        let inFlight = Task { try await map.request(key: "flying") }
+        await single.waitUntilStarted("flying")
+
+        let outcome = Task { await requester.request(keys: ["cached", "flying", "new1", "new2", "new1"]) }
+        await eventually("the requester joined the key in flight") { map.core.fetcher.tableSizes.waiters >= 2 }
+        single.succeed("flying", with: UserProfile(name: "flying", version: 50))
+        let result = await outcome.value
+        _ = try await inFlight.value
+        #expect(result.error == nil)
+        #expect(result.values.mapValues(\.version) == ["cached": 1, "flying": 50, "new1": 100, "new2": 100])
+        #expect(batches.value == [["new1", "new2"]])  // one call, only for the keys neither cached nor in flight
+        #expect(single.totalStarts == 1)
+        #expect(map.cachedValue(for: "new2")?.version == 100)  // stored in the map
+    }
+
+    @Test func aFailedMultiRequestReturnsWhatItHasWithTheError() async throws {
+        let map = MultiplexerMap<String, UserProfile> { id in UserProfile(name: id, version: 1) }
+        let requester = MultiRequester(map: map) { (_: [String]) -> [String: UserProfile] in throw TestError("back end down") }
+        _ = try await map.request(key: "have")
+        let outcome = await requester.request(keys: ["have", "lack"])
+        #expect(outcome.values.keys.sorted() == ["have"])
+        #expect(outcome.error as? TestError == TestError("back end down"))
+        #expect(outcome.missing == ["lack"])
+    }
+
+    @Test func singleRequestsDuringAMultiRequestWaitForItInsteadOfFetching() async throws {
+        let singles = Shared(0)
+        let map = MultiplexerMap<String, UserProfile> { id in
+            singles.withLock { $0 += 1 }
+            return UserProfile(name: id, version: 1)
+        }
+        let backend = ControlledWork<Int, [String: UserProfile]>()
+        let requester = MultiRequester(map: map) { ids in try await backend.process(ids.count) }
+        let many = Task { await requester.request(keys: ["p", "q"]) }
+        await backend.waitUntilStarted(2)
+        let one = Task { try await map.request(key: "p") }
+        await eventually("the single request joined the run") { map.core.fetcher.tableSizes.waiters >= 3 }
+        backend.succeed(2, with: ["p": UserProfile(name: "p", version: 9), "q": UserProfile(name: "q", version: 9)])
+        #expect(try await one.value.version == 9)
+        #expect(await many.value.values.count == 2)
+        #expect(singles.value == 0)
+    }
+}
+
+
