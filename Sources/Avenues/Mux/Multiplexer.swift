@@ -114,6 +114,21 @@ extension Multiplexer {
     var fetcher: AutoProcessor<MuxSingleKey, T> { core.fetcher }
 }
 
+extension Multiplexer {
+    /// Registers with ``MuxRepository`` (the earlier seed's explicit step; a `cacheKey` already
+    /// registers). Returns `self`, so it chains after `init`.
+    @discardableResult
+    public func register() -> Multiplexer<T> {
+        MuxRepository.register(self)
+        return self
+    }
+
+    /// Removes this multiplexer from ``MuxRepository`` (it is held weakly anyway).
+    public func unregister() {
+        MuxRepository.unregister(self)
+    }
+}
+
 extension Multiplexer: MuxRepositoryMember {
     var diskFolder: URL? { core.cache.disk?.directory }
     func saveToDisk() -> [DiskStorageError] { core.cache.save() }

@@ -112,6 +112,21 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     }
 }
 
+extension MultiplexerMap {
+    /// Registers with ``MuxRepository`` (the earlier seed's explicit step; a `cacheKey` already
+    /// registers). Returns `self`, so it chains after `init`.
+    @discardableResult
+    public func register() -> MultiplexerMap<K, T> {
+        MuxRepository.register(self)
+        return self
+    }
+
+    /// Removes this multiplexer from ``MuxRepository`` (it is held weakly anyway).
+    public func unregister() {
+        MuxRepository.unregister(self)
+    }
+}
+
 extension MultiplexerMap: MuxRepositoryMember {
     var diskFolder: URL? { core.cache.disk?.directory }
     func saveToDisk() -> [DiskStorageError] { core.cache.save() }

@@ -67,12 +67,35 @@ public enum MuxRepository {
         return duplicates
     }
 
+    /// The earlier AsyncMux seed's spelling, `MuxRepository.shared.saveAll()`: the same operations.
+    public static let shared = Shared()
+
+    /// Forwards to ``MuxRepository``'s static operations (the earlier, actor-based API's names).
+    public struct Shared: Sendable {
+        /// ``MuxRepository/saveAll()``.
+        @discardableResult
+        public func saveAll() async -> [DiskStorageError] { await MuxRepository.saveAll() }
+        /// ``MuxRepository/clearAll()``.
+        public func clearAll() async { await MuxRepository.clearAll() }
+        /// ``MuxRepository/clearMemory()``.
+        public func clearMemory() async { await MuxRepository.clearMemory() }
+    }
+
     // MARK: Internals
 
+    /// Registers `member` unless it already is (registration by `cacheKey` and an explicit
+    /// `register()` may both happen).
     static func register(_ member: some MuxRepositoryMember) {
         members.withLock { members in
             members.removeAll { $0.member == nil }
+            guard !members.contains(where: { $0.member === member }) else { return }
             members.append(Weak(member: member))
+        }
+    }
+
+    static func unregister(_ member: some MuxRepositoryMember) {
+        members.withLock { members in
+            members.removeAll { $0.member == nil || $0.member === member }
         }
     }
 

@@ -251,6 +251,21 @@ final class MuxTests {
         _ = second
     }
 
+    @Test func theEarlierSeedsExplicitRegistrationStillWorks() async throws {
+        let myProfile = Multiplexer<UserProfile>(cacheKey: "explicit") {
+            try await Backend.fetchMyProfile()
+        }
+        .register()
+        #expect(MuxRepository.registeredCacheKeys.filter { $0 == "explicit" }.count == 1)
+        _ = try await myProfile.request()
+        await MuxRepository.shared.saveAll()
+        myProfile.clearMemory()
+        #expect(myProfile.cachedValue?.name == "me")
+        myProfile.unregister()
+        #expect(!MuxRepository.registeredCacheKeys.contains("explicit"))
+        await myProfile.clear()
+    }
+
     @Test func registrationIsWeak() async {
         do {
             _ = Multiplexer<Int>(cacheKey: "short-lived") { 1 }
