@@ -10,7 +10,11 @@ let package = Package(
     ],
     targets: [
         .target(name: "Avenues"),
-        .testTarget(name: "AvenuesTests", dependencies: ["Avenues", "DiskStorageCrashWriter"]),
+        .testTarget(
+            name: "AvenuesTests",
+            dependencies: ["Avenues", "DiskStorageCrashWriter"],
+            exclude: ["Media/media_test_server.py"]  // run by the AsyncMedia tests, found next to them
+        ),
         // A child process for the crash-safety test: it writes entries until the test kills it.
         .executableTarget(name: "DiskStorageCrashWriter", dependencies: ["Avenues"], path: "Tests/DiskStorageCrashWriter"),
     ],

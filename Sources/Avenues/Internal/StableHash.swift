@@ -1,9 +1,10 @@
 /// Hashes that give the same answer on every run, process and platform (unlike `Hasher`, which is
 /// seeded per process), for names and checksums that live on disk.
 enum StableHash {
-    /// 64-bit FNV-1a of `bytes`: short inputs such as keys.
-    static func fnv1a64<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+    /// 64-bit FNV-1a of `bytes`: short inputs such as keys. A different `basis` gives an
+    /// independent hash, for names that must not collide and cannot record their key.
+    static func fnv1a64<Bytes: Sequence<UInt8>>(_ bytes: Bytes, basis: UInt64 = 0xCBF2_9CE4_8422_2325) -> UInt64 {
+        var hash = basis
         for byte in bytes {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01B3

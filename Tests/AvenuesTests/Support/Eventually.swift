@@ -7,12 +7,12 @@ func eventually(
     _ what: Comment,
     deadline: Duration = .seconds(30),
     sourceLocation: SourceLocation = #_sourceLocation,
-    _ condition: () -> Bool
+    _ condition: () async -> Bool
 ) async {
     let clock = ContinuousClock()
     let end = clock.now.advanced(by: deadline)
     var spins = 0
-    while !condition() {
+    while !(await condition()) {
         if clock.now > end {
             Issue.record("Timed out waiting until \(what)", sourceLocation: sourceLocation)
             return

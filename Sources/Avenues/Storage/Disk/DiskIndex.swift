@@ -20,6 +20,13 @@ struct DiskIndex {
     var folderExists = false
     private(set) var isLoaded = false
     private var table = LRUTable<String, Int>()
+    /// Which files in the folder are entries (others are never counted, swept or deleted).
+    private let isEntry: @Sendable (String) -> Bool
+
+    /// An index of the files `isEntry` accepts; ``DiskStorage``'s entries by default.
+    init(isEntry: @escaping @Sendable (String) -> Bool = DiskIndex.isEntryName) {
+        self.isEntry = isEntry
+    }
 
     var count: Int { table.count }
     var totalSize: Int { table.totalCost }
@@ -69,7 +76,7 @@ struct DiskIndex {
         var found: [(name: String, size: Int, modified: Int64)] = []
         for name in names {
             guard let info = try? FileSystem.linkStatus(folder + "/" + name), info.isRegularFile else { continue }
-            if Self.isEntryName(name) {
+            if isEntry(name) {
                 found.append((name, info.size, info.modified))
             } else if Self.isTemporaryName(name), Self.isAbandonedTemporary(name, modified: info.modified, now: now) {
                 try? FileSystem.remove(folder + "/" + name)

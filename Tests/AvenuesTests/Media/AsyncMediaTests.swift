@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `media_test_server.py`, started on 127.0.0.1 and an ephemeral port; stopped when released.
+final class MediaServer: Sendable {
+    let port: Int
+    private let process: Process
+    private let input: Pipe
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("media_test_server.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw TestError("the test server exited before printing its port (is python3 installed?)") }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let port = Int(text.split(separator: "\n")[0].replacingOccurrences(of: "PORT ", with: "")) else {
+            throw TestError("the test server printed \(text)")
+        }
+        self.port = port
+        self.process = process
+        self.input = input
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path)") ?? URL(fileURLWithPath: "/")
+    }
+
+    /// Requests per path, and connections the client closed mid-body, as the server saw them.
+    func counts() async throws -> (requests: [String: Int], closed: [String: Int]) {
+        let (data, _) = try await URLSession.shared.data(from: url("/counts"))
+        struct Counts: Decodable { var requests: [String: Int]; var closed: [String: Int] }
+        let counts = try JSONDecoder().decode(Counts.self, from: data)
+        return (counts.requests, counts.closed)
+    }
+
+    /// The bytes the server sends for `/bytes/<count>` and `/drip/<count>`.
+    static func body(_ count: Int) -> Data {
+        Data((0..<count).map { UInt8(($0 * 31 + 7) % 251) })
+    }
+}
+
+@Suite("AsyncMedia", .serialized, .timeLimit(.minutes(2)))
+final class AsyncMediaTests {
+    let folder = TemporaryFolder("media")
+    let server: MediaServer
+
+    init() throws {
+        server = try MediaServer()
+    }
+
+    func media(sizeLimit: Int? = nil) -> AsyncMedia {
+        AsyncMedia(directory: folder.child("media"), sizeLimit: sizeLimit)
+    }
+
+    /// Files in the media folder: downloaded ones and temporary ones.
+    func files() -> (media: [String], temporary: [String]) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.child("media").path)) ?? []
+        return (names.filter(MediaFolder.isMediaName), names.filter(DiskIndex.isTemporaryName))
+    }
+
+    @Test func twentyConcurrentRequestsOfOneURLCauseOneServerRequestAndGetTheRightBytes() async throws {
+        let media = media()
+        let url = server.url("/bytes/300000.bin")
+        let files = try await withThrowingTaskGroup(of: URL.self) { group in
+            for _ in 0..<20 { group.addTask { try await media.request(url: url) } }
+            return try await group.reduce(into: [URL]()) { $0.append($1) }
+        }
+        #expect(Set(files).count == 1)
+        let file = try #require(files.first)
+        #expect(try Data(contentsOf: file) == MediaServer.body(300_000))
+        #expect(file.pathExtension == "bin")
+        #expect(try await server.counts().requests["/bytes/300000.bin"] == 1)
+
+        // Later requests are served from the folder, without asking the server.
+        #expect(try await media.request(url: url) == file)
+        #expect(media.cachedValue(url: url) == file)
+        let again = AsyncMedia(directory: folder.child("media"))  // a restart
+        #expect(try await again.request(url: url) == file)
+        #expect(try await server.counts().requests["/bytes/300000.bin"] == 1)
+    }
+
+    @Test(arguments: [404, 500])
+    func anErrorStatusIsATypedErrorAndNothingIsCached(status: Int) async throws {
+        let media = media()
+        let url = server.url("/status/\(status)")
+        await #expect(throws: AsyncMediaError.httpStatus(status, url: url)) { try await media.request(url: url) }
+        #expect(media.cachedValue(url: url) == nil)
+        #expect(files().media.isEmpty && files().temporary.isEmpty)
+    }
+
+    @Test func aBodyShorterThanItsContentLengthIsAnErrorAndNothingIsCached() async throws {
+        let media = media()
+        let url = server.url("/short/100000")
+        await #expect(throws: (any Error).self) { try await media.request(url: url) }
+        #expect(media.cachedValue(url: url) == nil)
+        #expect(files().media.isEmpty && files().temporary.isEmpty)
+    }
+
+    @Test func whenEveryCallerCancelsTheTransferStopsAndLeavesNoFile() async throws {
+        let media = media()
+        let url = server.url("/drip/5000000?chunk=16384&pause_ms=10")
+        let progress = media.progress(url: url)
+        let callers = (0..<3).map { _ in Task { try await media.request(url: url) } }
+        var iterator = progress.makeAsyncIterator()
+        let first = await iterator.next()  // bytes are flowing into the temporary file
+        #expect((first?.received ?? 0) > 0)
+        #expect(files().temporary.count == 1)
+        callers[0].cancel()
+        callers[1].cancel()
+        #expect(try await server.counts().closed["/drip/5000000"] == nil)  // one caller still wants it
+        callers[2].cancel()
+        for caller in callers {
+            await #expect(throws: CancellationError.self) { try await caller.value }
+        }
+        await eventually("the server saw the connection closed") {
+            let counts = try? await self.server.counts()
+            return counts?.closed["/drip/5000000"] == 1
+        }
+        await eventually("the temporary file was deleted") { self.files().temporary.isEmpty }
+        #expect(files().media.isEmpty)
+        #expect(media.cachedValue(url: url) == nil)
+        #expect(try await server.counts().requests["/drip/5000000"] == 1)
+    }
+
+    @Test func progressReachesTheExpectedSize() async throws {
+        let media = media()
+        let url = server.url("/bytes/2000000")
+        let progress = media.progress(url: url)
+        let file = try await media.request(url: url)
+        var seen: [DownloadProgress] = []
+        for await value in progress { seen.append(value) }
+        #expect(seen.last == DownloadProgress(received: 2_000_000, expected: 2_000_000, isComplete: true))
+        #expect(seen.last?.fractionCompleted == 1)
+        #expect(try Data(contentsOf: file).count == 2_000_000)
+        var cached: [DownloadProgress] = []
+        for await value in media.progress(url: url) { cached.append(value) }
+        #expect(cached == [DownloadProgress(received: 2_000_000, expected: 2_000_000, isComplete: true)])
+    }
+
+    @Test("Avenues 0.1 fault: cancelAll invalidated the URL session; clear() leaves AsyncMedia usable", .tags(.anchorFault))
+    func clearEmptiesTheFolderAndTheInstanceStaysUsable() async throws {
+        let media = media()
+        _ = try await media.request(url: server.url("/bytes/1000"))
+        _ = try await media.request(url: server.url("/bytes/2000.txt"))
+        #expect(files().media.count == 2)
+        await media.clear()
+        #expect(files().media.isEmpty)
+        #expect(media.usage.count == 0)
+        let file = try await media.request(url: server.url("/bytes/1000"))
+        #expect(try Data(contentsOf: file) == MediaServer.body(1_000))
+        #expect(try await server.counts().requests["/bytes/1000"] == 2)
+    }
+
+    @Test func fileURLsAreReturnedAsTheyAreAndOtherSchemesAreATypedError() async throws {
+        let media = media()
+        let local = URL(fileURLWithPath: "/etc/hostname")
+        #expect(try await media.request(url: local) == local)
+        let ftp = try #require(URL(string: "ftp://example.com/file.bin"))
+        await #expect(throws: AsyncMediaError.unsupportedScheme(ftp)) { try await media.request(url: ftp) }
+    }
+
+    @Test func aSizeLimitSweepsTheLeastRecentlyUsedFiles() async throws {
+        let media = media(sizeLimit: 250_000)
+        let first = server.url("/bytes/100000.a"), second = server.url("/bytes/100000.b"), third = server.url("/bytes/100000.c")
+        _ = try await media.request(url: first)
+        _ = try await media.request(url: second)
+        _ = media.cachedValue(url: first)  // used: the second is now the least recent
+        _ = try await media.request(url: third)  // 300 KB > 250 KB: down to 200 KB
+        #expect(media.cachedValue(url: first) != nil)
+        #expect(media.cachedValue(url: second) == nil)
+        #expect(media.cachedValue(url: third) != nil)
+        #expect(files().media.count == 2)
+    }
+
+    @Test func fileNamesAreAStableHashOfTheURLWithItsExtension() throws {
+        let url = try #require(URL(string: "https://example.com/a/photo.JPG?size=2"))
+        let name = MediaFolder.fileName(for: url)
+        #expect(name.hasSuffix(".JPG"))
+        #expect(name == MediaFolder.fileName(for: try #require(URL(string: "https://example.com/a/photo.JPG?size=2"))))
+        #expect(name != MediaFolder.fileName(for: try #require(URL(string: "https://example.com/a/photo.JPG?size=3"))))
+        #expect(MediaFolder.isMediaName(name))
+        #expect(!MediaFolder.fileName(for: try #require(URL(string: "https://x.org/../../etc/passwd"))).contains("/"))
+    }
+
+    @Test func anAvenueShowsDownloadsByRow() async throws {
+        let media = media()
+        let avenue = Avenue<Int, URL, URL>(storage: MemoryStorage(), processor: media)
+        let told = EventLog<Int>()
+        avenue.onStateChange = { told.append($0) }
+        let urls = [server.url("/bytes/3000"), server.url("/bytes/5000"), server.url("/bytes/3000")]
+        for (row, url) in urls.enumerated() { avenue.prepareItem(for: url, at: row) }
+        await told.wait(forCount: 3)
+        for (row, size) in [3_000, 5_000, 3_000].enumerated() {
+            let file = try #require(avenue.item(at: row))
+            #expect(try Data(contentsOf: file) == MediaServer.body(size))
+        }
+        #expect(try await server.counts().requests["/bytes/3000"] == 1)
+    }
+}
