@@ -4,7 +4,9 @@
 /// Call ``show(_:)`` whenever the visible rows change (every scroll step, jump or resize). It
 /// prepares the visible rows at `.visible` priority, the next `ahead` rows in the direction of the
 /// last move and the `behind` rows on the other side at `.prefetch`, and cancels every row that left
-/// that window — so a fling or a jump to the end cancels the work of rows the user skipped.
+/// that window — so a fling or a jump to the end cancels the work of rows the user skipped. While
+/// the list moves, visible rows are queued from the leading edge (they stay on screen longest);
+/// at rest, in reading order.
 ///
 /// It is UI-free, so any front end (a TUI table, a pager, a test) can drive it, and thread-safe:
 /// `show` may be called from any thread, including from the avenue's callbacks. When calls
@@ -139,18 +141,24 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
             return nil
         }
         state.pending = nil
+        var moved = false
         if let last = state.lastVisible {
             // A jump moves the window wholesale; its direction is where it went, like a scroll.
             if visible.lowerBound > last.lowerBound {
                 state.direction = .down
+                moved = true
             } else if visible.lowerBound < last.lowerBound {
                 state.direction = .up
+                moved = true
             }
         }
         state.lastVisible = visible
 
         let (ahead, behind) = (state.ahead, state.behind)
-        var wanted: [(row: Int, priority: LoadPriority)] = visible.map { ($0, .visible) }
+        // While moving, the rows at the leading edge stay on screen longest: they go first, and the
+        // rows about to leave go last. At rest, reading order.
+        let leadingFirst = moved && state.direction == .down
+        var wanted: [(row: Int, priority: LoadPriority)] = (leadingFirst ? Array(visible.reversed()) : Array(visible)).map { ($0, .visible) }
         switch state.direction {
         case .down:
             wanted += (visible.upperBound ..< visible.upperBound + ahead).map { ($0, .prefetch) }

@@ -90,15 +90,38 @@ struct RowPrefetcherTests {
         #expect(f.work.startOrder == ["busy"] + [20, 21, 22, 23, 24, 25, 19, 18].map { "row\($0)" })
     }
 
+    @Test func whileScrollingTheLeadingEdgeIsQueuedFirstAndAtRestReadingOrder() async {
+        // Rows entering at the leading edge stay on screen longest; rows about to leave go last.
+        let f = Fixture(count: 100, ahead: 0, behind: 0, maxConcurrent: 1)
+        f.avenue.prepareItem(for: "busy", at: 1_000)
+        await f.work.waitUntilStarted("busy")
+        f.prefetcher.show(10..<13)  // at rest: top to bottom
+        f.prefetcher.show(20..<23)  // moved down: bottom first
+        f.work.succeed("busy", with: 0)
+        for row in [22, 21, 20] {
+            await f.work.waitUntilStarted("row\(row)")
+            f.work.succeed("row\(row)", with: row)
+        }
+        f.prefetcher.show(15..<18)  // moved up: the top is the leading edge
+        for row in [15, 16, 17] {
+            await f.work.waitUntilStarted("row\(row)")
+            f.work.succeed("row\(row)", with: row)
+        }
+        #expect(f.work.startOrder == ["busy", "row22", "row21", "row20", "row15", "row16", "row17"])
+        f.prefetcher.stop()
+    }
+
     @Test func aRowScrolledIntoViewIsRaisedAheadOfQueuedPrefetches() async {
         let f = Fixture(count: 100, ahead: 5, behind: 0, maxConcurrent: 1)
         f.avenue.prepareItem(for: "busy", at: 1_000)
         await f.work.waitUntilStarted("busy")
         f.prefetcher.show(0..<2)  // visible 0, 1; prefetch 2...6
-        f.prefetcher.show(4..<6)  // 4 and 5 become visible: they jump the queue
+        f.prefetcher.show(4..<6)  // 4 and 5 become visible: they jump the queue, leading edge first
         f.work.succeed("busy", with: 0)
+        await f.work.waitUntilStarted("row5")
+        f.work.succeed("row5", with: 5)
         await f.work.waitUntilStarted("row4")
-        #expect(f.work.startOrder == ["busy", "row4"])
+        #expect(f.work.startOrder == ["busy", "row5", "row4"])
         f.prefetcher.stop()
     }
 

@@ -44,6 +44,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
 
     private let maxConcurrentCount: Int
     private let work: @Sendable (Key) async throws -> Value
+    private let executor: (any TaskExecutor)?
     private let state: Locked<State>
     private let claimIDs = Atomic<UInt64>(0)
 
@@ -51,25 +52,31 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ///
     /// - Parameters:
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
+    ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
+    ///     A dedicated executor keeps heavy work off the shared pool; a single-threaded one that runs
+    ///     jobs only when asked makes the processor deterministic (the scroll simulator uses one).
     ///   - processor: what makes each value.
-    public convenience init(maxConcurrent: Int = 6, _ processor: some Processor<Key, Value>) {
-        self.init(maxConcurrent: maxConcurrent, work: { try await processor.process($0) })
+    public convenience init(maxConcurrent: Int = 6, executor: (any TaskExecutor)? = nil, _ processor: some Processor<Key, Value>) {
+        self.init(maxConcurrent: maxConcurrent, executor: executor, work: { try await processor.process($0) })
     }
 
     /// Creates a processor running `work` for each key.
     ///
     /// - Parameters:
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
+    ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///   - work: what makes each value; should honour task cancellation.
     public convenience init(
         maxConcurrent: Int = 6,
+        executor: (any TaskExecutor)? = nil,
         _ work: @escaping @Sendable (Key) async throws -> Value
     ) {
-        self.init(maxConcurrent: maxConcurrent, work: work)
+        self.init(maxConcurrent: maxConcurrent, executor: executor, work: work)
     }
 
-    private init(maxConcurrent: Int, work: @escaping @Sendable (Key) async throws -> Value) {
+    private init(maxConcurrent: Int, executor: (any TaskExecutor)?, work: @escaping @Sendable (Key) async throws -> Value) {
         self.maxConcurrentCount = maxConcurrent
+        self.executor = executor
         self.work = work
         self.state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent)))
     }
@@ -189,7 +196,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     private func spawnWorker(_ worker: UInt64, in state: inout State) {
         // Detached: workers belong to the processor, not to whichever caller happened to start them
         // (no inherited actor, priority or task-locals).
-        state.workerTasks[worker] = Task.detached { [self] in
+        state.workerTasks[worker] = Task.detached(executorPreference: executor) { [self] in
             await runWorker(worker)
         }
     }

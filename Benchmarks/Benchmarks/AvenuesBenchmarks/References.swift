@@ -1,0 +1,114 @@
+import Foundation
+import Synchronization
+
+// The references each benchmark is compared with, measured in the same run. Small on purpose: the
+// figure that matters is the ratio between a library path and the simplest code doing the same job.
+
+/// Reference (a) for waiters: a continuation list in 30 lines.
+final class ContinuationListReference: Sendable {
+    private let state = Mutex<(running: Bool, waiters: [CheckedContinuation<Int, Never>])>((false, []))
+
+    func value(_ work: @escaping @Sendable () async -> Int) async -> Int {
+        await withCheckedContinuation { continuation in
+            let start = state.withLock { state -> Bool in
+                state.waiters.append(continuation)
+                if state.running { return false }
+                state.running = true
+                return true
+            }
+            guard start else { return }
+            Task {
+                let value = await work()
+                let waiters = state.withLock { state in
+                    defer { state = (false, []) }
+                    return state.waiters
+                }
+                for waiter in waiters { waiter.resume(returning: value) }
+            }
+        }
+    }
+}
+
+/// Reference (b) for waiters: the common "actor + await task.value" pattern.
+actor TaskValueReference {
+    private var task: Task<Int, Never>?
+
+    func value(_ work: @escaping @Sendable () async -> Int) async -> Int {
+        if let task { return await task.value }
+        let task = Task { await work() }
+        self.task = task
+        return await task.value
+    }
+}
+
+/// The reference for `item(at:)`: a dictionary behind a mutex.
+final class LockedDictionaryReference: Sendable {
+    private let table: Mutex<[Int: Int]>
+
+    init(count: Int) {
+        table = Mutex(Dictionary(uniqueKeysWithValues: (0..<count).map { ($0, $0 * 2) }))
+    }
+
+    func value(at index: Int) -> Int? {
+        table.withLock { $0[index] }
+    }
+}
+
+/// The reference for DiskStorage: a temporary file renamed into place, then `Data(contentsOf:)`.
+enum RawFiles {
+    static func write(_ data: Data, to folder: URL, name: String) throws {
+        let temporary = folder.appendingPathComponent(".tmp-" + name)
+        try data.write(to: temporary)
+        guard rename(temporary.path, folder.appendingPathComponent(name).path) == 0 else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+    }
+
+    static func read(from folder: URL, name: String) throws -> Data {
+        try Data(contentsOf: folder.appendingPathComponent(name))
+    }
+}
+
+/// The AsyncMedia tests' HTTP server, started for the download benchmarks.
+final class LocalServer: Sendable {
+    let port: Int
+    private let process: Process
+    private let input: Pipe
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Tests/AvenuesTests/Media/media_test_server.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw CocoaError(.fileReadUnknown) }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        port = Int(text.split(separator: "\n")[0].replacingOccurrences(of: "PORT ", with: "")) ?? 0
+        self.process = process
+        self.input = input
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        process.terminate()
+    }
+
+    func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path)") ?? URL(fileURLWithPath: "/")
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

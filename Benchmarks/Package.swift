@@ -1,0 +1,31 @@
+// swift-tools-version: 6.1
+import Foundation
+import PackageDescription
+
+// The library is the folder above; a path dependency is named after its folder, whatever a clone
+// of the repository is called.
+let libraryFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+let avenues = Target.Dependency.product(name: "Avenues", package: libraryFolder.lastPathComponent)
+
+let package = Package(
+    name: "Benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // Timed suites, each benchmark beside its reference (`swift package benchmark`).
+        .executableTarget(
+            name: "AvenuesBenchmarks",
+            dependencies: [avenues, .product(name: "Benchmark", package: "package-benchmark")],
+            path: "Benchmarks/AvenuesBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+        // The deterministic scroll simulation, and the command that prints its table.
+        .target(name: "ScrollSimulation", dependencies: [avenues]),
+        .executableTarget(name: "scroll-sim", dependencies: ["ScrollSimulation"]),
+        .testTarget(name: "ScrollSimulationTests", dependencies: ["ScrollSimulation"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

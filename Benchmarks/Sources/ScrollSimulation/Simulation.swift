@@ -1,0 +1,234 @@
+import Avenues
+import Synchronization
+
+/// How a front end drives the avenue in the simulation.
+public enum Strategy: Sendable, Hashable, CustomStringConvertible {
+    /// Prepare the visible rows every frame; optionally cancel rows that left the screen.
+    case visibleOnly(cancelling: Bool)
+    /// A ``Avenues/RowPrefetcher`` with this window.
+    case prefetcher(ahead: Int, behind: Int)
+
+    /// The strategies compared: visible-only without and with cancel, and three prefetch windows.
+    public static let compared: [Strategy] = [
+        .visibleOnly(cancelling: false), .visibleOnly(cancelling: true),
+        .prefetcher(ahead: 10, behind: 2), .prefetcher(ahead: 40, behind: 10), .prefetcher(ahead: 120, behind: 20),
+    ]
+
+    /// A short name for tables.
+    public var description: String {
+        switch self {
+        case .visibleOnly(false): "visible only, no cancel"
+        case .visibleOnly(true): "visible only, cancel"
+        case .prefetcher(let ahead, let behind): "RowPrefetcher ahead \(ahead) behind \(behind)"
+        }
+    }
+}
+
+/// How long the work for a row takes: log-normal, seeded per row, so every strategy meets the same
+/// latencies (median 60 ms, most between 25 and 150 ms, clipped to 5 ms–1 s).
+public struct WorkLatency: Sendable {
+    /// The seed.
+    public let seed: UInt64
+    /// The median latency in milliseconds.
+    public let medianMilliseconds: Double
+    /// The spread (standard deviation of the logarithm).
+    public let sigma: Double
+
+    /// The standard latencies of the benchmark.
+    public static let standard = WorkLatency(seed: 0x5C_0011, medianMilliseconds: 60, sigma: 0.5)
+
+    /// Creates a latency distribution.
+    public init(seed: UInt64, medianMilliseconds: Double, sigma: Double) {
+        self.seed = seed
+        self.medianMilliseconds = medianMilliseconds
+        self.sigma = sigma
+    }
+
+    /// The latency of `row`'s work.
+    public func latency(of row: Int) -> Duration {
+        var rng = SplitMix64(seed: seed ^ (UInt64(truncatingIfNeeded: row) &* 0x9E37_79B9_7F4A_7C15))
+        // Box–Muller: two uniform numbers in (0, 1] make one standard normal one.
+        let u1 = Double(rng.next() >> 11 | 1) / Double(1 << 53)
+        let u2 = Double(rng.next() >> 11) / Double(1 << 53)
+        let normal = (-2 * _log(u1)).squareRoot() * _cos(2 * Double.pi * u2)
+        let milliseconds = min(1_000, max(5, medianMilliseconds * _exp(sigma * normal)))
+        return .microseconds(Int64(milliseconds * 1_000))
+    }
+}
+
+/// What one strategy did on the script.
+public struct SimulationResult: Sendable, Hashable {
+    /// The strategy.
+    public var strategy: Strategy
+    /// Frames played.
+    public var frames: Int
+    /// Visible rows summed over all frames that showed a placeholder instead of a value.
+    public var placeholderRowFrames: Int
+    /// Work runs started.
+    public var worksStarted: Int
+    /// Runs cancelled after they started.
+    public var worksCancelled: Int
+    /// Runs that finished for rows never shown after (the user had scrolled past).
+    public var worksUnshown: Int
+    /// Rows that came into view.
+    public var appearances: Int
+    /// Appearances that left the screen before their value arrived.
+    public var appearancesLeftUnloaded: Int
+    /// Summed wait between a row coming into view and its value showing (0 when it was ready).
+    public var totalTimeToVisible: Duration
+
+    /// Wasted work: cancelled after starting, or finished for rows never shown.
+    public var worksWasted: Int { worksCancelled + worksUnshown }
+
+    /// The mean wait between a row coming into view and its value showing.
+    public var meanTimeToVisible: Duration {
+        let shown = appearances - appearancesLeftUnloaded
+        return shown > 0 ? totalTimeToVisible / shown : .zero
+    }
+}
+
+/// Runs `strategy` on `script` with the real ``Avenues/Avenue``, ``Avenues/AutoProcessor`` and
+/// ``Avenues/RowPrefetcher``, their workers on a ``ManualExecutor`` and their work sleeping on a
+/// ``VirtualClock``: no wall-clock time and no threads, so every run gives the same result.
+///
+/// After the script, time runs on with the screen still until all work is done, so work queued for
+/// rows scrolled past is counted when it finally runs.
+public func simulate(
+    _ strategy: Strategy,
+    script: UserScript = .standard,
+    maxConcurrent: Int = 6,
+    latency: WorkLatency = .standard
+) -> SimulationResult {
+    let executor = ManualExecutor()
+    let clock = VirtualClock()
+    let log = WorkLog()
+    let processor = AutoProcessor<Int, Int>(maxConcurrent: maxConcurrent, executor: executor) { row in
+        log.started(row)
+        do {
+            try await clock.sleep(for: latency.latency(of: row))
+        } catch {
+            log.cancelled(row)
+            throw error
+        }
+        log.finished(row)
+        return row
+    }
+    let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(countLimit: 4_000), processor: processor)
+    let prefetcher: RowPrefetcher<Int, Int>?
+    if case .prefetcher(let ahead, let behind) = strategy {
+        prefetcher = RowPrefetcher(avenue: avenue, ahead: ahead, behind: behind) { $0 < script.rows ? $0 : nil }
+    } else {
+        prefetcher = nil
+    }
+
+    var result = SimulationResult(
+        strategy: strategy, frames: script.tops.count, placeholderRowFrames: 0, worksStarted: 0,
+        worksCancelled: 0, worksUnshown: 0, appearances: 0, appearancesLeftUnloaded: 0, totalTimeToVisible: .zero
+    )
+    var visible = 0..<0
+    var waitingSince: [Int: Duration] = [:]
+
+    func show(_ rows: Range<Int>) {
+        switch strategy {
+        case .visibleOnly(let cancelling):
+            for row in rows { avenue.prepareItem(for: row, at: row, priority: .visible) }
+            if cancelling {
+                for row in visible where !rows.contains(row) { avenue.cancel(at: row) }
+            }
+        case .prefetcher:
+            prefetcher?.show(rows)
+        }
+    }
+
+    for (index, top) in script.tops.enumerated() {
+        let now = script.frame * index
+        clock.advance(to: now)
+        executor.drain()
+        let rows = top..<min(script.rows, top + script.viewport)
+        show(rows)
+        executor.drain()
+        for row in rows {
+            let loaded = avenue.item(at: row) != nil
+            if loaded {
+                log.shown(row)
+            } else {
+                result.placeholderRowFrames += 1
+            }
+            if !visible.contains(row) {
+                result.appearances += 1
+                if !loaded { waitingSince[row] = now }
+            } else if loaded, let since = waitingSince.removeValue(forKey: row) {
+                result.totalTimeToVisible += now - since
+            }
+        }
+        for row in waitingSince.keys where !rows.contains(row) {
+            result.appearancesLeftUnloaded += 1
+            waitingSince[row] = nil
+        }
+        visible = rows
+    }
+
+    // The user stops; queued and running work runs out, and what lands on screen counts as shown.
+    let end = script.frame * script.tops.count + .seconds(3_600)
+    while let deadline = clock.nextDeadline, deadline <= end {
+        clock.advance(to: deadline)
+        executor.drain()
+        for row in visible where avenue.item(at: row) != nil { log.shown(row) }
+    }
+    prefetcher?.stop()
+    executor.drain()
+
+    let counts = log.counts
+    result.worksStarted = counts.started
+    result.worksCancelled = counts.cancelled
+    result.worksUnshown = counts.unshown
+    return result
+}
+
+/// What the work did, as the simulation saw it.
+final class WorkLog: Sendable {
+    private struct State {
+        var started = 0
+        var cancelled = 0
+        /// Rows whose work finished and that have not been on screen with their value since.
+        var unshown = Set<Int>()
+    }
+
+    private let state = Mutex(State())
+
+    func started(_ row: Int) { state.withLock { $0.started += 1 } }
+    func cancelled(_ row: Int) { state.withLock { $0.cancelled += 1 } }
+    func finished(_ row: Int) { state.withLock { _ = $0.unshown.insert(row) } }
+    func shown(_ row: Int) { state.withLock { _ = $0.unshown.remove(row) } }
+
+    var counts: (started: Int, cancelled: Int, unshown: Int) {
+        state.withLock { ($0.started, $0.cancelled, $0.unshown.count) }
+    }
+}
+
+/// A small seeded generator (SplitMix64), so latencies are the same on every run.
+struct SplitMix64 {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+private func _log(_ x: Double) -> Double { Glibc.log(x) }
+private func _cos(_ x: Double) -> Double { Glibc.cos(x) }
+private func _exp(_ x: Double) -> Double { Glibc.exp(x) }
+#elseif canImport(Darwin)
+import Darwin
+private func _log(_ x: Double) -> Double { Darwin.log(x) }
+private func _cos(_ x: Double) -> Double { Darwin.cos(x) }
+private func _exp(_ x: Double) -> Double { Darwin.exp(x) }
+#endif
