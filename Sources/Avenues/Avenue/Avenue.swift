@@ -30,12 +30,16 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     /// Where results are kept, by key.
     public let storage: any Storage<Key, Value>
+    /// `storage`'s read and write, captured where its type is known: a call through the existential
+    /// would run the storage's generic code unspecialized (about 1 µs instead of 70 ns per read).
+    @usableFromInline let read: @Sendable (Key) -> Value?
+    @usableFromInline let write: @Sendable (Value, Key) -> Void
     /// What makes the values; shared de-duplication if it is shared with other avenues.
     public let processor: AutoProcessor<Key, Value>
     /// Where callbacks run.
     public let callbackMode: CallbackMode
 
-    private typealias Machine = AvenueStateMachine<Index, Key, AutoProcessor<Key, Value>.Claim>
+    @usableFromInline typealias Machine = AvenueStateMachine<Index, Key, AutoProcessor<Key, Value>.Claim>
     private typealias Tagged = AvenueChanges<Index>.Tagged
 
     private struct Handlers {
@@ -48,7 +52,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         var continuations: [UInt64: AsyncStream<Tagged>.Continuation] = [:]
     }
 
-    private let state = Locked(Machine())
+    @usableFromInline let state = Locked(Machine())
     private let handlers = Locked(Handlers())
     private let subscribers = Locked(Subscribers())
     /// Held while callbacks run, so `cancel` can wait out a delivery in progress on another thread.
@@ -63,12 +67,15 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     ///   - processor: what makes values. An ``AutoProcessor`` is used as it is (so avenues can share
     ///     one); any other processor is wrapped in a new `AutoProcessor` with its default settings.
     ///   - callbackMode: where callbacks run; `.completingThread` by default.
+    @inlinable
     public init(
         storage: some Storage<Key, Value>,
         processor: some Processor<Key, Value>,
         callbackMode: CallbackMode = .completingThread
     ) {
         self.storage = storage
+        self.read = { storage.value(for: $0) }
+        self.write = { storage.set($0, for: $1) }
         self.processor = (processor as? AutoProcessor<Key, Value>) ?? AutoProcessor(processor)
         self.callbackMode = callbackMode
     }
@@ -133,7 +140,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         if waiting { return }
         while true {
             // Read outside the lock: a storage may be slow (a disk layer) and `item(at:)` must not wait.
-            let stored = storage.value(for: key) != nil
+            let stored = read(key) != nil
             if stored, settled { return }
             let outcome: (retryAt: UInt64?, release: [AutoProcessor<Key, Value>.Claim]) = state.withLock { machine in
                 switch machine.prepare(key, at: index, priority: priority, stored: stored, epoch: epoch) {
@@ -150,14 +157,16 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// The value row `index` shows, or `nil` if it is not loaded. Reads storage; never waits for work.
+    @inlinable
     public func item(at index: Index) -> Value? {
         guard let key = key(at: index) else { return nil }
-        return storage.value(for: key)
+        return read(key)
     }
 
     /// The key row `index` is assigned to, if any.
+    @inlinable
     public func key(at index: Index) -> Key? {
-        state.withLock { $0.rows[index]?.key }
+        state.withLock { $0.key(at: index) }
     }
 
     /// What row `index` shows now.
@@ -166,7 +175,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         switch row.phase {
         case .waiting: return .loading
         case .failed(let error): return .failed(error)
-        case .settled: return storage.value(for: row.key) != nil ? .loaded : .empty
+        case .settled: return read(row.key) != nil ? .loaded : .empty
         }
     }
 
@@ -229,7 +238,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         switch result {
         case .success(let value):
             // Stored before rows are told, so `item(at:)` reads it in the callback.
-            storage.set(value, for: key)
+            write(value, key)
             outcome = .success(())
         case .failure(let error):
             outcome = .failure(error)

@@ -8,6 +8,7 @@
 ///   its priority is the highest of its rows'. The last row leaving releases the claim.
 /// - `storeEpoch` counts completed loads, so `prepare` can tell whether a storage miss it saw
 ///   before taking the lock may be stale.
+@usableFromInline
 struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, Claim> {
     enum RowPhase {
         /// Not waiting: the value is whatever storage holds for the key (possibly nothing).
@@ -16,8 +17,9 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         case failed(any Error)
     }
 
+    @usableFromInline
     struct Row {
-        var key: Key
+        @usableFromInline var key: Key
         var ticket: UInt64
         var phase: RowPhase
     }
@@ -63,7 +65,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         case done(Effects)
     }
 
-    private(set) var rows: [Index: Row] = [:]
+    @usableFromInline private(set) var rows = RowTable<Index, Row>()
     private(set) var loads: [Key: Load] = [:]
     private(set) var storeEpoch: UInt64 = 0
     private(set) var statistics = AvenueStatistics()
@@ -71,6 +73,12 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     private var nextLoadID: UInt64 = 0
 
     // MARK: Rows
+
+    /// The key row `index` shows, without copying the rest of the row.
+    @inlinable
+    func key(at index: Index) -> Key? {
+        rows[index]?.key
+    }
 
     /// `true` when `prepare` would change nothing: the row already waits for `key` at `priority`.
     func isWaiting(at index: Index, for key: Key, priority: LoadPriority) -> Bool {
@@ -154,7 +162,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         effects.release = loads.values.compactMap(\.claim)
         statistics.loadsCancelled += loads.count
         loads = [:]
-        rows = [:]
+        rows.removeAll()
         return effects
     }
 
@@ -179,9 +187,10 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             (phase, change) = (.failed(error), .failed(error))
         }
         return load.rows.compactMap { row in
-            guard let rowIndex = rows.index(forKey: row.index) else { return nil }
-            rows.values[rowIndex].phase = phase
-            return Delivery(index: row.index, ticket: rows.values[rowIndex].ticket, change: change)
+            guard var entry = rows[row.index] else { return nil }
+            entry.phase = phase
+            rows[row.index] = entry
+            return Delivery(index: row.index, ticket: entry.ticket, change: change)
         }
     }
 
@@ -208,10 +217,10 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     private mutating func setRowPriority(_ priority: LoadPriority, at index: Index, key: Key, into effects: inout Effects) {
-        guard let rowIndex = rows.index(forKey: index), let loadIndex = loads.index(forKey: key),
+        guard rows[index] != nil, let loadIndex = loads.index(forKey: key),
               let slot = loads.values[loadIndex].rows.firstIndex(where: { $0.index == index })
         else { preconditionFailure("Invalid state: a waiting row is missing from its load") }
-        rows.values[rowIndex].phase = .waiting(priority)
+        rows[index]?.phase = .waiting(priority)
         loads.values[loadIndex].rows[slot].priority = priority
         followPriority(of: loadIndex, into: &effects)
     }

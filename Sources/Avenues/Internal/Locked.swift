@@ -14,38 +14,60 @@ import Musl
 /// with TSan, so TSan sees no ordering between critical sections and reports every guarded access as
 /// a race; real races would drown in those reports. When (and only when) the TSan runtime is loaded,
 /// this tells it that each critical section acquires and releases the lock. Otherwise it is a
-/// `Mutex` plus one predictable branch.
+/// `Mutex` plus one predictable branch on a field (the hooks are looked up once, at `init`).
+@usableFromInline
 struct Locked<State: ~Copyable>: ~Copyable, Sendable {
     /// A heap object whose address names this lock to TSan; it never moves.
-    private final class Key: Sendable {}
+    @usableFromInline
+    final class Key: Sendable {
+        @usableFromInline init() {}
+    }
 
-    private let mutex: Mutex<State>
-    private let key = Key()
+    @usableFromInline let mutex: Mutex<State>
+    @usableFromInline let key: Key
+    @usableFromInline let annotations: ThreadSanitizer.Annotations?
 
+    @inlinable
     init(_ initialState: consuming sending State) {
         mutex = Mutex(initialState)
+        key = Key()
+        annotations = ThreadSanitizer.annotations
     }
 
     /// Runs `body` with exclusive access to the state.
+    @inlinable @inline(__always)
     borrowing func withLock<Result: ~Copyable, Failure: Error>(
         _ body: (inout sending State) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         try mutex.withLock { (state: inout sending State) throws(Failure) -> sending Result in
+            guard let annotations else { return try body(&state) }
             // Announced before `state` is touched and withdrawn after, so TSan orders the accesses.
             let address = UnsafeRawPointer(Unmanaged.passUnretained(key).toOpaque())
-            ThreadSanitizer.acquire?(address)
-            defer { ThreadSanitizer.release?(address) }
+            annotations.acquire(address)
+            defer { annotations.release(address) }
             return try body(&state)
         }
     }
 }
 
 /// ThreadSanitizer's annotation entry points, found at run time so normal builds do not link TSan.
+@usableFromInline
 enum ThreadSanitizer {
+    @usableFromInline
     typealias Annotation = @convention(c) (UnsafeRawPointer?) -> Void
 
-    static let acquire = lookUp("__tsan_acquire")
-    static let release = lookUp("__tsan_release")
+    @usableFromInline
+    struct Annotations: Sendable {
+        @usableFromInline let acquire: Annotation
+        @usableFromInline let release: Annotation
+    }
+
+    /// The hooks, or `nil` when the TSan runtime is not loaded.
+    @usableFromInline
+    static let annotations: Annotations? = {
+        guard let acquire = lookUp("__tsan_acquire"), let release = lookUp("__tsan_release") else { return nil }
+        return Annotations(acquire: acquire, release: release)
+    }()
 
     private static func lookUp(_ name: String) -> Annotation? {
         guard let program = dlopen(nil, RTLD_NOW), let symbol = dlsym(program, name) else { return nil }

@@ -64,7 +64,10 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         let wallNow = clock.wall()
         let age = max(0, wallNow.timeIntervalSince(storedAt))
         return state.withLock { state -> Value? in
-            guard age < timeToLive.seconds, state.refreshedAt.map({ storedAt > $0 }) ?? true else { return nil }
+            // Disk times have millisecond resolution: a copy must be later than a refresh by more
+            // than that, or one saved in the refresh's millisecond could pass as newer.
+            let afterRefresh = state.refreshedAt.map { storedAt.timeIntervalSince($0) > 0.001 } ?? true
+            guard age < timeToLive.seconds, afterRefresh else { return nil }
             // Keep the remaining time-to-live: the copy is as old as it was when it was fetched.
             let fetchedAt = clock.monotonic() - .seconds(age)
             insert(Entry(value: value, fetchedAt: fetchedAt, generation: state.generation, stale: false), for: key, in: &state)

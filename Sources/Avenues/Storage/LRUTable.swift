@@ -2,24 +2,34 @@
 ///
 /// Nodes live densely in one array and are linked by index (no per-entry allocation); removal
 /// moves the last node into the hole. `head` is the most recently used entry, `tail` the least.
+@usableFromInline
 struct LRUTable<Key: Hashable, Value> {
-    private struct Node {
-        var key: Key
-        var value: Value
-        var cost: Int
-        var newer: Int  // towards head; -1 at the head
-        var older: Int  // towards tail; -1 at the tail
+    @usableFromInline
+    struct Node {
+        @usableFromInline var key: Key
+        @usableFromInline var value: Value
+        @usableFromInline var cost: Int
+        @usableFromInline var newer: Int  // towards head; -1 at the head
+        @usableFromInline var older: Int  // towards tail; -1 at the tail
+
+        @inlinable
+        init(key: Key, value: Value, cost: Int, newer: Int, older: Int) {
+            (self.key, self.value, self.cost, self.newer, self.older) = (key, value, cost, newer, older)
+        }
     }
 
-    private var slots: [Key: Int] = [:]
-    private var nodes: [Node] = []
-    private var head = -1
-    private var tail = -1
-    private(set) var totalCost = 0
+    @usableFromInline var slots: [Key: Int] = [:]
+    @usableFromInline var nodes: [Node] = []
+    @usableFromInline var head = -1
+    @usableFromInline var tail = -1
+    @usableFromInline var totalCost = 0
 
-    var count: Int { nodes.count }
+    @inlinable init() {}
+
+    @inlinable var count: Int { nodes.count }
 
     /// The value for `key`, marking it most recently used.
+    @inlinable
     mutating func value(for key: Key) -> Value? {
         guard let slot = slots[key] else { return nil }
         promote(slot)
@@ -27,11 +37,13 @@ struct LRUTable<Key: Hashable, Value> {
     }
 
     /// The value for `key` without changing the use order.
+    @inlinable
     func peek(_ key: Key) -> Value? {
         slots[key].map { nodes[$0].value }
     }
 
     /// Inserts or replaces the value for `key` as the most recently used entry.
+    @inlinable
     mutating func set(_ value: Value, for key: Key, cost: Int) {
         if let slot = slots[key] {
             totalCost += cost - nodes[slot].cost
@@ -50,24 +62,27 @@ struct LRUTable<Key: Hashable, Value> {
     }
 
     /// Removes the value for `key`, returning it.
-    @discardableResult
+    @inlinable @discardableResult
     mutating func removeValue(for key: Key) -> Value? {
         guard let slot = slots[key] else { return nil }
         return remove(at: slot).value
     }
 
     /// Removes and returns the least recently used entry.
+    @inlinable
     mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
         guard tail >= 0 else { return nil }
         let node = remove(at: tail)
         return (node.key, node.value)
     }
 
+    @inlinable
     mutating func removeAll() {
         self = LRUTable()
     }
 
     /// Keys from most to least recently used (for tests and diagnostics; O(n)).
+    @inlinable
     var keysByRecency: [Key] {
         var keys: [Key] = []
         keys.reserveCapacity(nodes.count)
@@ -79,7 +94,8 @@ struct LRUTable<Key: Hashable, Value> {
         return keys
     }
 
-    private mutating func promote(_ slot: Int) {
+    @inlinable
+    mutating func promote(_ slot: Int) {
         guard slot != head else { return }
         unlink(slot)
         nodes[slot].older = head
@@ -89,14 +105,16 @@ struct LRUTable<Key: Hashable, Value> {
         if tail < 0 { tail = slot }
     }
 
-    private mutating func unlink(_ slot: Int) {
+    @inlinable
+    mutating func unlink(_ slot: Int) {
         let newer = nodes[slot].newer
         let older = nodes[slot].older
         if newer >= 0 { nodes[newer].older = older } else { head = older }
         if older >= 0 { nodes[older].newer = newer } else { tail = newer }
     }
 
-    private mutating func remove(at slot: Int) -> Node {
+    @inlinable
+    mutating func remove(at slot: Int) -> Node {
         unlink(slot)
         let last = nodes.count - 1
         if slot != last {

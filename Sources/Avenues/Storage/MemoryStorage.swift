@@ -1,7 +1,10 @@
-/// A thread-safe in-memory storage that evicts the least recently used entries.
+/// A thread-safe in-memory storage that evicts entries not used recently (CLOCK).
 ///
-/// Reads, writes and evictions are O(1). With no limits it grows without bound (the default).
-/// A read counts as a use, so the entries a list keeps showing stay while others are evicted.
+/// Reads, writes and evictions are O(1) (evictions amortized). With no limits it grows without
+/// bound (the default). A read counts as a use, so the entries a list keeps showing stay while others
+/// are evicted. CLOCK — a second-chance approximation of least recently used — keeps a read as
+/// cheap as a dictionary lookup: it only sets a bit, where exact LRU would relink a list on every
+/// read of every row in every frame.
 ///
 /// ```swift
 /// let thumbnails = MemoryStorage<URL, Data>(countLimit: 500, costLimit: 64 << 20, cost: { $0.count })
@@ -12,8 +15,8 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     /// The largest total cost kept, or `nil` for no limit (the default).
     public let costLimit: Int?
 
-    private let cost: @Sendable (Value) -> Int
-    private let table = Locked(LRUTable<Key, Value>())
+    @usableFromInline let cost: @Sendable (Value) -> Int
+    @usableFromInline let table = Locked(ClockTable<Key, Value>())
 
     /// Creates a storage.
     ///
@@ -35,11 +38,13 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     }
 
     /// The value for `key`, which becomes the most recently used entry.
+    @inlinable
     public func value(for key: Key) -> Value? {
         table.withLock { $0.value(for: key) }
     }
 
-    /// Stores `value`, then evicts least recently used entries until both limits hold.
+    /// Stores `value`, then evicts entries not used recently until both limits hold.
+    @inlinable
     public func set(_ value: Value, for key: Key) {
         let cost = cost(value)
         // Evicted values are released after the lock, so their deinit never runs inside it.
@@ -50,7 +55,7 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
                 return evicted
             }
             table.set(value, for: key, cost: cost)
-            while isOverLimit(table), let entry = table.removeLeastRecentlyUsed() {
+            while isOverLimit(table), let entry = table.evict() {
                 evicted.append(entry.value)
             }
             return evicted
@@ -59,6 +64,7 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     }
 
     /// Removes the value for `key`.
+    @inlinable
     public func removeValue(for key: Key) {
         let removed = table.withLock { $0.removeValue(for: key) }
         _ = removed
@@ -80,10 +86,11 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     /// The sum of the costs of the entries held now.
     public var totalCost: Int { table.withLock { $0.totalCost } }
 
-    /// The keys from most to least recently used; O(n), meant for tests and diagnostics.
-    public var keysByRecency: [Key] { table.withLock { $0.keysByRecency } }
+    /// The keys held now, in no particular order; O(n), meant for tests and diagnostics.
+    public var keys: [Key] { table.withLock { $0.keys } }
 
-    private func isOverLimit(_ table: LRUTable<Key, Value>) -> Bool {
+    @inlinable
+    func isOverLimit(_ table: ClockTable<Key, Value>) -> Bool {
         if let countLimit, table.count > countLimit { return true }
         if let costLimit, table.totalCost > costLimit { return true }
         return false

@@ -344,7 +344,7 @@ struct DiskStorageTests {
         let left = StorageCompositionTests.run(operations, on: a1.layered(over: b1).layered(over: c1))
         let right = StorageCompositionTests.run(operations, on: a2.layered(over: b2.layered(over: c2)))
         #expect(left == right)
-        #expect(a1.keysByRecency == a2.keysByRecency)
+        #expect(a1.keys == a2.keys)
         #expect((0..<24).map { b1.value(for: $0) } == (0..<24).map { b2.value(for: $0) })
 
         let (_, plainDisk, _, folder3) = stack()
