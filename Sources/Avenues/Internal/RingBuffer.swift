@@ -1,23 +1,27 @@
 /// A growable FIFO queue with O(1) amortized `append` and `popFirst`.
 ///
 /// The library has no package dependencies, so this stands in for `Deque` from swift-collections.
+@usableFromInline
 struct RingBuffer<Element> {
-    private var storage: ContiguousArray<Element?>
-    private var head = 0
-    private(set) var count = 0
+    @usableFromInline var storage: ContiguousArray<Element?>
+    @usableFromInline var head = 0
+    @usableFromInline private(set) var count = 0
 
+    @inlinable
     init(minimumCapacity: Int = 8) {
         storage = ContiguousArray(repeating: nil, count: Swift.max(1, minimumCapacity))
     }
 
-    var isEmpty: Bool { count == 0 }
+    @inlinable var isEmpty: Bool { count == 0 }
 
+    @inlinable
     mutating func append(_ element: Element) {
         if count == storage.count { grow() }
         storage[(head + count) % storage.count] = element
         count += 1
     }
 
+    @inlinable
     mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
         let element = storage[head]
@@ -28,6 +32,7 @@ struct RingBuffer<Element> {
     }
 
     /// Removes the elements for which `isRemoved` is true, keeping the others in order.
+    @inlinable
     mutating func removeAll(where isRemoved: (Element) -> Bool) {
         var kept = RingBuffer(minimumCapacity: Swift.max(8, count))
         while let element = popFirst() {
@@ -36,11 +41,13 @@ struct RingBuffer<Element> {
         self = kept
     }
 
+    @inlinable
     mutating func removeAll() {
         self = RingBuffer()
     }
 
-    private mutating func grow() {
+    @inlinable
+    mutating func grow() {
         var bigger = ContiguousArray<Element?>(repeating: nil, count: storage.count * 2)
         for offset in 0..<count {
             bigger[offset] = storage[(head + offset) % storage.count]
@@ -51,9 +58,12 @@ struct RingBuffer<Element> {
 }
 
 extension RingBuffer: Sequence {
+    @usableFromInline
     struct Iterator: IteratorProtocol {
-        fileprivate let buffer: RingBuffer
-        fileprivate var offset = 0
+        @usableFromInline let buffer: RingBuffer
+        @usableFromInline var offset = 0
+        @inlinable init(buffer: RingBuffer) { self.buffer = buffer }
+        @inlinable
         mutating func next() -> Element? {
             guard offset < buffer.count else { return nil }
             defer { offset += 1 }
@@ -61,5 +71,6 @@ extension RingBuffer: Sequence {
         }
     }
 
+    @inlinable
     func makeIterator() -> Iterator { Iterator(buffer: self) }
 }

@@ -29,24 +29,29 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     public struct Claim: Hashable, Sendable {
         /// The key claimed.
         public let key: Key
-        let id: UInt64
+        @usableFromInline let id: UInt64
+
+        @usableFromInline
+        init(key: Key, id: UInt64) { (self.key, self.id) = (key, id) }
     }
 
-    private typealias Machine = AutoProcessorStateMachine<Key, Value>
+    @usableFromInline typealias Machine = AutoProcessorStateMachine<Key, Value>
 
-    private struct State {
-        var machine: Machine
-        var workerTasks: [UInt64: Task<Void, Never>] = [:]
+    @usableFromInline
+    struct State {
+        @usableFromInline var machine: Machine
+        @usableFromInline var workerTasks: [UInt64: Task<Void, Never>] = [:]
+        @inlinable init(machine: Machine) { self.machine = machine }
     }
 
     /// The most work items running at once.
     public var maxConcurrent: Int { maxConcurrentCount }
 
-    private let maxConcurrentCount: Int
-    private let work: @Sendable (Key) async throws -> Value
-    private let executor: (any TaskExecutor)?
-    private let state: Locked<State>
-    private let claimIDs = Atomic<UInt64>(0)
+    @usableFromInline let maxConcurrentCount: Int
+    @usableFromInline let work: @Sendable (Key) async throws -> Value
+    @usableFromInline let executor: (any TaskExecutor)?
+    @usableFromInline let state: Locked<State>
+    @usableFromInline let claimIDs = Atomic<UInt64>(0)
 
     /// Creates a processor running `processor`'s work.
     ///
@@ -56,6 +61,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ///     A dedicated executor keeps heavy work off the shared pool; a single-threaded one that runs
     ///     jobs only when asked makes the processor deterministic (the scroll simulator uses one).
     ///   - processor: what makes each value.
+    @inlinable
     public convenience init(maxConcurrent: Int = 6, executor: (any TaskExecutor)? = nil, _ processor: some Processor<Key, Value>) {
         self.init(maxConcurrent: maxConcurrent, executor: executor, work: { try await processor.process($0) })
     }
@@ -66,6 +72,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///   - work: what makes each value; should honour task cancellation.
+    @inlinable
     public convenience init(
         maxConcurrent: Int = 6,
         executor: (any TaskExecutor)? = nil,
@@ -74,7 +81,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         self.init(maxConcurrent: maxConcurrent, executor: executor, work: work)
     }
 
-    private init(maxConcurrent: Int, executor: (any TaskExecutor)?, work: @escaping @Sendable (Key) async throws -> Value) {
+    @inlinable
+    init(maxConcurrent: Int, executor: (any TaskExecutor)?, work: @escaping @Sendable (Key) async throws -> Value) {
         self.maxConcurrentCount = maxConcurrent
         self.executor = executor
         self.work = work
@@ -89,6 +97,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// the run goes on for other callers and is cancelled when none is left.
     ///
     /// - Parameter priority: `.visible` (the default) or `.prefetch`.
+    @inlinable
     public func value(for key: Key, priority: LoadPriority = .visible) async throws -> Value {
         let id = newClaimID()
         return try await withTaskCancellationHandler {
@@ -109,6 +118,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
 
     /// Same as `value(for: key, priority: .visible)`, so an `AutoProcessor` can stand wherever a
     /// ``Processor`` is expected.
+    @inlinable
     public func process(_ key: Key) async throws -> Value {
         try await value(for: key, priority: .visible)
     }
@@ -119,7 +129,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// If the key is cancelled for everyone (``cancel(_:)``, ``cancelAll()``), `completion` receives
     /// `CancellationError`. This is the building block for front ends that cannot await, such as
     /// ``Avenue``.
-    @discardableResult
+    @inlinable @discardableResult
     public func claim(
         _ key: Key,
         priority: LoadPriority = .visible,
@@ -133,6 +143,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     }
 
     /// Withdraws a claim. Releasing a claim that already completed or was released does nothing.
+    @inlinable
     public func release(_ claim: Claim) {
         let (action, task) = state.withLock { state in
             let action = state.machine.release(claim.key, id: claim.id)
@@ -146,6 +157,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     }
 
     /// Changes a claim's priority; queued work follows the highest priority among its claims.
+    @inlinable
     public func setPriority(_ priority: LoadPriority, for claim: Claim) {
         state.withLock { $0.machine.setPriority(priority, key: claim.key, id: claim.id) }
     }
@@ -154,37 +166,44 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
 
     /// Stops `key` for everyone: its work is cancelled (or never starts) and every waiter receives
     /// `CancellationError`.
+    @inlinable
     public func cancel(_ key: Key) {
         carryOut(state.withLock { state in collect(state.machine.cancel(key), from: state) })
     }
 
     /// Stops every key for everyone. The processor stays usable: later requests run normally.
+    @inlinable
     public func cancelAll() {
         carryOut(state.withLock { state in collect(state.machine.cancelAll(), from: state) })
     }
 
     /// Where `key` stands now.
+    @inlinable
     public func state(of key: Key) -> ProcessingState {
         state.withLock { $0.machine.state(of: key) }
     }
 
     /// How many keys are queued and running now.
+    @inlinable
     public var activity: AutoProcessorActivity {
         state.withLock { $0.machine.activity }
     }
 
     /// How much the processor holds now; all zero when idle, whatever it did before.
+    @inlinable
     public var tableSizes: AutoProcessorTableSizes {
         state.withLock { $0.machine.tableSizes }
     }
 
     // MARK: Internals
 
-    private func newClaimID() -> UInt64 {
+    @inlinable
+    func newClaimID() -> UInt64 {
         claimIDs.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
-    private func register(
+    @inlinable
+    func register(
         _ key: Key, id: UInt64, priority: LoadPriority, waiter: Waiter<Value>, in state: inout State
     ) {
         if case .spawnWorker(let worker) = state.machine.claim(key, id: id, priority: priority, waiter: waiter) {
@@ -193,7 +212,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     }
 
     /// Starts a worker inside the lock, so its handle is stored before it can be asked to cancel.
-    private func spawnWorker(_ worker: UInt64, in state: inout State) {
+    @inlinable
+    func spawnWorker(_ worker: UInt64, in state: inout State) {
         // Detached: workers belong to the processor, not to whichever caller happened to start them
         // (no inherited actor, priority or task-locals).
         state.workerTasks[worker] = Task.detached(executorPreference: executor) { [self] in
@@ -201,18 +221,21 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         }
     }
 
-    private func collect(
+    @inlinable
+    func collect(
         _ action: Machine.CancelAction, from state: State
     ) -> (waiters: [Waiter<Value>], tasks: [Task<Void, Never>]) {
         (action.waiters, action.cancelWorkers.compactMap { state.workerTasks[$0] })
     }
 
-    private func carryOut(_ effects: (waiters: [Waiter<Value>], tasks: [Task<Void, Never>])) {
+    @inlinable
+    func carryOut(_ effects: (waiters: [Waiter<Value>], tasks: [Task<Void, Never>])) {
         for task in effects.tasks { task.cancel() }
         for waiter in effects.waiters { waiter.resume(with: .failure(CancellationError())) }
     }
 
-    private func runWorker(_ worker: UInt64) async {
+    @inlinable
+    func runWorker(_ worker: UInt64) async {
         var step = advance(worker) { $0.start(worker: worker) }
         while case .run(let job) = step {
             let result: Result<Value, any Error>
@@ -231,7 +254,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
 
     /// Applies a worker event under the lock, retiring the worker's handle and starting its
     /// replacement when the step says so.
-    private func advance(
+    @inlinable
+    func advance(
         _ worker: UInt64, _ event: (inout Machine) -> Machine.WorkerStep
     ) -> Machine.WorkerStep {
         state.withLock { state in

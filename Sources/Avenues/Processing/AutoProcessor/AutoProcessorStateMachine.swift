@@ -9,13 +9,17 @@
 /// - a queue entry is live only while its run is `.queued` at that queue's priority with that token;
 ///   stale entries are skipped when popped and compacted when they pile up;
 /// - at most `maxConcurrent` workers exist, counting cancelled ones whose work has not returned yet.
+@usableFromInline
 struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// One unit of work handed to a worker.
+    @usableFromInline
     struct Job: Hashable, Sendable {
-        let key: Key
-        let token: UInt64
+        @usableFromInline let key: Key
+        @usableFromInline let token: UInt64
+        @inlinable init(key: Key, token: UInt64) { (self.key, self.token) = (key, token) }
     }
 
+    @usableFromInline
     enum Phase {
         case queued(LoadPriority)
         case running(worker: UInt64)
@@ -23,13 +27,16 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         case delivering(succeeded: Bool)
     }
 
+    @usableFromInline
     struct Run {
-        let token: UInt64
-        var phase: Phase
-        var waiters = WaiterList<Value>()
+        @usableFromInline let token: UInt64
+        @usableFromInline var phase: Phase
+        @usableFromInline var waiters = WaiterList<Value>()
+        @inlinable init(token: UInt64, phase: Phase) { (self.token, self.phase) = (token, phase) }
     }
 
     /// What to do after a claim was registered.
+    @usableFromInline
     enum ClaimAction {
         case none
         /// Start a worker task with this id (inside the lock, so its handle is known at once).
@@ -37,22 +44,27 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     }
 
     /// What to do after a claim was withdrawn.
+    @usableFromInline
     struct ReleaseAction {
         /// The withdrawn waiter; a suspended caller must be resumed with `CancellationError`.
-        var waiter: Waiter<Value>?
+        @usableFromInline var waiter: Waiter<Value>?
         /// The worker whose run lost its last claim and must be cancelled.
-        var cancelWorker: UInt64?
+        @usableFromInline var cancelWorker: UInt64?
+        @inlinable init(waiter: Waiter<Value>? = nil, cancelWorker: UInt64? = nil) { (self.waiter, self.cancelWorker) = (waiter, cancelWorker) }
     }
 
     /// What to do after keys were cancelled outright.
+    @usableFromInline
     struct CancelAction {
         /// Everyone who was waiting; each gets `CancellationError`.
-        var waiters: [Waiter<Value>] = []
+        @usableFromInline var waiters: [Waiter<Value>] = []
         /// Workers whose running work must be cancelled.
-        var cancelWorkers: [UInt64] = []
+        @usableFromInline var cancelWorkers: [UInt64] = []
+        @inlinable init() {}
     }
 
     /// What a worker does next.
+    @usableFromInline
     enum WorkerStep {
         /// Resume these waiters with the result, then report ``endDelivery(of:worker:)``.
         case deliver([Waiter<Value>], Result<Value, any Error>)
@@ -62,26 +74,30 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         case exit(replacement: UInt64?)
     }
 
-    let maxConcurrent: Int
-    private(set) var runs: [Key: Run] = [:]
+    @usableFromInline let maxConcurrent: Int
+    @usableFromInline private(set) var runs: [Key: Run] = [:]
     /// One FIFO per priority, indexed by `LoadPriority.rawValue`.
-    private var queues: [RingBuffer<Job>] = LoadPriority.allCases.map { _ in RingBuffer() }
-    private var staleEntries: [Int] = LoadPriority.allCases.map { _ in 0 }
+    @usableFromInline var queues: [RingBuffer<Job>]
+    @usableFromInline var staleEntries: [Int]
     /// Live workers; `true` once the worker's run was cancelled (its task is then cancelled too).
-    private(set) var workers: [UInt64: Bool] = [:]
-    private var nextToken: UInt64 = 0
-    private var nextWorkerID: UInt64 = 0
+    @usableFromInline private(set) var workers: [UInt64: Bool] = [:]
+    @usableFromInline var nextToken: UInt64 = 0
+    @usableFromInline var nextWorkerID: UInt64 = 0
     /// Runs in `.running`, kept as a count so observing it is O(1).
-    private var runningCount = 0
+    @usableFromInline var runningCount = 0
 
+    @inlinable
     init(maxConcurrent: Int) {
         precondition(maxConcurrent > 0, "AutoProcessor needs maxConcurrent of 1 or more")
         self.maxConcurrent = maxConcurrent
+        queues = LoadPriority.allCases.map { _ in RingBuffer() }
+        staleEntries = LoadPriority.allCases.map { _ in 0 }
     }
 
     // MARK: Claims
 
     /// Registers claim `id` on `key`: joins the key's run, or queues a new one.
+    @inlinable
     mutating func claim(
         _ key: Key, id: UInt64, priority: LoadPriority, waiter: Waiter<Value>
     ) -> ClaimAction {
@@ -109,6 +125,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     }
 
     /// Withdraws claim `id` on `key`. The run is cancelled when no claim is left.
+    @inlinable
     mutating func release(_ key: Key, id: UInt64) -> ReleaseAction {
         guard let index = runs.index(forKey: key),
               let entry = runs.values[index].waiters.remove(id)
@@ -134,6 +151,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     }
 
     /// Changes the priority of claim `id` on `key`; a queued run follows its highest claim.
+    @inlinable
     mutating func setPriority(_ priority: LoadPriority, key: Key, id: UInt64) {
         guard let index = runs.index(forKey: key),
               runs.values[index].waiters.setPriority(priority, id: id)
@@ -144,6 +162,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     // MARK: Cancellation
 
     /// Cancels `key` for everyone.
+    @inlinable
     mutating func cancel(_ key: Key) -> CancelAction {
         var action = CancelAction()
         guard let index = runs.index(forKey: key) else { return action }
@@ -152,6 +171,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     }
 
     /// Cancels every key. The processor stays usable.
+    @inlinable
     mutating func cancelAll() -> CancelAction {
         var action = CancelAction()
         let cancelled = runs
@@ -164,7 +184,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         return action
     }
 
-    private mutating func cancelRun(_ run: Run, into action: inout CancelAction) {
+    @inlinable
+    mutating func cancelRun(_ run: Run, into action: inout CancelAction) {
         var run = run
         action.waiters += run.waiters.removeAll()
         switch run.phase {
@@ -182,11 +203,13 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     // MARK: Workers
 
     /// The first job for a newly started worker.
+    @inlinable
     mutating func start(worker: UInt64) -> WorkerStep {
         next(worker: worker)
     }
 
     /// Worker `worker` finished `job` with `result`.
+    @inlinable
     mutating func finish(_ job: Job, worker: UInt64, result: Result<Value, any Error>) -> WorkerStep {
         guard let index = runs.index(forKey: job.key), runs.values[index].token == job.token,
               case .running(worker) = runs.values[index].phase
@@ -203,6 +226,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
 
     /// Worker `worker` resumed the waiters of `job`'s run: the run leaves the tables (unless a newer
     /// run of the key replaced it meanwhile) and the worker gets its next job.
+    @inlinable
     mutating func endDelivery(of job: Job, worker: UInt64) -> WorkerStep {
         if let index = runs.index(forKey: job.key), runs.values[index].token == job.token {
             precondition(runs.values[index].waiters.isEmpty, "Invalid state: a delivering run gained waiters")
@@ -211,7 +235,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         return next(worker: worker)
     }
 
-    private mutating func next(worker: UInt64) -> WorkerStep {
+    @inlinable
+    mutating func next(worker: UInt64) -> WorkerStep {
         if workers[worker] == true {
             // A cancelled task stays cancelled, so this worker leaves and a fresh one takes over.
             workers[worker] = nil
@@ -232,11 +257,13 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         return .exit(replacement: nil)
     }
 
-    private var hasQueuedWork: Bool {
+    @inlinable
+    var hasQueuedWork: Bool {
         queues.indices.contains { queues[$0].count > staleEntries[$0] }
     }
 
-    private mutating func spawnWorkerIfAllowed() -> UInt64? {
+    @inlinable
+    mutating func spawnWorkerIfAllowed() -> UInt64? {
         guard workers.count < maxConcurrent else { return nil }
         nextWorkerID &+= 1
         workers[nextWorkerID] = false
@@ -248,7 +275,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// Keeps a queued run in the queue of its highest claim: raised work moves to the back of the
     /// higher queue (ahead of everything lower), lowered work to the back of the lower one. The old
     /// entry goes stale.
-    private mutating func followPriority(at index: Dictionary<Key, Run>.Index) {
+    @inlinable
+    mutating func followPriority(at index: Dictionary<Key, Run>.Index) {
         let wanted = runs.values[index].waiters.priority
         guard case .queued(let current) = runs.values[index].phase, wanted != current else { return }
         runs.values[index].phase = .queued(wanted)
@@ -256,7 +284,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         noteStaleEntry(at: current)
     }
 
-    private mutating func noteStaleEntry(at level: LoadPriority) {
+    @inlinable
+    mutating func noteStaleEntry(at level: LoadPriority) {
         staleEntries[level.rawValue] += 1
         // Compact when stale entries are the majority, so a long stretch of prepare/cancel while
         // every worker is busy cannot grow the queue without bound.
@@ -275,6 +304,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     // MARK: Observation
 
     /// The state of `key`.
+    @inlinable
     func state(of key: Key) -> ProcessingState {
         guard let run = runs[key] else { return .none }
         switch run.phase {
@@ -286,6 +316,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     }
 
     /// Sizes of every table, to prove bookkeeping is bounded.
+    @inlinable
     var tableSizes: AutoProcessorTableSizes {
         AutoProcessorTableSizes(
             runs: runs.count,
@@ -296,6 +327,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     }
 
     /// Keys waiting for a worker and keys whose work is running; O(1).
+    @inlinable
     var activity: AutoProcessorActivity {
         AutoProcessorActivity(
             queued: queues.indices.reduce(0) { $0 + queues[$1].count - staleEntries[$1] },
@@ -315,6 +347,11 @@ public struct AutoProcessorTableSizes: Sendable, Hashable, CustomStringConvertib
     /// Worker tasks alive.
     public var workers: Int
 
+    @usableFromInline
+    init(runs: Int, waiters: Int, queueEntries: Int, workers: Int) {
+        (self.runs, self.waiters, self.queueEntries, self.workers) = (runs, waiters, queueEntries, workers)
+    }
+
     /// `true` when the processor holds nothing at all.
     public var isIdle: Bool { runs == 0 && waiters == 0 && queueEntries == 0 && workers == 0 }
 
@@ -330,4 +367,9 @@ public struct AutoProcessorActivity: Sendable, Hashable {
     public var queued: Int
     /// Keys whose work is running.
     public var running: Int
+
+    @usableFromInline
+    init(queued: Int, running: Int) {
+        (self.queued, self.running) = (queued, running)
+    }
 }

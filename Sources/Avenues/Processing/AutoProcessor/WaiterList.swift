@@ -1,9 +1,11 @@
 /// Someone waiting for a run's result: a suspended `value(for:)` caller or a callback claim.
+@usableFromInline
 enum Waiter<Value: Sendable>: Sendable {
     case continuation(UnsafeContinuation<Value, any Error>)
     case callback(@Sendable (Result<Value, any Error>) -> Void)
 
     /// Hands `result` over. Called exactly once per waiter, never inside a lock.
+    @inlinable
     func resume(with result: Result<Value, any Error>) {
         switch self {
         case .continuation(let continuation): continuation.resume(with: result)
@@ -14,27 +16,34 @@ enum Waiter<Value: Sendable>: Sendable {
 
 /// The claims on one run, by claim id, with the count of `.visible` claims kept up to date so the
 /// run's priority is O(1). Stores a single claim inline, because most runs have exactly one.
+@usableFromInline
 struct WaiterList<Value: Sendable> {
+    @usableFromInline
     struct Entry {
-        var priority: LoadPriority
-        var waiter: Waiter<Value>
+        @usableFromInline var priority: LoadPriority
+        @usableFromInline var waiter: Waiter<Value>
+        @inlinable init(priority: LoadPriority, waiter: Waiter<Value>) { (self.priority, self.waiter) = (priority, waiter) }
     }
 
-    private enum Entries {
+    @usableFromInline
+    enum Entries {
         case empty
         case one(UInt64, Entry)
         case many([UInt64: Entry])
     }
 
-    private var entries = Entries.empty
-    private(set) var count = 0
-    private var visibleCount = 0
+    @usableFromInline var entries = Entries.empty
+    @usableFromInline private(set) var count = 0
+    @usableFromInline var visibleCount = 0
 
-    var isEmpty: Bool { count == 0 }
+    @inlinable init() {}
+
+    @inlinable var isEmpty: Bool { count == 0 }
 
     /// The highest priority among the claims (`.prefetch` when there are none).
-    var priority: LoadPriority { visibleCount > 0 ? .visible : .prefetch }
+    @inlinable var priority: LoadPriority { visibleCount > 0 ? .visible : .prefetch }
 
+    @inlinable
     mutating func insert(_ entry: Entry, id: UInt64) {
         switch entries {
         case .empty:
@@ -50,6 +59,7 @@ struct WaiterList<Value: Sendable> {
         if entry.priority == .visible { visibleCount += 1 }
     }
 
+    @inlinable
     mutating func remove(_ id: UInt64) -> Entry? {
         let removed: Entry?
         switch entries {
@@ -71,6 +81,7 @@ struct WaiterList<Value: Sendable> {
     }
 
     /// Changes one claim's priority; `false` if the claim is not here.
+    @inlinable
     mutating func setPriority(_ priority: LoadPriority, id: UInt64) -> Bool {
         guard var entry = remove(id) else { return false }
         entry.priority = priority
@@ -83,6 +94,7 @@ struct WaiterList<Value: Sendable> {
     /// Arrival order is fair, and it matters for speed: callers that are children of one task group
     /// leave the group fastest when they finish in the order they were added (the runtime walks the
     /// group's child list to remove each); hash order made 10,000 waiters several times slower.
+    @inlinable
     mutating func removeAll() -> [Waiter<Value>] {
         defer { self = WaiterList() }
         switch entries {
