@@ -40,25 +40,29 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     public let callbackMode: CallbackMode
 
     @usableFromInline typealias Machine = AvenueStateMachine<Index, Key, AutoProcessor<Key, Value>.Claim>
-    private typealias Tagged = AvenueChanges<Index>.Tagged
+    @usableFromInline typealias Tagged = AvenueChanges<Index>.Tagged
 
-    private struct Handlers {
-        var onStateChange: StateChangeHandler?
-        var onError: ErrorHandler?
+    @usableFromInline
+    struct Handlers {
+        @usableFromInline var onStateChange: StateChangeHandler?
+        @usableFromInline var onError: ErrorHandler?
+        @inlinable init() {}
     }
 
-    private struct Subscribers {
-        var next: UInt64 = 0
-        var continuations: [UInt64: AsyncStream<Tagged>.Continuation] = [:]
+    @usableFromInline
+    struct Subscribers {
+        @usableFromInline var next: UInt64 = 0
+        @usableFromInline var continuations: [UInt64: AsyncStream<Tagged>.Continuation] = [:]
+        @inlinable init() {}
     }
 
     @usableFromInline let state = Locked(Machine())
-    private let handlers = Locked(Handlers())
-    private let subscribers = Locked(Subscribers())
+    @usableFromInline let handlers = Locked(Handlers())
+    @usableFromInline let subscribers = Locked(Subscribers())
     /// Held while callbacks run, so `cancel` can wait out a delivery in progress on another thread.
-    private let deliveryLock = Locked(())
+    @usableFromInline let deliveryLock = Locked(())
     /// The thread inside `deliveryLock`, so a callback that cancels does not wait for itself.
-    private let deliveringThread = Atomic<UInt>(0)
+    @usableFromInline let deliveringThread = Atomic<UInt>(0)
 
     /// Creates an avenue.
     ///
@@ -131,6 +135,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// A failed row is retried.
     ///
     /// - Parameter priority: `.visible` (the default) or `.prefetch`.
+    @inlinable
     public func prepareItem(for key: Key, at index: Index, priority: LoadPriority = .visible) {
         var (waiting, settled, epoch) = state.withLock { machine in
             (machine.isWaiting(at: index, for: key, priority: priority),
@@ -170,6 +175,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// What row `index` shows now.
+    @inlinable
     public func state(at index: Index) -> ItemState {
         guard let row = state.withLock({ $0.rows[index] }) else { return .empty }
         switch row.phase {
@@ -182,17 +188,20 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// Releases row `index`: drops its claim (the work stops if no other row or caller wants the key)
     /// and forgets the row. The value stays in storage. When this returns, no callback for the row
     /// is running on another thread or will start.
+    @inlinable
     public func cancel(at index: Index) {
         finishCancelling(state.withLock { machine in apply(machine.release(index), to: &machine) })
     }
 
     /// Stops loading `key` for every row of this avenue; those rows are forgotten. Other users of a
     /// shared processor keep their claims.
+    @inlinable
     public func cancelProcessing(of key: Key) {
         finishCancelling(state.withLock { machine in apply(machine.cancelLoad(of: key), to: &machine) })
     }
 
     /// Releases every row and claim of this avenue. The avenue stays usable.
+    @inlinable
     public func cancelAll() {
         finishCancelling(state.withLock { machine in apply(machine.releaseAll(), to: &machine) })
     }
@@ -211,7 +220,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     /// Makes the processor calls that are safe under the lock (they never call out) and returns the
     /// claims to release after it.
-    private func apply(_ effects: Machine.Effects, to machine: inout Machine) -> [AutoProcessor<Key, Value>.Claim] {
+    @inlinable
+    func apply(_ effects: Machine.Effects, to machine: inout Machine) -> [AutoProcessor<Key, Value>.Claim] {
         if let start = effects.start {
             let claim = processor.claim(start.key, priority: start.priority) { [weak self] result in
                 self?.finish(start.key, loadID: start.loadID, result: result)
@@ -224,7 +234,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         return effects.release
     }
 
-    private func finishCancelling(_ claims: [AutoProcessor<Key, Value>.Claim]) {
+    @inlinable
+    func finishCancelling(_ claims: [AutoProcessor<Key, Value>.Claim]) {
         for claim in claims { processor.release(claim) }
         // Wait out a delivery running on another thread, unless this call comes from inside it.
         if deliveringThread.load(ordering: .relaxed) != ThreadIdentity.current {
@@ -233,7 +244,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// A load finished on a processor worker.
-    private func finish(_ key: Key, loadID: UInt64, result: Result<Value, any Error>) {
+    @inlinable
+    func finish(_ key: Key, loadID: UInt64, result: Result<Value, any Error>) {
         let outcome: Result<Void, any Error>
         switch result {
         case .success(let value):
@@ -248,7 +260,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         callbackMode.run { [self] in deliver(deliveries) }
     }
 
-    private func deliver(_ deliveries: [Machine.Delivery]) {
+    @inlinable
+    func deliver(_ deliveries: [Machine.Delivery]) {
         deliveryLock.withLock { _ in
             deliveringThread.store(ThreadIdentity.current, ordering: .relaxed)
             defer { deliveringThread.store(0, ordering: .relaxed) }

@@ -8,9 +8,11 @@ public struct AvenueChanges<Index: Sendable>: AsyncSequence, Sendable {
     /// The sequence never throws.
     public typealias Failure = Never
 
+    @usableFromInline
     struct Tagged: Sendable {
-        let event: AvenueEvent<Index>
-        let ticket: UInt64
+        @usableFromInline let event: AvenueEvent<Index>
+        @usableFromInline let ticket: UInt64
+        @inlinable init(event: AvenueEvent<Index>, ticket: UInt64) { (self.event, self.ticket) = (event, ticket) }
     }
 
     private let stream: AsyncStream<Tagged>

@@ -15,4 +15,7 @@ public struct AvenueEvent<Index: Sendable>: Sendable {
     public let index: Index
     /// What happened.
     public let change: Change
+
+    @usableFromInline
+    init(index: Index, change: Change) { (self.index, self.change) = (index, change) }
 }

@@ -10,6 +10,7 @@
 ///   before taking the lock may be stale.
 @usableFromInline
 struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, Claim> {
+    @usableFromInline
     enum RowPhase {
         /// Not waiting: the value is whatever storage holds for the key (possibly nothing).
         case settled
@@ -20,45 +21,59 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @usableFromInline
     struct Row {
         @usableFromInline var key: Key
-        var ticket: UInt64
-        var phase: RowPhase
+        @usableFromInline var ticket: UInt64
+        @usableFromInline var phase: RowPhase
+        @inlinable init(key: Key, ticket: UInt64, phase: RowPhase) { (self.key, self.ticket, self.phase) = (key, ticket, phase) }
     }
 
+    @usableFromInline
     struct Load {
-        let id: UInt64
-        var claim: Claim?
+        @usableFromInline let id: UInt64
+        @usableFromInline var claim: Claim?
         /// Rows waiting, with the priority each asked for; usually one or two.
-        var rows: [(index: Index, priority: LoadPriority)]
+        @usableFromInline var rows: [(index: Index, priority: LoadPriority)]
         /// The priority the claim has in the processor.
-        var claimed: LoadPriority
+        @usableFromInline var claimed: LoadPriority
 
+        @inlinable
+        init(id: UInt64, claim: Claim?, rows: [(index: Index, priority: LoadPriority)], claimed: LoadPriority) {
+            (self.id, self.claim, self.rows, self.claimed) = (id, claim, rows, claimed)
+        }
+
+        @inlinable
         var wanted: LoadPriority {
             rows.contains { $0.priority == .visible } ? .visible : .prefetch
         }
     }
 
     /// What a change of a row means to its observers.
-    enum Change {
+    @usableFromInline
+    enum Change: Sendable {
         case loaded
         case failed(any Error)
         /// The load was cancelled by someone else (the shared processor); the row is empty again.
         case cancelled
     }
 
-    struct Delivery {
-        let index: Index
-        let ticket: UInt64
-        let change: Change
+    @usableFromInline
+    struct Delivery: Sendable {
+        @usableFromInline let index: Index
+        @usableFromInline let ticket: UInt64
+        @usableFromInline let change: Change
+        @inlinable init(index: Index, ticket: UInt64, change: Change) { (self.index, self.ticket, self.change) = (index, ticket, change) }
     }
 
     /// Processor calls to make. `start`, `reprioritize` are made inside the lock (they never call
     /// out); `release` after it (cancelling work runs its cancellation handlers).
+    @usableFromInline
     struct Effects {
-        var start: (key: Key, loadID: UInt64, priority: LoadPriority)?
-        var reprioritize: [(claim: Claim, priority: LoadPriority)] = []
-        var release: [Claim] = []
+        @usableFromInline var start: (key: Key, loadID: UInt64, priority: LoadPriority)?
+        @usableFromInline var reprioritize: [(claim: Claim, priority: LoadPriority)] = []
+        @usableFromInline var release: [Claim] = []
+        @inlinable init() {}
     }
 
+    @usableFromInline
     enum PrepareOutcome {
         /// A storage miss seen before the lock may be stale (a load completed since): read again.
         case retry
@@ -66,11 +81,13 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     @usableFromInline private(set) var rows = RowTable<Index, Row>()
-    private(set) var loads: [Key: Load] = [:]
-    private(set) var storeEpoch: UInt64 = 0
-    private(set) var statistics = AvenueStatistics()
-    private var nextTicket: UInt64 = 0
-    private var nextLoadID: UInt64 = 0
+    @usableFromInline private(set) var loads: [Key: Load] = [:]
+    @usableFromInline private(set) var storeEpoch: UInt64 = 0
+    @usableFromInline private(set) var statistics = AvenueStatistics()
+    @usableFromInline var nextTicket: UInt64 = 0
+    @usableFromInline var nextLoadID: UInt64 = 0
+
+    @inlinable init() {}
 
     // MARK: Rows
 
@@ -81,18 +98,21 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// `true` when `prepare` would change nothing: the row already waits for `key` at `priority`.
+    @inlinable
     func isWaiting(at index: Index, for key: Key, priority: LoadPriority) -> Bool {
         guard let row = rows[index], row.key == key, case .waiting(let current) = row.phase else { return false }
         return current == priority
     }
 
     /// `true` when the row shows `key` and is not waiting or failed, so a storage hit means done.
+    @inlinable
     func isSettled(at index: Index, on key: Key) -> Bool {
         guard let row = rows[index], row.key == key, case .settled = row.phase else { return false }
         return true
     }
 
     /// Row `index` wants `key`. `stored` says whether storage had it when read at `epoch`.
+    @inlinable
     mutating func prepare(
         _ key: Key, at index: Index, priority: LoadPriority, stored: Bool, epoch: UInt64
     ) -> PrepareOutcome {
@@ -131,6 +151,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// Records the processor claim made for a load just started.
+    @inlinable
     mutating func attach(_ claim: Claim, to key: Key, loadID: UInt64) {
         guard let index = loads.index(forKey: key), loads.values[index].id == loadID else {
             preconditionFailure("Invalid state: a load vanished while its claim was made under the lock")
@@ -139,6 +160,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// Row `index` no longer wants anything: it is forgotten, and its load released if it was the last row.
+    @inlinable
     mutating func release(_ index: Index) -> Effects {
         var effects = Effects()
         if rows[index] != nil { detach(index, into: &effects) }
@@ -147,6 +169,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// Every row waiting for `key` is forgotten and the load released.
+    @inlinable
     mutating func cancelLoad(of key: Key) -> Effects {
         var effects = Effects()
         guard let load = loads.removeValue(forKey: key) else { return effects }
@@ -157,6 +180,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// Every row is forgotten and every load released.
+    @inlinable
     mutating func releaseAll() -> Effects {
         var effects = Effects()
         effects.release = loads.values.compactMap(\.claim)
@@ -169,6 +193,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     // MARK: Completion
 
     /// The load `loadID` of `key` finished. A success must already be in storage.
+    @inlinable
     mutating func complete(_ key: Key, loadID: UInt64, result: Result<Void, any Error>) -> [Delivery] {
         guard let index = loads.index(forKey: key), loads.values[index].id == loadID else { return [] }
         let load = loads.remove(at: index).value
@@ -195,6 +220,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// `true` while row `index` still has `ticket`, i.e. a notification made for it is current.
+    @inlinable
     func isCurrent(_ index: Index, ticket: UInt64) -> Bool {
         rows[index]?.ticket == ticket
     }
@@ -202,7 +228,8 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     // MARK: Helpers
 
     /// Takes row `index` out of the load it waits on, if any.
-    private mutating func detach(_ index: Index, into effects: inout Effects) {
+    @inlinable
+    mutating func detach(_ index: Index, into effects: inout Effects) {
         guard let row = rows[index], case .waiting = row.phase,
               let loadIndex = loads.index(forKey: row.key)
         else { return }
@@ -216,7 +243,8 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         }
     }
 
-    private mutating func setRowPriority(_ priority: LoadPriority, at index: Index, key: Key, into effects: inout Effects) {
+    @inlinable
+    mutating func setRowPriority(_ priority: LoadPriority, at index: Index, key: Key, into effects: inout Effects) {
         guard rows[index] != nil, let loadIndex = loads.index(forKey: key),
               let slot = loads.values[loadIndex].rows.firstIndex(where: { $0.index == index })
         else { preconditionFailure("Invalid state: a waiting row is missing from its load") }
@@ -225,7 +253,8 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         followPriority(of: loadIndex, into: &effects)
     }
 
-    private mutating func followPriority(of loadIndex: Dictionary<Key, Load>.Index, into effects: inout Effects) {
+    @inlinable
+    mutating func followPriority(of loadIndex: Dictionary<Key, Load>.Index, into effects: inout Effects) {
         let wanted = loads.values[loadIndex].wanted
         guard wanted != loads.values[loadIndex].claimed else { return }
         loads.values[loadIndex].claimed = wanted

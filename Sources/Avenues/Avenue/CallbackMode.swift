@@ -14,6 +14,7 @@ public enum CallbackMode: Sendable {
     /// queue: an `async` `main`, `dispatchMain()`, or a run loop.
     case mainActor
 
+    @inlinable
     func run(_ body: @escaping @Sendable () -> Void) {
         switch self {
         case .completingThread: body()

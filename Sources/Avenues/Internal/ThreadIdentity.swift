@@ -10,7 +10,9 @@ import Musl
 ///
 /// Used to recognise re-entrant calls (a callback that cancels its own row) without task-locals,
 /// which a `Task {}` started inside the callback would inherit.
+@usableFromInline
 enum ThreadIdentity {
+    @inlinable
     static var current: UInt {
         #if canImport(Darwin)
         return UInt(bitPattern: pthread_self())
