@@ -157,14 +157,14 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: Multiplexer cache hits (ns)
 
-    Benchmark("Multiplexer.request() cache hit", configuration: .init(scalingFactor: .mega), closure: { benchmark in
+    Benchmark("Multiplexer.request() cache hit", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
         let multiplexer = Fixtures.shared.multiplexer
         for _ in benchmark.scaledIterations { blackHole(try? await multiplexer.request()) }
     }, setup: {
         _ = try await Fixtures.shared.multiplexer.request()
     })
 
-    Benchmark("MultiplexerMap.request(key:) cache hit", configuration: .init(scalingFactor: .mega), closure: { benchmark in
+    Benchmark("MultiplexerMap.request(key:) cache hit", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
         let map = Fixtures.shared.map
         for index in benchmark.scaledIterations { blackHole(try? await map.request(key: index % 100)) }
     }, setup: {

@@ -108,6 +108,38 @@ struct AutoProcessorStateMachineTests {
         #expect(job(machine.start(worker: replacement))?.key == "b")
     }
 
+    @Test func onlyTheCancelledWorkerLeavesAndTheProcessorEndsEmpty() throws {
+        var machine = Machine(maxConcurrent: 2)
+        let first = try #require(spawned(machine.claim("a", id: 1, priority: .visible, waiter: ignore)))
+        let second = try #require(spawned(machine.claim("b", id: 2, priority: .visible, waiter: ignore)))
+        let a = try #require(job(machine.start(worker: first)))
+        let b = try #require(job(machine.start(worker: second)))
+        #expect(machine.release("a", id: 1).cancelWorker == first)
+        _ = machine.claim("c", id: 3, priority: .visible, waiter: ignore)
+        // The healthy worker delivers b and takes c; the cancelled one leaves without a replacement,
+        // because no work is left queued.
+        guard case .deliver = machine.finish(b, worker: second, result: .success(2)) else {
+            Issue.record("b was not delivered")
+            return
+        }
+        let c = try #require(job(machine.endDelivery(of: b, worker: second)))
+        guard case .exit(replacement: nil) = machine.finish(a, worker: first, result: .failure(CancellationError())) else {
+            Issue.record("the cancelled worker did not leave alone")
+            return
+        }
+        guard case .deliver = machine.finish(c, worker: second, result: .success(3)) else {
+            Issue.record("c was not delivered")
+            return
+        }
+        guard case .exit(replacement: nil) = machine.endDelivery(of: c, worker: second) else {
+            Issue.record("the last worker did not leave")
+            return
+        }
+        #expect(machine.tableSizes.isIdle)
+        #expect(machine.cancelledWorkers == 0)
+        #expect(spawned(machine.claim("d", id: 4, priority: .visible, waiter: ignore)) != nil)
+    }
+
     @Test func queueChurnWhileWorkersAreBusyStaysBounded() throws {
         var machine = Machine(maxConcurrent: 1)
         let worker = try #require(spawned(machine.claim("busy", id: 0, priority: .visible, waiter: ignore)))

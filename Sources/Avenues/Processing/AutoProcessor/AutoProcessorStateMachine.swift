@@ -85,6 +85,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @usableFromInline var nextWorkerID: UInt64 = 0
     /// Runs in `.running`, kept as a count so observing it is O(1).
     @usableFromInline var runningCount = 0
+    /// Entries of `workers` that are `true`, so the common worker step skips looking itself up.
+    @usableFromInline var cancelledWorkers = 0
 
     @inlinable
     init(maxConcurrent: Int) {
@@ -102,44 +104,76 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         _ key: Key, id: UInt64, priority: LoadPriority, waiter: Waiter<Value>
     ) -> ClaimAction {
         let entry = WaiterList<Value>.Entry(priority: priority, waiter: waiter)
-        if let index = runs.index(forKey: key) {
-            switch runs.values[index].phase {
-            case .queued, .running:
-                // Coalesce: join the run in flight.
-                runs.values[index].waiters.insert(entry, id: id)
-                followPriority(at: index)
-                return .none
-            case .delivering:
-                // The work already returned, so this caller asks after it: its answer may be outdated
-                // for them (a refresh), and a failure is never shared. Start a new run below; the
-                // delivering worker sees the new token and leaves it alone.
-                break
-            }
+        // One hash lookup: the subscript's modify accessor finds (or makes room for) the key's slot once.
+        switch Self.join(&runs[key], entry: entry, id: id, newToken: nextToken &+ 1) {
+        case .joined:
+            return .none
+        case .moved(let from, let to, let token):
+            queues[to.rawValue].append(Job(key: key, token: token))
+            noteStaleEntry(at: from)
+            return .none
+        case .created(let token):
+            nextToken = token
+            queues[priority.rawValue].append(Job(key: key, token: token))
+            return spawnWorkerIfAllowed().map(ClaimAction.spawnWorker) ?? .none
         }
-        nextToken &+= 1
-        var run = Run(token: nextToken, phase: .queued(priority))
-        run.waiters.insert(entry, id: id)
-        runs[key] = run
-        queues[priority.rawValue].append(Job(key: key, token: nextToken))
-        return spawnWorkerIfAllowed().map(ClaimAction.spawnWorker) ?? .none
+    }
+
+    /// What ``join(_:entry:id:newToken:)`` did with a key's slot.
+    @usableFromInline
+    enum JoinOutcome {
+        /// The claim joined the run in flight; nothing else changes.
+        case joined
+        /// The claim joined a queued run and raised it: it must be queued again at `to`.
+        case moved(from: LoadPriority, to: LoadPriority, token: UInt64)
+        /// A new run with `token` was put in the slot and must be queued.
+        case created(token: UInt64)
+    }
+
+    /// Adds a claim to the run in `slot`, mutating it in place (a copy would retain its waiters and
+    /// make their table non-unique), or puts a new run there.
+    @inlinable
+    static func join(_ slot: inout Run?, entry: WaiterList<Value>.Entry, id: UInt64, newToken: UInt64) -> JoinOutcome {
+        switch slot?.phase {
+        case .queued(let current)?:
+            // Coalesce: join the queued run; it follows its highest claim.
+            slot?.waiters.insert(entry, id: id)
+            guard let wanted = slot?.waiters.priority, wanted != current, let token = slot?.token else { return .joined }
+            slot?.phase = .queued(wanted)
+            return .moved(from: current, to: wanted, token: token)
+        case .running?:
+            // Coalesce: join the running work.
+            slot?.waiters.insert(entry, id: id)
+            return .joined
+        case .delivering?, nil:
+            // After delivery began, this caller asks after the work returned: its answer may be
+            // outdated for them (a refresh), and a failure is never shared. A new run replaces the
+            // delivering one; its worker sees the new token and leaves it alone.
+            var run = Run(token: newToken, phase: .queued(entry.priority))
+            run.waiters.insert(entry, id: id)
+            slot = run
+            return .created(token: newToken)
+        }
     }
 
     /// Withdraws claim `id` on `key`. The run is cancelled when no claim is left.
     @inlinable
     mutating func release(_ key: Key, id: UInt64) -> ReleaseAction {
         guard let index = runs.index(forKey: key),
-              let entry = runs.values[index].waiters.remove(id)
+              let (entry, left, phase) = withRun(at: index, { run in
+                  run.waiters.remove(id).map { ($0, run.waiters.count, run.phase) }
+              })
         else { return ReleaseAction() }
         var action = ReleaseAction(waiter: entry.waiter)
-        if runs.values[index].waiters.isEmpty {
-            switch runs.values[index].phase {
+        if left == 0 {
+            switch phase {
             case .queued(let level):
                 runs.remove(at: index)
                 noteStaleEntry(at: level)
             case .running(let worker):
                 runs.remove(at: index)
                 runningCount -= 1
-                workers[worker] = true
+                markCancelled(worker)
                 action.cancelWorker = worker
             case .delivering:
                 preconditionFailure("Invalid state: a delivering run had a claim to release")
@@ -193,7 +227,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             noteStaleEntry(at: level)
         case .running(let worker):
             runningCount -= 1
-            workers[worker] = true
+            markCancelled(worker)
             action.cancelWorkers.append(worker)
         case .delivering:
             break
@@ -211,15 +245,17 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// Worker `worker` finished `job` with `result`.
     @inlinable
     mutating func finish(_ job: Job, worker: UInt64, result: Result<Value, any Error>) -> WorkerStep {
-        guard let index = runs.index(forKey: job.key), runs.values[index].token == job.token,
-              case .running(worker) = runs.values[index].phase
+        let succeeded = if case .success = result { true } else { false }
+        guard let index = runs.index(forKey: job.key),
+              let waiters = withRun(at: index, { run -> [Waiter<Value>]? in
+                  guard run.token == job.token, case .running(worker) = run.phase else { return nil }
+                  run.phase = .delivering(succeeded: succeeded)
+                  return run.waiters.removeAll()
+              })
         else {
             // The run was cancelled (and maybe replaced by a newer one): drop the late result.
             return next(worker: worker)
         }
-        let waiters = runs.values[index].waiters.removeAll()
-        let succeeded = if case .success = result { true } else { false }
-        runs.values[index].phase = .delivering(succeeded: succeeded)
         runningCount -= 1
         return .deliver(waiters, result)
     }
@@ -228,8 +264,11 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// run of the key replaced it meanwhile) and the worker gets its next job.
     @inlinable
     mutating func endDelivery(of job: Job, worker: UInt64) -> WorkerStep {
-        if let index = runs.index(forKey: job.key), runs.values[index].token == job.token {
-            precondition(runs.values[index].waiters.isEmpty, "Invalid state: a delivering run gained waiters")
+        if let index = runs.index(forKey: job.key), withRun(at: index, { run in
+            guard run.token == job.token else { return false }
+            precondition(run.waiters.isEmpty, "Invalid state: a delivering run gained waiters")
+            return true
+        }) {
             runs.remove(at: index)
         }
         return next(worker: worker)
@@ -237,16 +276,20 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
 
     @inlinable
     mutating func next(worker: UInt64) -> WorkerStep {
-        if workers[worker] == true {
+        // Looked up only while some worker is cancelled, so the usual step hashes nothing for it.
+        if cancelledWorkers > 0, workers[worker] == true {
             // A cancelled task stays cancelled, so this worker leaves and a fresh one takes over.
             workers[worker] = nil
+            cancelledWorkers -= 1
             return .exit(replacement: hasQueuedWork ? spawnWorkerIfAllowed() : nil)
         }
         for level in LoadPriority.allCases.reversed() {
             while let job = queues[level.rawValue].popFirst() {
-                if let index = runs.index(forKey: job.key), runs.values[index].token == job.token,
-                   case .queued(level) = runs.values[index].phase {
-                    runs.values[index].phase = .running(worker: worker)
+                if let index = runs.index(forKey: job.key), withRun(at: index, { run in
+                    guard run.token == job.token, case .queued(level) = run.phase else { return false }
+                    run.phase = .running(worker: worker)
+                    return true
+                }) {
                     runningCount += 1
                     return .run(job)
                 }
@@ -255,6 +298,19 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         }
         workers[worker] = nil
         return .exit(replacement: nil)
+    }
+
+    /// Notes that `worker`'s run was cancelled; it leaves when it next asks for work.
+    @inlinable
+    mutating func markCancelled(_ worker: UInt64) {
+        if workers.updateValue(true, forKey: worker) == false { cancelledWorkers += 1 }
+    }
+
+    /// Gives `body` the run at `index` in place. Reading through `runs.values[index]` would copy the
+    /// run (its getter returns a value), retaining and releasing every waiter it holds.
+    @inlinable
+    mutating func withRun<Result>(at index: Dictionary<Key, Run>.Index, _ body: (inout Run) -> Result) -> Result {
+        body(&runs.values[index])
     }
 
     @inlinable
@@ -277,11 +333,15 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// entry goes stale.
     @inlinable
     mutating func followPriority(at index: Dictionary<Key, Run>.Index) {
-        let wanted = runs.values[index].waiters.priority
-        guard case .queued(let current) = runs.values[index].phase, wanted != current else { return }
-        runs.values[index].phase = .queued(wanted)
-        queues[wanted.rawValue].append(Job(key: runs.keys[index], token: runs.values[index].token))
-        noteStaleEntry(at: current)
+        let move = withRun(at: index) { run -> (from: LoadPriority, to: LoadPriority, token: UInt64)? in
+            let wanted = run.waiters.priority
+            guard case .queued(let current) = run.phase, wanted != current else { return nil }
+            run.phase = .queued(wanted)
+            return (current, wanted, run.token)
+        }
+        guard let move else { return }
+        queues[move.to.rawValue].append(Job(key: runs.keys[index], token: move.token))
+        noteStaleEntry(at: move.from)
     }
 
     @inlinable
