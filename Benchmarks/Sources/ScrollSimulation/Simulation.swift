@@ -11,7 +11,8 @@ public enum Strategy: Sendable, Hashable, CustomStringConvertible {
     /// The strategies compared: visible-only without and with cancel, and three prefetch windows.
     public static let compared: [Strategy] = [
         .visibleOnly(cancelling: false), .visibleOnly(cancelling: true),
-        .prefetcher(ahead: 10, behind: 2), .prefetcher(ahead: 40, behind: 10), .prefetcher(ahead: 120, behind: 20),
+        .prefetcher(ahead: 10, behind: 2), .prefetcher(ahead: 20, behind: 5), .prefetcher(ahead: 40, behind: 10),
+        .prefetcher(ahead: 120, behind: 20),
     ]
 
     /// A short name for tables.
