@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import Avenues
 
@@ -138,6 +139,36 @@ struct AutoProcessorStateMachineTests {
         #expect(machine.tableSizes.isIdle)
         #expect(machine.cancelledWorkers == 0)
         #expect(spawned(machine.claim("d", id: 4, priority: .visible, waiter: ignore)) != nil)
+    }
+
+    @Test func waitersAreHandedOutOnceEachInTheOrderTheyClaimed() throws {
+        let resumed = Mutex<[UInt64]>([])
+        func recorder(_ id: UInt64) -> Waiter<Int> { .callback { _ in resumed.withLock { $0.append(id) } } }
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("k", id: 1, priority: .prefetch, waiter: recorder(1))))
+        let run = try #require(job(machine.start(worker: worker)))
+        for id: UInt64 in 2...5 { _ = machine.claim("k", id: id, priority: id == 4 ? .visible : .prefetch, waiter: recorder(id)) }
+        _ = machine.release("k", id: 3)
+        guard case .deliver(let waiters, _) = machine.finish(run, worker: worker, result: .success(1)) else {
+            Issue.record("no delivery")
+            return
+        }
+        #expect(waiters.count == 4)
+        for waiter in waiters { waiter.resume(with: .success(1)) }
+        #expect(resumed.withLock { $0 } == [1, 2, 4, 5])
+
+        // A run with one waiter hands it out once, too.
+        resumed.withLock { $0 = [] }
+        _ = machine.endDelivery(of: run, worker: worker)
+        let single = try #require(spawned(machine.claim("j", id: 6, priority: .visible, waiter: recorder(6))))
+        let singleRun = try #require(job(machine.start(worker: single)))
+        guard case .deliver(let one, _) = machine.finish(singleRun, worker: single, result: .success(2)) else {
+            Issue.record("no delivery")
+            return
+        }
+        for waiter in one { waiter.resume(with: .success(2)) }
+        #expect(one.count == 1)
+        #expect(resumed.withLock { $0 } == [6])
     }
 
     @Test func queueChurnWhileWorkersAreBusyStaysBounded() throws {

@@ -67,7 +67,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @usableFromInline
     enum WorkerStep {
         /// Resume these waiters with the result, then report ``endDelivery(of:worker:)``.
-        case deliver([Waiter<Value>], Result<Value, any Error>)
+        case deliver(Waiters<Value>, Result<Value, any Error>)
         /// Run this job.
         case run(Job)
         /// Stop; if `replacement` is set, start a new worker with that id (this one was cancelled).
@@ -247,7 +247,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     mutating func finish(_ job: Job, worker: UInt64, result: Result<Value, any Error>) -> WorkerStep {
         let succeeded = if case .success = result { true } else { false }
         guard let index = runs.index(forKey: job.key),
-              let waiters = withRun(at: index, { run -> [Waiter<Value>]? in
+              let waiters = withRun(at: index, { run -> Waiters<Value>? in
                   guard run.token == job.token, case .running(worker) = run.phase else { return nil }
                   run.phase = .delivering(succeeded: succeeded)
                   return run.waiters.removeAll()
