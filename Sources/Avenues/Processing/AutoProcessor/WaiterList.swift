@@ -130,28 +130,31 @@ struct Waiters<Value: Sendable>: Sequence {
     }
 
     @inlinable
-    func makeIterator() -> Iterator { Iterator(storage: storage) }
+    func makeIterator() -> Iterator {
+        switch storage {
+        case .none: Iterator(single: nil, rest: [])
+        case .one(let waiter): Iterator(single: waiter, rest: [])
+        case .many(let waiters): Iterator(single: nil, rest: waiters)
+        }
+    }
 
     @usableFromInline
     struct Iterator: IteratorProtocol {
-        @usableFromInline var storage: Storage
-        @usableFromInline var index = 0
+        @usableFromInline var single: Waiter<Value>?
+        @usableFromInline var rest: IndexingIterator<[Waiter<Value>]>
 
-        @inlinable init(storage: Storage) { self.storage = storage }
+        @inlinable
+        init(single: Waiter<Value>?, rest: [Waiter<Value>]) {
+            (self.single, self.rest) = (single, rest.makeIterator())
+        }
 
         @inlinable
         mutating func next() -> Waiter<Value>? {
-            switch storage {
-            case .none:
-                return nil
-            case .one(let waiter):
-                storage = .none
+            if let waiter = single {
+                single = nil
                 return waiter
-            case .many(let waiters):
-                guard index < waiters.count else { return nil }
-                index += 1
-                return waiters[index - 1]
             }
+            return rest.next()
         }
     }
 }
