@@ -24,6 +24,9 @@ struct AutoProcessorTests {
             for _ in 0..<callers {
                 group.addTask { try await processor.value(for: "shared", priority: .prefetch) }
             }
+            // The worker task is queued behind the 10,000 callers, so it may start the work only after
+            // they all joined; finishing work that has not started would leave the callers waiting.
+            await work.waitUntilStarted("shared")
             await eventually("every caller joined the run") { processor.tableSizes.waiters == callers }
             #expect(work.succeed("shared", with: 42))
             var received = 0
