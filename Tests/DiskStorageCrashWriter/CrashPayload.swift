@@ -18,3 +18,14 @@ public enum CrashPayload {
         return words.withUnsafeBytes { Data($0.prefix(count)) }
     }
 }
+
+extension CrashPayload {
+    /// The total size of the entry files (`*.entry`) in `folder` now, as `ls` would add them up.
+    public static func entryBytes(in folder: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { $0.hasSuffix(".entry") }.reduce(0) { total, name in
+            let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)[.size] as? Int) ?? 0
+            return total + (size ?? 0)
+        }
+    }
+}

@@ -1,11 +1,42 @@
 import Avenues
 import Foundation
 
-// Writes CrashPayload entries 0..<count into a DiskStorage, printing each index once its write has
-// returned, until it is killed. Used by DiskStorageCrashTests.
+// A child process for the DiskStorage tests.
+//
+//   DiskStorageCrashWriter <folder> <count>
+//       Writes CrashPayload entries 0..<count, printing each index once its write has returned,
+//       until it is killed (the crash-safety test).
+//   DiskStorageCrashWriter share <folder> <writes> <sizeLimit> <seed>
+//       Writes `writes` entries of 1–4 KiB under 300 keys into a folder other processes write too,
+//       sampling after each write the entry bytes on disk; prints "peak <bytes>" at the end (the
+//       several-processes test).
 let arguments = CommandLine.arguments
+if arguments.count == 6, arguments[1] == "share", let writes = Int(arguments[3]), let limit = Int(arguments[4]), let seed = UInt64(arguments[5]) {
+    let folder = URL(fileURLWithPath: arguments[2], isDirectory: true)
+    let storage = DiskStorage<String>(directory: folder, sizeLimit: limit)
+    var state = seed | 1
+    func next() -> Int {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        return Int(truncatingIfNeeded: state >> 1)
+    }
+    var peak = 0
+    for _ in 0..<writes {
+        let size = 1_024 + next() % 3_072
+        do {
+            try storage.write(Data(repeating: UInt8(truncatingIfNeeded: size), count: size), for: "key-\(next() % 300)")
+        } catch {
+            FileHandle.standardError.write(Data("write failed: \(error)\n".utf8))
+            exit(1)
+        }
+        peak = max(peak, CrashPayload.entryBytes(in: folder.path))
+    }
+    print("peak \(peak)")
+    exit(0)
+}
 guard arguments.count == 3, let count = Int(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: DiskStorageCrashWriter <folder> <count>\n".utf8))
+    FileHandle.standardError.write(Data("usage: DiskStorageCrashWriter <folder> <count> | share <folder> <writes> <sizeLimit> <seed>\n".utf8))
     exit(64)
 }
 let storage = DiskStorage<String>(directory: URL(fileURLWithPath: arguments[1], isDirectory: true))

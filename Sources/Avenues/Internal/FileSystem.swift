@@ -4,6 +4,8 @@ import Darwin
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#else
+#error("Unsupported platform")
 #endif
 
 /// The few POSIX file calls the disk storage needs, with `errno` kept, because the storage must tell
@@ -21,8 +23,14 @@ enum FileSystem {
         let modified: Int64  // nanoseconds since 1970
         let isRegularFile: Bool
         let isDirectory: Bool
+        let isSymbolicLink: Bool
         let device: UInt64
         let inode: UInt64
+        let owner: UInt32
+        /// The permission bits (`0o777` and the sticky/set-id bits).
+        let permissions: UInt32
+        /// Hard links to the file; 0 once it was deleted (seen through a descriptor).
+        let links: UInt64
     }
 
     private static func fail(_ call: String, _ path: String) -> Failure {
@@ -79,11 +87,71 @@ enum FileSystem {
     }
 
     /// Opens an existing file for reading; a symlink is an error (`ELOOP`), not followed.
+    ///
+    /// Non-blocking, so a FIFO or a device planted at `path` cannot hang the caller: the open returns
+    /// at once and the caller's `fstat` shows it is not a regular file. (`O_NONBLOCK` does not change
+    /// how regular files are read.)
     static func openForReading(_ path: String) throws(Failure) -> Int32 {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw fail("open", path) }
         return descriptor
     }
+
+    /// Opens (creating if needed, never following a symlink) a file for reading and writing.
+    static func openOrCreate(_ path: String, mode: mode_t) throws(Failure) -> Int32 {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw fail("open", path) }
+        return descriptor
+    }
+
+    /// Takes (`exclusive`) or drops an advisory lock shared with other processes; waits for it,
+    /// retrying when a signal interrupts the wait.
+    static func lock(_ descriptor: Int32, exclusive: Bool, path: String) throws(Failure) {
+        while flock(descriptor, exclusive ? LOCK_EX : LOCK_SH) != 0 {
+            if errno != EINTR { throw fail("flock", path) }
+        }
+    }
+
+    static func unlock(_ descriptor: Int32) {
+        _ = flock(descriptor, LOCK_UN)
+    }
+
+    /// Reads up to `buffer.count` bytes at `offset`; returns how many were read.
+    static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String) throws(Failure) -> Int {
+        while true {
+            let count = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+            if count >= 0 { return count }
+            if errno != EINTR { throw fail("pread", path) }
+        }
+    }
+
+    /// Writes all of `bytes` at `offset`.
+    static func write(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int, path: String) throws(Failure) {
+        var done = 0
+        while done < bytes.count {
+            let count = pwrite(descriptor, bytes.baseAddress.map { $0 + done }, bytes.count - done, off_t(offset + done))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw fail("pwrite", path)
+            }
+            done += count
+        }
+    }
+
+    /// Sets the permission bits of an open file or folder.
+    static func setPermissions(_ descriptor: Int32, _ mode: mode_t, path: String) throws(Failure) {
+        guard fchmod(descriptor, mode) == 0 else { throw fail("chmod", path) }
+    }
+
+    /// Opens a folder itself (not following a symlink at `path`), for `fstat` and `fchmod`.
+    static func openFolder(_ path: String) throws(Failure) -> Int32 {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { throw fail("open", path) }
+        return descriptor
+    }
+
+    /// The effective user of this process.
+    static var currentUser: UInt32 { UInt32(geteuid()) }
 
     static func status(of descriptor: Int32, path: String) throws(Failure) -> FileInfo {
         var info = stat()
@@ -172,13 +240,19 @@ extension FileSystem.FileInfo {
         let seconds = Int64(info.st_mtim.tv_sec), nanoseconds = Int64(info.st_mtim.tv_nsec)
         #endif
         let type = info.st_mode & S_IFMT
+        // Read from the kernel, so never trusted to fit: sizes and times saturate instead of trapping,
+        // and `dev_t` (signed on Darwin) keeps its bit pattern.
         self.init(
-            size: Int(info.st_size),
-            modified: seconds * 1_000_000_000 + nanoseconds,
+            size: Int(clamping: info.st_size),
+            modified: Saturating.add(Saturating.multiply(seconds, 1_000_000_000), nanoseconds),
             isRegularFile: type == S_IFREG,
             isDirectory: type == S_IFDIR,
-            device: UInt64(info.st_dev),
-            inode: UInt64(info.st_ino)
+            isSymbolicLink: type == S_IFLNK,
+            device: UInt64(truncatingIfNeeded: info.st_dev),
+            inode: UInt64(truncatingIfNeeded: info.st_ino),
+            owner: UInt32(truncatingIfNeeded: info.st_uid),
+            permissions: UInt32(truncatingIfNeeded: info.st_mode) & 0o7777,
+            links: UInt64(truncatingIfNeeded: info.st_nlink)
         )
     }
 }

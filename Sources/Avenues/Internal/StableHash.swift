@@ -26,7 +26,8 @@ enum StableHash {
         return state.value
     }
 
-    private struct Checksum {
+    /// The checksum computed incrementally: ``add(_:)`` parts in order, then read ``value``.
+    struct Checksum {
         private var hash: UInt64 = 0x9E37_79B9_7F4A_7C15
         private var length: UInt64 = 0
         private var pending: UInt64 = 0  // bytes carried over between parts, little-endian

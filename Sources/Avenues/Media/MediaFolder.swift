@@ -1,21 +1,21 @@
 import Foundation
 
-/// The folder of downloaded files: names, the least-recently-used index shared with
-/// ``DiskStorage`` (``DiskIndex``), and the atomic move of a finished download into place.
+/// The folder of downloaded files: their names, and the moves of finished downloads into place,
+/// through the ``CacheFolder`` that ``DiskStorage`` also uses (so limits hold across processes and a
+/// deleted folder is created again).
 ///
 /// A file is named by a 128-bit stable hash of its URL (two independent 64-bit hashes: a plain
 /// file cannot record its key, so the name must not collide) plus the URL's path extension.
 final class MediaFolder: Sendable {
     let directory: URL
     let sizeLimit: Int?
-    private let path: String
-    private let index = Locked(DiskIndex(isEntry: MediaFolder.isMediaName))
+    private let folder: CacheFolder
 
     init(directory: URL, sizeLimit: Int?) {
         precondition(sizeLimit.map { $0 >= 0 } ?? true, "AsyncMedia sizeLimit must be 0 or more")
         self.directory = directory.standardizedFileURL
-        self.path = self.directory.path
         self.sizeLimit = sizeLimit
+        folder = CacheFolder(path: self.directory.path, sizeLimit: sizeLimit, countLimit: nil, isEntry: Self.isMediaName)
     }
 
     // MARK: Names
@@ -30,14 +30,14 @@ final class MediaFolder: Sendable {
 
     static func isMediaName(_ name: String) -> Bool {
         let parts = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let hash = parts.first, hash.count == 32, hash.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+        guard let hash = parts.first, hash.utf8.count == 32, hash.utf8.allSatisfy(CacheFolder.isLowerHex) else {
             return false
         }
         return parts.count == 1 || (1...10).contains(parts[1].count)
     }
 
     func filePath(for url: URL) -> String {
-        path + "/" + Self.fileName(for: url)
+        folder.filePath(Self.fileName(for: url))
     }
 
     // MARK: Files
@@ -45,76 +45,34 @@ final class MediaFolder: Sendable {
     /// The cached file for `url`, if any (it becomes the most recently used).
     func cachedFile(for url: URL) -> URL? {
         let name = Self.fileName(for: url)
-        guard let info = try? FileSystem.linkStatus(path + "/" + name), info.isRegularFile else { return nil }
-        index.withLock { index in
-            if !index.isLoaded { index.load(from: path) }
-            index.touch(name, size: info.size)
-        }
-        return URL(fileURLWithPath: path + "/" + name)
+        guard let info = try? FileSystem.linkStatus(folder.filePath(name)), info.isRegularFile else { return nil }
+        folder.touch(name)
+        return URL(fileURLWithPath: folder.filePath(name))
     }
 
     /// Creates the folder (0700) if needed and a new hidden temporary file (0600) for `url`.
     func makeTemporaryFile(for url: URL) throws(DiskStorageError) -> (path: String, file: FileHandle) {
-        try index.withLock { (index: inout DiskIndex) throws(DiskStorageError) in
-            if !index.folderExists {
-                do throws(FileSystem.Failure) {
-                    try FileSystem.createDirectory(path, mode: 0o700)
-                } catch {
-                    throw DiskStorageError(error, folderMissing: true)
-                }
-                index.folderExists = true
-            }
-            if !index.isLoaded { index.load(from: path) }
-        }
-        let temporary = path + "/" + DiskIndex.temporaryName(for: Self.fileName(for: url))
-        do throws(FileSystem.Failure) {
-            let descriptor = try FileSystem.createExclusive(temporary, mode: 0o600)
-            return (temporary, FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
-        } catch {
-            throw DiskStorageError(error, folderMissing: error.code == ENOENT)
-        }
+        let (path, descriptor) = try folder.makeTemporaryFile(for: Self.fileName(for: url))
+        return (path, FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
     }
 
     /// Moves a complete download into place (one `rename(2)`) and sweeps down to 80 % of the size
-    /// limit if it is exceeded. Returns the file's URL.
+    /// limit if it is exceeded; a file larger than the whole limit still goes to its caller, and the
+    /// next sweep takes it. Returns the file's URL.
     func commit(_ temporary: String, for url: URL, size: Int64) throws(DiskStorageError) -> URL {
         let name = Self.fileName(for: url)
-        try index.withLock { (index: inout DiskIndex) throws(DiskStorageError) in
-            do throws(FileSystem.Failure) {
-                try FileSystem.rename(temporary, to: path + "/" + name)
-            } catch {
-                throw DiskStorageError(error)
-            }
-            index.record(name, size: Int(size))
-            let victims = index.evict(sizeLimit: sizeLimit, countLimit: nil)
-            for victim in victims where victim != name { try? FileSystem.remove(path + "/" + victim) }
-            // A file larger than the whole limit still goes to its caller; the next sweep takes it.
-            if victims.contains(name) { index.record(name, size: Int(size)) }
-        }
-        return URL(fileURLWithPath: path + "/" + name)
+        try folder.commit(temporary, as: name, size: Int(clamping: size))
+        return URL(fileURLWithPath: folder.filePath(name))
     }
 
-    /// Deletes every downloaded and temporary file (nothing else in the folder).
+    /// Deletes every downloaded file and abandoned temporary file (nothing else in the folder).
     func removeAll() {
-        index.withLock { index in
-            for name in (try? FileSystem.contents(of: path)) ?? [] where Self.isMediaName(name) || DiskIndex.isTemporaryName(name) {
-                try? FileSystem.remove(path + "/" + name)
-            }
-            index.forgetAll()
-        }
+        folder.removeAll()
     }
 
-    /// Files and their total size, as indexed.
+    /// Files and their total size, as every process sharing the folder keeps them.
     var usage: (count: Int, size: Int) {
-        index.withLock { index in
-            if !index.isLoaded { index.load(from: path) }
-            return (index.count, index.totalSize)
-        }
+        let totals = folder.totals
+        return (totals.count, totals.size)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

@@ -80,7 +80,7 @@ final class AsyncMediaTests {
     /// Files in the media folder: downloaded ones and temporary ones.
     func files() -> (media: [String], temporary: [String]) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.child("media").path)) ?? []
-        return (names.filter(MediaFolder.isMediaName), names.filter(DiskIndex.isTemporaryName))
+        return (names.filter(MediaFolder.isMediaName), names.filter(CacheFolder.isTemporaryName))
     }
 
     @Test func twentyConcurrentRequestsOfOneURLCauseOneServerRequestAndGetTheRightBytes() async throws {

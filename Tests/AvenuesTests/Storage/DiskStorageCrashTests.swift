@@ -90,10 +90,41 @@ struct DiskStorageCrashTests {
             try storage.write(Data("after the crash".utf8), for: "after")
             #expect(storage.value(for: "after") == Data("after the crash".utf8))
             let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
-            #expect(files.filter(DiskIndex.isEntryName).count == storage.usage.count)
+            #expect(files.filter(DiskStorage<String>.isEntryName).count == storage.usage.count)
             // The write the kill interrupted left a temporary file; its writer is dead, so it is gone.
-            #expect(files.filter(DiskIndex.isTemporaryName).isEmpty)
+            #expect(files.filter(CacheFolder.isTemporaryName).isEmpty)
         }
         #expect(sawPartialRun, "every kill came after the writer had finished; the test proved nothing")
+    }
+
+    @Test func threeProcessesSharingOneFolderKeepItsSizeLimit() throws {
+        let folder = TemporaryFolder()
+        let directory = folder.child("shared").path
+        let limit = 60_000, writers = 3, largestEntry = DiskEntryFormat.headerSize + 7 + 4_096
+        let processes = try (0..<writers).map { index in
+            let process = Process()
+            process.executableURL = try Self.writerExecutable()
+            process.arguments = ["share", directory, "400", String(limit), String(0x5EED + index)]
+            process.standardOutput = Pipe()
+            try process.run()
+            return process
+        }
+        var peaks: [Int] = []
+        for process in processes {
+            let output = (process.standardOutput as? Pipe)?.fileHandleForReading.readDataToEndOfFile() ?? Data()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            let line = String(decoding: output, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("peak ") }
+            peaks.append(line.flatMap { Int($0.dropFirst(5)) } ?? .max)
+        }
+        // With every writer done, the folder holds at most the limit. While they write, an entry
+        // renamed into place by one process is over the limit until that process's sweep, which
+        // happens under the same lock: at most one entry per writer beyond it.
+        let final = CrashPayload.entryBytes(in: directory)
+        #expect(final <= limit, "\(final) bytes left with a limit of \(limit)")
+        #expect(final > limit / 2, "the writers stored far less than the limit allows")
+        #expect(peaks.allSatisfy { $0 <= limit + writers * largestEntry }, "peaks \(peaks) with a limit of \(limit)")
+        let storage = DiskStorage<String>(directory: folder.child("shared"), sizeLimit: limit)
+        #expect(storage.usage.size == final)
     }
 }

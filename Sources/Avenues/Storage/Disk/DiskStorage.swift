@@ -1,20 +1,35 @@
 import Foundation
 
-/// A thread-safe storage of `Data` in files, one per key, that survives restarts and crashes.
+/// A thread-safe storage of `Data` in files, one per key, that survives restarts and crashes and can
+/// be shared by several processes.
 ///
 /// - **Names:** an entry's file is named by a stable hash of the key's string form, so any key —
 ///   with `/`, `..`, NUL, emoji or 10 KB of text — stays inside the folder. The entry records its
-///   key, so a hash collision reads as a miss, never as another key's value.
+///   key, so a hash collision reads as a miss, never as another key's value. Key strings are compared
+///   as Swift compares strings: `"café"` written with a composed `é` and with `e` + a combining accent
+///   are one key (they are stored in NFC). For file paths on Linux, where those are two different
+///   files, give a `keyString` that keeps them apart (for example, percent-escape non-ASCII bytes).
 /// - **Crash safety:** a write goes to a hidden temporary file in the same folder, then `rename(2)`
 ///   puts it in place, so a reader sees the old entry or the new one, never half of one. Every entry
-///   carries its lengths and a checksum: a truncated, torn, corrupt or foreign file reads as a miss
-///   and is deleted. (No `fsync`: after a power cut an entry may be missing, never wrong.)
-/// - **Limits:** with a `sizeLimit` and/or `countLimit`, a write that goes over deletes the least
-///   recently used entries down to 80 % of the limits. Recency is kept in memory (reads do not touch
-///   the files), rebuilt from modification times when the folder is opened again.
+///   carries its lengths, dates and a checksum over all of them: a truncated, torn, edited, corrupt
+///   or foreign file reads as a miss and is deleted. The header is checked against the file's size
+///   before the payload is read, and a FIFO, device or link at an entry's name is never opened for
+///   reading. (No `fsync`: after a power cut an entry may be missing, never wrong.)
+/// - **Limits, across processes:** with a `sizeLimit` and/or `countLimit`, a write that goes over
+///   deletes the least recently used entries down to 80 % of the limits, never the entry just
+///   written. Processes sharing the folder (two runs of one tool) keep the folder's totals in a lock
+///   file, so after any write returns the entries fit the limits whichever process wrote them; only
+///   temporary files of writes still in progress (one value per concurrent writer) can be on disk
+///   beyond them. A value larger than the whole `sizeLimit` is not stored (`.exceedsLimit`).
+///   Recency is each process's own reads and writes, else the files' modification times.
 /// - **Expiry:** with a `timeToLive`, entries older than that read as misses and are deleted.
-/// - **Safety:** the folder is created with mode 0700 and entries with 0600; a symlink planted in the
-///   folder is never followed. Only files this storage names are ever deleted.
+///   Entries this process wrote also expire by a monotonic clock, so moving the wall clock back does
+///   not extend them; an entry stored "in the future" (the wall clock moved back since) is expired.
+///   A `timeToLive` too long to represent (`.seconds(Int64.max)`) means "never".
+/// - **Safety:** the folder is created with mode 0700, and an existing one is tightened to 0700; a
+///   folder that is a symbolic link or belongs to another user is refused (`.unsafeFolder`).
+///   Entries are created 0600, and a symlink planted in the folder is never followed. Only entry
+///   files and this library's own abandoned temporary files are ever deleted.
 ///
 /// The ``Storage`` methods never throw: a failed write is a later miss. Use ``write(_:for:storedAt:expiresAt:)``
 /// and ``entry(for:)`` to see why something failed (``DiskStorageError``).
@@ -47,22 +62,30 @@ public final class DiskStorage<Key: Sendable>: Storage {
     /// (the default).
     public let timeToLive: Duration?
 
-    private let folder: String
+    private let folder: CacheFolder
     private let keyString: @Sendable (Key) -> String
     private let now: @Sendable () -> Date
-    private let index = Locked(DiskIndex())
+    /// Nanoseconds on a monotonic clock, for the expiry of entries this process wrote.
+    private let elapsed: @Sendable () -> Int64
+    /// Entries this process wrote that expire: their inode and the monotonic time of the write.
+    private let stamps = Locked([String: (inode: UInt64, written: Int64)]())
+    private static var stampLimit: Int { 65_536 }
 
     /// Creates a storage in `directory` (created on first write if needed).
     ///
     /// - Parameters:
-    ///   - directory: the folder for the entries; use one folder per storage.
-    ///   - sizeLimit: the largest total size in bytes; `nil` (the default) for no limit.
-    ///   - countLimit: the most entries; `nil` (the default) for no limit.
+    ///   - directory: the folder for the entries; use one folder per storage. Several processes may
+    ///     share it.
+    ///   - sizeLimit: the largest total size in bytes (entry files, headers included); `nil` (the
+    ///     default) for no limit. Must not be negative; 0 stores nothing.
+    ///   - countLimit: the most entries; `nil` (the default) for no limit. Must not be negative; 0
+    ///     stores nothing.
     ///   - timeToLive: how long entries are served; `nil` (the default) for as long as they are kept.
+    ///     Must not be negative.
     ///   - now: the wall clock, replaceable in tests; `Date()` by default.
     ///   - keyString: the key's stable string form: the same key must give the same string on every
-    ///     run, and different keys different strings.
-    public init(
+    ///     run, and different keys strings that Swift does not consider equal.
+    public convenience init(
         directory: URL,
         sizeLimit: Int? = nil,
         countLimit: Int? = nil,
@@ -70,15 +93,33 @@ public final class DiskStorage<Key: Sendable>: Storage {
         now: @escaping @Sendable () -> Date = { Date() },
         keyString: @escaping @Sendable (Key) -> String
     ) {
+        let start = ContinuousClock.now
+        self.init(
+            directory: directory, sizeLimit: sizeLimit, countLimit: countLimit, timeToLive: timeToLive, now: now,
+            elapsed: { Saturating.nanoseconds(ContinuousClock.now - start) }, keyString: keyString
+        )
+    }
+
+    init(
+        directory: URL,
+        sizeLimit: Int?,
+        countLimit: Int?,
+        timeToLive: Duration?,
+        now: @escaping @Sendable () -> Date,
+        elapsed: @escaping @Sendable () -> Int64,
+        keyString: @escaping @Sendable (Key) -> String
+    ) {
         precondition(sizeLimit.map { $0 >= 0 } ?? true, "DiskStorage sizeLimit must be 0 or more")
         precondition(countLimit.map { $0 >= 0 } ?? true, "DiskStorage countLimit must be 0 or more")
+        precondition(timeToLive.map { $0 >= .zero } ?? true, "DiskStorage timeToLive must not be negative")
         self.directory = directory.standardizedFileURL
-        self.folder = self.directory.path
         self.sizeLimit = sizeLimit
         self.countLimit = countLimit
         self.timeToLive = timeToLive
         self.now = now
+        self.elapsed = elapsed
         self.keyString = keyString
+        self.folder = CacheFolder(path: self.directory.path, sizeLimit: sizeLimit, countLimit: countLimit, isEntry: Self.isEntryName)
     }
 
     /// Creates a storage in the folder `name` inside the platform's cache folder: `$XDG_CACHE_HOME`
@@ -131,29 +172,23 @@ public final class DiskStorage<Key: Sendable>: Storage {
         (try? entry(for: key))?.data
     }
 
-    /// Stores `value` for `key`; a failure (disk full, no permission) leaves a miss. Use
-    /// ``write(_:for:storedAt:expiresAt:)`` to learn why a write failed.
+    /// Stores `value` for `key`; a failure (disk full, no permission, over the limits) leaves a miss.
+    /// Use ``write(_:for:storedAt:expiresAt:)`` to learn why a write failed.
     public func set(_ value: Data, for key: Key) {
         try? write(value, for: key)
     }
 
     /// Deletes the entry for `key`.
     public func removeValue(for key: Key) {
-        let name = DiskIndex.entryName(for: Array(keyString(key).utf8))
-        index.withLock { index in
-            try? FileSystem.remove(path(name))
-            index.forget(name)
-        }
+        let name = entryName(for: key)
+        folder.remove(name)
+        _ = stamps.withLock { $0.removeValue(forKey: name) }
     }
 
     /// Deletes every entry (only files this storage names; anything else in the folder is left).
     public func removeAll() {
-        index.withLock { index in
-            for name in (try? FileSystem.contents(of: folder)) ?? [] where DiskIndex.isEntryName(name) || DiskIndex.isTemporaryName(name) {
-                try? FileSystem.remove(path(name))
-            }
-            index.forgetAll()
-        }
+        folder.removeAll()
+        stamps.withLock { $0 = [:] }
     }
 
     // MARK: Throwing access
@@ -165,55 +200,72 @@ public final class DiskStorage<Key: Sendable>: Storage {
     ///     while ago); now by default.
     ///   - expiresAt: when the entry stops being served; by default `timeToLive` after `storedAt`,
     ///     or never.
-    /// - Throws: ``DiskStorageError``: `.folderUnavailable`, `.diskFull`, `.permissionDenied`, `.io`.
-    ///   Nothing is left behind on failure, and an older entry for the key stays as it was.
+    /// - Throws: ``DiskStorageError``: `.folderUnavailable`, `.unsafeFolder`, `.diskFull`,
+    ///   `.permissionDenied`, `.exceedsLimit`, `.io`. Nothing is left behind on failure, and an older
+    ///   entry for the key stays as it was (except after `.exceedsLimit`, which removes it, so a
+    ///   read never returns a value older than the last write).
     public func write(_ data: Data, for key: Key, storedAt: Date? = nil, expiresAt: Date? = nil) throws(DiskStorageError) {
-        let keyBytes = Array(keyString(key).utf8)
-        let name = DiskIndex.entryName(for: keyBytes)
-        let storedAt = storedAt ?? now()
-        let expiry = expiresAt ?? timeToLive.map { storedAt.addingTimeInterval($0.seconds) }
-        try index.withLock { (index: inout DiskIndex) throws(DiskStorageError) in try prepare(&index, creatingFolder: true) }
-
-        let temporary = path(DiskIndex.temporaryName(for: name))
-        let size = try data.withUnsafeBytes { (payload: UnsafeRawBufferPointer) in
-            Result { () throws(DiskStorageError) -> Int in
-                let prefix = DiskEntryFormat.prefix(
-                    key: keyBytes, payload: payload,
-                    storedAt: DiskEntryFormat.milliseconds(storedAt),
-                    expiresAt: expiry.map(DiskEntryFormat.milliseconds) ?? DiskEntryFormat.never
-                )
-                try writeNewFile(temporary, parts: prefix, payload)
-                return prefix.count + payload.count
-            }
-        }.get()
-
-        let victims = try index.withLock { (index: inout DiskIndex) throws(DiskStorageError) -> [String] in
-            do throws(FileSystem.Failure) {
-                // Under the lock, so a sweep or a corrupt-entry cleanup never deletes a fresh entry.
-                try FileSystem.rename(temporary, to: path(name))
-            } catch {
-                try? FileSystem.remove(temporary)
-                throw DiskStorageError(error)
-            }
-            index.record(name, size: size)
-            let victims = index.evict(sizeLimit: sizeLimit, countLimit: countLimit)
-            for victim in victims { try? FileSystem.remove(path(victim)) }
-            return victims
+        let keyBytes = Self.keyBytes(keyString(key))
+        let name = Self.entryName(for: keyBytes)
+        let storedAtMilliseconds = DiskEntryFormat.milliseconds(storedAt ?? now())
+        let expiry: Int64
+        if let expiresAt {
+            expiry = DiskEntryFormat.milliseconds(expiresAt)
+        } else if let timeToLive {
+            expiry = Saturating.add(storedAtMilliseconds, Saturating.milliseconds(timeToLive))
+        } else {
+            expiry = DiskEntryFormat.never
         }
-        _ = victims
+        let size = Saturating.add(Saturating.add(DiskEntryFormat.headerSize, keyBytes.count), data.count)
+        if let sizeLimit, size > sizeLimit {
+            removeValue(for: key)
+            throw DiskStorageError(.exceedsLimit, path: String(decoding: keyBytes.prefix(200), as: UTF8.self),
+                                   detail: "it takes \(size) bytes and the size limit is \(sizeLimit)")
+        }
+        if countLimit == 0 {
+            removeValue(for: key)
+            throw DiskStorageError(.exceedsLimit, path: String(decoding: keyBytes.prefix(200), as: UTF8.self),
+                                   detail: "the count limit is 0")
+        }
+
+        let (temporary, descriptor) = try folder.makeTemporaryFile(for: name)
+        let inode: UInt64
+        do {
+            defer { FileSystem.close(descriptor) }
+            let prefix = data.withUnsafeBytes {
+                DiskEntryFormat.prefix(key: keyBytes, payload: $0, storedAt: storedAtMilliseconds, expiresAt: expiry)
+            }
+            try prefix.withUnsafeBytes { prefix in
+                try data.withUnsafeBytes { payload in try FileSystem.writeAll(descriptor, [prefix, payload], path: temporary) }
+            }
+            inode = try FileSystem.status(of: descriptor, path: temporary).inode
+        } catch {
+            try? FileSystem.remove(temporary)
+            throw DiskStorageError(converting: error, path: temporary)
+        }
+        try folder.commit(temporary, as: name, size: size)
+        let written = elapsed()
+        stamps.withLock { stamps in
+            if expiry == DiskEntryFormat.never {
+                stamps[name] = nil
+            } else {
+                if stamps.count >= Self.stampLimit { stamps.removeAll(keepingCapacity: true) }
+                stamps[name] = (inode, written)
+            }
+        }
     }
 
     /// The entry for `key` with its dates, or `nil` if there is none or it expired. A corrupt,
-    /// truncated or foreign file is deleted and reads as `nil`; an entry of another key whose name
-    /// collides reads as `nil` and is left alone.
+    /// truncated, edited or foreign file is deleted and reads as `nil`; an entry of another key whose
+    /// name collides reads as `nil` and is left alone.
     ///
     /// - Throws: ``DiskStorageError`` with `.permissionDenied` or `.io` when the file exists but
-    ///   cannot be read.
+    ///   cannot be read, `.entryTooLarge` when it cannot be held in memory.
     public func entry(for key: Key) throws(DiskStorageError) -> Entry? {
-        let keyBytes = Array(keyString(key).utf8)
-        let name = DiskIndex.entryName(for: keyBytes)
-        let file = path(name)
-        index.withLock { index in try? prepare(&index, creatingFolder: false) }
+        let keyBytes = Self.keyBytes(keyString(key))
+        let name = Self.entryName(for: keyBytes)
+        let file = folder.filePath(name)
+        _ = folder.totals  // the first use checks the folder and applies the limits
 
         let descriptor: Int32
         do throws(FileSystem.Failure) {
@@ -221,10 +273,9 @@ public final class DiskStorage<Key: Sendable>: Storage {
         } catch {
             switch error.code {
             case ENOENT:
-                index.withLock { $0.forget(name) }
                 return nil
             case ELOOP, EISDIR, ENXIO:
-                removeIfStillThere(name, device: nil, inode: nil)  // a planted link or something not ours
+                folder.remove(name) { !$0.isRegularFile }  // a planted link or something not ours
                 return nil
             default:
                 throw DiskStorageError(error)
@@ -232,92 +283,80 @@ public final class DiskStorage<Key: Sendable>: Storage {
         }
         defer { FileSystem.close(descriptor) }
 
+        let info: FileSystem.FileInfo
         do throws(FileSystem.Failure) {
-            let info = try FileSystem.status(of: descriptor, path: file)
-            let reading = info.isRegularFile ? try read(descriptor, size: info.size, key: keyBytes, file: file) : .unsound
-            switch reading {
-            case .entry(let entry):
-                if let expiresAt = entry.expiresAt, expiresAt <= now() {
-                    removeIfStillThere(name, device: info.device, inode: info.inode)
-                    return nil
-                }
-                index.withLock { $0.touch(name, size: info.size) }
-                return entry
-            case .otherKey:
-                return nil  // a hash collision: that entry belongs to its own key
-            case .unsound:
-                removeIfStillThere(name, device: info.device, inode: info.inode)
-                return nil
-            }
+            info = try FileSystem.status(of: descriptor, path: file)
         } catch {
             throw DiskStorageError(error)
         }
-    }
-
-    /// The number of entries and their total size, as this storage knows them.
-    public var usage: (count: Int, size: Int) {
-        index.withLock { index in
-            try? prepare(&index, creatingFolder: false)
-            return (index.count, index.totalSize)
+        let sameFile = { (now: FileSystem.FileInfo) in now.device == info.device && now.inode == info.inode }
+        guard info.isRegularFile else {
+            folder.remove(name) { !$0.isRegularFile }  // a FIFO, device or socket: never read
+            return nil
+        }
+        let reading: Reading
+        do {
+            reading = try read(descriptor, size: info.size, key: keyBytes, file: file)
+        } catch {
+            throw DiskStorageError(converting: error, path: file)
+        }
+        switch reading {
+        case .entry(let entry):
+            if isExpired(entry, name: name, inode: info.inode) {
+                folder.remove(name, if: sameFile)
+                _ = stamps.withLock { $0.removeValue(forKey: name) }
+                return nil
+            }
+            folder.touch(name)
+            return entry
+        case .otherKey:
+            return nil  // a hash collision: that entry belongs to its own key
+        case .unsound:
+            folder.remove(name, if: sameFile)
+            return nil
         }
     }
 
-    /// Entry file names from most to least recently used (for tests and diagnostics).
-    var namesByRecency: [String] {
-        index.withLock { $0.namesByRecency }
+    /// The number of entries and their total size in bytes, as every process sharing the folder
+    /// keeps them (the totals in its lock file).
+    public var usage: (count: Int, size: Int) {
+        let totals = folder.totals
+        return (totals.count, totals.size)
     }
 
     /// The file name used for `key` (for tests and diagnostics).
     func fileName(for key: Key) -> String {
-        DiskIndex.entryName(for: Array(keyString(key).utf8))
+        entryName(for: key)
     }
 
-    // MARK: Internals
+    // MARK: Names
 
-    private func path(_ name: String) -> String {
-        folder + "/" + name
+    /// `<16 hex digits>.entry`: only this character set, so no key can name a path outside the folder.
+    static func entryName(for keyBytes: [UInt8]) -> String {
+        StableHash.hex(StableHash.fnv1a64(keyBytes)) + entrySuffix
     }
 
-    /// Creates the folder (for writes) and loads the index from it once.
-    private func prepare(_ index: inout DiskIndex, creatingFolder: Bool) throws(DiskStorageError) {
-        if creatingFolder, !index.folderExists {
-            do throws(FileSystem.Failure) {
-                try FileSystem.createDirectory(folder, mode: 0o700)
-            } catch {
-                throw DiskStorageError(error, folderMissing: true)
-            }
-            index.folderExists = true
-        }
-        if !index.isLoaded {
-            index.load(from: folder)
-            let victims = index.evict(sizeLimit: sizeLimit, countLimit: countLimit)
-            for victim in victims { try? FileSystem.remove(path(victim)) }
-        }
+    static var entrySuffix: String { ".entry" }
+
+    static func isEntryName(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        return utf8.count == 16 + entrySuffix.utf8.count
+            && name.hasSuffix(entrySuffix)
+            && utf8.prefix(16).allSatisfy(CacheFolder.isLowerHex)
     }
 
-    /// Creates `file` (which must not exist) holding `prefix` then `payload`; on failure removes it.
-    private func writeNewFile(_ file: String, parts prefix: [UInt8], _ payload: UnsafeRawBufferPointer) throws(DiskStorageError) {
-        let descriptor: Int32
-        do throws(FileSystem.Failure) {
-            do throws(FileSystem.Failure) {
-                descriptor = try FileSystem.createExclusive(file, mode: 0o600)
-            } catch where error.code == ENOENT {
-                // Someone deleted the folder since it was created: make it again, once.
-                try FileSystem.createDirectory(folder, mode: 0o700)
-                descriptor = try FileSystem.createExclusive(file, mode: 0o600)
-            }
-        } catch {
-            throw DiskStorageError(error, folderMissing: error.call == "mkdir" || error.code == ENOENT)
-        }
-        defer { FileSystem.close(descriptor) }
-        let written = prefix.withUnsafeBytes { prefix in
-            Result { () throws(FileSystem.Failure) in try FileSystem.writeAll(descriptor, [prefix, payload], path: file) }
-        }
-        if case .failure(let error) = written {
-            try? FileSystem.remove(file)
-            throw DiskStorageError(error)
-        }
+    /// The bytes a key string is stored and compared by: its UTF-8 in NFC, so strings Swift considers
+    /// equal (canonically equivalent) are one entry. ASCII, the common case, is already NFC.
+    static func keyBytes(_ string: String) -> [UInt8] {
+        if string.utf8.allSatisfy({ $0 < 0x80 }) { return Array(string.utf8) }
+        return Array(string.precomposedStringWithCanonicalMapping.utf8)
     }
+
+    private func entryName(for key: Key) -> String {
+        Self.entryName(for: Self.keyBytes(keyString(key)))
+    }
+
+    // MARK: Reading
 
     private enum Reading {
         case entry(Entry)
@@ -327,24 +366,25 @@ public final class DiskStorage<Key: Sendable>: Storage {
         case unsound
     }
 
-    /// Reads and checks the entry for `key` with one `readv` straight into the payload's buffer.
-    private func read(_ descriptor: Int32, size: Int, key: [UInt8], file: String) throws(FileSystem.Failure) -> Reading {
-        let prefixSize = DiskEntryFormat.headerSize + key.count
-        guard size >= prefixSize else { return try classify(descriptor, size: size, file: file) }
-        var prefix = [UInt8](repeating: 0, count: prefixSize)
-        var payload = Data(count: size - prefixSize)
-        let complete = try prefix.withUnsafeMutableBytes { prefix in
-            payload.withUnsafeMutableBytes { payload in
-                Result { () throws(FileSystem.Failure) in try FileSystem.readAll(descriptor, into: [prefix, payload], path: file) }
-            }
-        }.get()
-        let header = prefix.withUnsafeBytes { DiskEntryFormat.header($0) }
-        guard complete, let header, header.keyLength == key.count, header.payloadLength == payload.count,
-              prefix[DiskEntryFormat.headerSize...].elementsEqual(key)
-        else { return try classify(descriptor, size: size, file: file) }
-        let checksum = prefix.withUnsafeBytes { prefixBytes in
-            payload.withUnsafeBytes { payloadBytes in
-                StableHash.checksum([UnsafeRawBufferPointer(rebasing: prefixBytes[DiskEntryFormat.headerSize...]), payloadBytes])
+    /// Reads and checks the entry for `key`: the header first, checked against the file's size, and
+    /// only then the key and payload (one `readv` straight into the payload's buffer).
+    private func read(_ descriptor: Int32, size: Int, key: [UInt8], file: String) throws -> Reading {
+        var headerBytes = [UInt8](repeating: 0, count: DiskEntryFormat.headerSize)
+        let complete = try headerBytes.withUnsafeMutableBytes { try FileSystem.readAll(descriptor, into: [$0], path: file) }
+        guard complete, let header = headerBytes.withUnsafeBytes({ DiskEntryFormat.header($0) }),
+              header.fileSize == size
+        else { return .unsound }
+        guard header.keyLength == key.count else { return try classify(descriptor, header: header, headerBytes: headerBytes, file: file) }
+        var storedKey = [UInt8](repeating: 0, count: key.count)
+        var payload = try Self.allocate(Int(header.payloadLength), file: file)
+        let read = try storedKey.withUnsafeMutableBytes { keyBuffer in
+            try payload.withUnsafeMutableBytes { try FileSystem.readAll(descriptor, into: [keyBuffer, $0], path: file) }
+        }
+        guard read else { return .unsound }
+        guard storedKey == key else { return try classify(descriptor, header: header, headerBytes: headerBytes, file: file) }
+        let checksum = headerBytes.withUnsafeBytes { headerBuffer in
+            storedKey.withUnsafeBytes { keyBuffer in
+                payload.withUnsafeBytes { DiskEntryFormat.checksum(header: headerBuffer, key: keyBuffer, payload: $0) }
             }
         }
         guard checksum == header.checksum else { return .unsound }
@@ -355,39 +395,47 @@ public final class DiskStorage<Key: Sendable>: Storage {
         ))
     }
 
-    /// Reads the whole file again to tell a colliding key's sound entry from a bad file. Rare: only
-    /// when the entry is not the expected key's.
-    private func classify(_ descriptor: Int32, size: Int, file: String) throws(FileSystem.Failure) -> Reading {
-        guard size >= DiskEntryFormat.headerSize, lseek(descriptor, 0, SEEK_SET) == 0 else { return .unsound }
-        var bytes = [UInt8](repeating: 0, count: size)
-        let complete = try bytes.withUnsafeMutableBytes { buffer in
-            Result { () throws(FileSystem.Failure) in try FileSystem.readAll(descriptor, into: [buffer], path: file) }
-        }.get()
-        return bytes.withUnsafeBytes { all -> Reading in
-            guard complete, let header = DiskEntryFormat.header(all),
-                  DiskEntryFormat.headerSize + header.keyLength + header.payloadLength == size
-            else { return .unsound }
-            let keyEnd = DiskEntryFormat.headerSize + header.keyLength
-            let checksum = StableHash.checksum([
-                UnsafeRawBufferPointer(rebasing: all[DiskEntryFormat.headerSize..<keyEnd]),
-                UnsafeRawBufferPointer(rebasing: all[keyEnd...]),
-            ])
-            return checksum == header.checksum ? .otherKey : .unsound
+    /// Tells a colliding key's sound entry from a bad file by checking its checksum, reading the file
+    /// in chunks (never all of it at once). Rare: only when the entry is not the expected key's.
+    private func classify(_ descriptor: Int32, header: DiskEntryFormat.Header, headerBytes: [UInt8], file: String) throws -> Reading {
+        guard lseek(descriptor, off_t(DiskEntryFormat.headerSize), SEEK_SET) == off_t(DiskEntryFormat.headerSize) else { return .unsound }
+        var checksum = StableHash.Checksum()
+        headerBytes.withUnsafeBytes { checksum.add(UnsafeRawBufferPointer(rebasing: $0[0..<DiskEntryFormat.checkedHeaderSize])) }
+        var remaining = header.keyLength + Int(header.payloadLength)  // checked against the file size
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while remaining > 0 {
+            let count = min(remaining, chunk.count)
+            let complete = try chunk.withUnsafeMutableBytes { buffer in
+                try FileSystem.readAll(descriptor, into: [UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])], path: file)
+            }
+            guard complete else { return .unsound }
+            chunk.withUnsafeBytes { checksum.add(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            remaining -= count
         }
+        return checksum.value == header.checksum ? .otherKey : .unsound
     }
 
-    /// Deletes entry `name` unless it was replaced since it was found bad (a concurrent write).
-    private func removeIfStillThere(_ name: String, device: UInt64?, inode: UInt64?) {
-        index.withLock { index in
-            let file = path(name)
-            if let device, let inode {
-                guard let now = try? FileSystem.linkStatus(file), now.device == device, now.inode == inode else { return }
-            } else {
-                guard let now = try? FileSystem.linkStatus(file), !now.isRegularFile else { return }
-            }
-            try? FileSystem.remove(file)
-            index.forget(name)
+    /// A buffer of `count` bytes, or ``DiskStorageError/Reason-swift.enum/entryTooLarge`` when the
+    /// memory cannot be had (`Data(count:)` would crash instead).
+    private static func allocate(_ count: Int, file: String) throws(DiskStorageError) -> Data {
+        guard count > 0 else { return Data() }
+        guard let memory = malloc(count) else {
+            throw DiskStorageError(.entryTooLarge, path: file, detail: "\(count) bytes")
         }
+        return Data(bytesNoCopy: memory, count: count, deallocator: .free)
+    }
+
+    /// Expired by the wall clock, by the wall clock having moved back past the write, or — for an
+    /// entry this process wrote — by the monotonic clock.
+    private func isExpired(_ entry: Entry, name: String, inode: UInt64) -> Bool {
+        guard let expiresAt = entry.expiresAt else { return false }
+        let wallNow = DiskEntryFormat.milliseconds(now())
+        let stored = DiskEntryFormat.milliseconds(entry.storedAt)
+        let expires = DiskEntryFormat.milliseconds(expiresAt)
+        if wallNow >= expires || wallNow < Saturating.subtract(stored, 1_000) { return true }
+        guard let stamp = stamps.withLock({ $0[name] }), stamp.inode == inode else { return false }
+        let lifetime = Saturating.multiply(Saturating.subtract(expires, stored), 1_000_000)
+        return Saturating.subtract(elapsed(), stamp.written) >= lifetime
     }
 }
 

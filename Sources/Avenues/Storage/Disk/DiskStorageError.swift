@@ -4,6 +4,8 @@ import Darwin
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#else
+#error("Unsupported platform")
 #endif
 
 /// Why a ``DiskStorage`` operation failed, and what to do about it.
@@ -22,6 +24,13 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
         case invalidName
         /// No cache folder could be found: neither `XDG_CACHE_HOME` nor `HOME` is set.
         case noCacheFolder
+        /// The folder exists but is not safe to use: it is a symbolic link, or belongs to another user.
+        case unsafeFolder
+        /// The value is larger than the storage's whole `sizeLimit` (or the `countLimit` is 0), so it
+        /// was not stored; an older entry for the key was removed.
+        case exceedsLimit
+        /// An entry is too large to read into memory.
+        case entryTooLarge
         /// Any other input/output error.
         case io
     }
@@ -34,12 +43,15 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
     public let call: String?
     /// The `errno` value, if a system call failed.
     public let code: Int32?
+    /// What was found, when no system call failed (`"it is a symbolic link"`, a size).
+    public let detail: String?
 
-    init(_ reason: Reason, path: String, call: String? = nil, code: Int32? = nil) {
+    init(_ reason: Reason, path: String, call: String? = nil, code: Int32? = nil, detail: String? = nil) {
         self.reason = reason
         self.path = path
         self.call = call
         self.code = code
+        self.detail = detail
     }
 
     init(_ failure: FileSystem.Failure, folderMissing: Bool = false) {
@@ -50,6 +62,15 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
         default: reason = folderMissing ? .folderUnavailable : .io
         }
         self.init(reason, path: failure.path, call: failure.call, code: failure.code)
+    }
+
+    /// `error` as a storage error: a system call's failure keeps its `errno`; anything else is `.io`.
+    init(converting error: any Error, path: String) {
+        switch error {
+        case let error as DiskStorageError: self = error
+        case let failure as FileSystem.Failure: self.init(failure)
+        default: self.init(.io, path: path, detail: "\(error)")
+        }
     }
 
     /// What happened and what to do.
@@ -66,6 +87,12 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
             return "The cache name \"\(path)\" cannot be used: give a relative name without \"..\", such as \"my-tool/thumbnails\"."
         case .noCacheFolder:
             return "No cache folder: set XDG_CACHE_HOME or HOME, or pass a folder with DiskStorage(directory:)."
+        case .unsafeFolder:
+            return "The cache folder \(path) is not used because \(detail ?? "it is not safe"). Pass a folder of your own, e.g. DiskStorage(directory:)."
+        case .exceedsLimit:
+            return "The entry for \(path) was not stored: \(detail ?? "it exceeds the storage's limits"). Raise the storage's sizeLimit or countLimit, or store smaller values."
+        case .entryTooLarge:
+            return "The cache entry \(path) is too large to read into memory (\(detail ?? "allocation failed")); it was left in place."
         case .io:
             return "Input/output error on \(path)\(cause); the entry was not stored."
         }

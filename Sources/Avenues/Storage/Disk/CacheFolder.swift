@@ -1,0 +1,410 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#else
+#error("Unsupported platform")
+#endif
+
+/// A folder of cache files that threads **and processes** share: the part of ``DiskStorage`` and
+/// ``AsyncMedia`` that names temporary files, moves finished ones into place, keeps the folder within
+/// its limits and keeps the folder itself safe.
+///
+/// - **Limits across processes.** The folder's total size and entry count live in a small lock file
+///   (`.avenues-lock`) that every process updates under an exclusive `flock(2)` when it adds or
+///   removes an entry. When a change goes over a limit, the process holding the lock lists the folder
+///   and deletes the least recently used entries down to 80 % of the limits, then writes the exact
+///   totals back. So after any change returns, the entries fit the limits, whichever process wrote
+///   them. Temporary files being written are not counted: while N writers are mid-write the folder
+///   holds up to N more values than the limit. A process killed between moving an entry into place
+///   and updating the totals leaves a mark that makes the next process recount.
+/// - **Recency.** Each process knows when it last read or wrote each entry; entries it never used
+///   count from their modification time. Reads never write to the disk.
+/// - **Safety.** The folder is created with mode 0700; an existing one that is a symbolic link or
+///   belongs to another user is refused, and one of this user's that others can read is tightened to
+///   0700. Only entries (as `isEntry` recognises them) and this library's own abandoned temporary
+///   files are ever deleted.
+final class CacheFolder: Sendable {
+    static let lockName = ".avenues-lock"
+    static let temporaryPrefix = ".tmp-"
+    /// Temporary files of a live process older than this are treated as abandoned too.
+    static let staleTemporaryAge: Int64 = 10 * 60 * 1_000_000_000
+
+    let path: String
+    let sizeLimit: Int?
+    let countLimit: Int?
+    private let isEntry: @Sendable (String) -> Bool
+    private let state = Locked(State())
+
+    private struct State {
+        /// The lock file's descriptor, once opened.
+        var lock: Int32 = -1
+        /// The folder was checked (real folder, ours, 0700) and its abandoned temporaries removed.
+        var secured = false
+        /// The totals were recounted from the folder by this process at least once.
+        var reconciled = false
+        /// When this process last read or wrote each entry (wall clock, nanoseconds since 1970).
+        var lastUse: [String: Int64] = [:]
+    }
+
+    /// The totals kept in the lock file.
+    struct Totals: Equatable {
+        var size = 0
+        var count = 0
+    }
+
+    init(path: String, sizeLimit: Int?, countLimit: Int?, isEntry: @escaping @Sendable (String) -> Bool) {
+        self.path = path
+        self.sizeLimit = sizeLimit
+        self.countLimit = countLimit
+        self.isEntry = isEntry
+    }
+
+    deinit {
+        let descriptor = state.withLock { $0.lock }
+        if descriptor >= 0 { FileSystem.close(descriptor) }
+    }
+
+    func filePath(_ name: String) -> String { path + "/" + name }
+
+    // MARK: Temporary files
+
+    /// A hidden, unique name in the folder (so `rename(2)` stays on one file system) carrying the
+    /// writer's process id, so a leftover of a killed writer can be recognised.
+    static func temporaryName(for entryName: String) -> String {
+        let tag = StableHash.hex(StableHash.fnv1a64(Array(entryName.utf8)))
+        return temporaryPrefix + tag + "-\(getpid())-" + StableHash.hex(UInt64.random(in: .min ... .max))
+    }
+
+    /// `.tmp-<16 hex>-<pid>-<16 hex>`: exactly what ``temporaryName(for:)`` makes, so a user's
+    /// `.tmp-notes` is never taken for one.
+    static func isTemporaryName(_ name: String) -> Bool {
+        parseTemporary(name) != nil
+    }
+
+    private static func parseTemporary(_ name: String) -> (pid: pid_t, Void)? {
+        guard name.hasPrefix(temporaryPrefix) else { return nil }
+        let parts = name.utf8.dropFirst(temporaryPrefix.utf8.count).split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 16, parts[2].count == 16,
+              parts[0].allSatisfy(isLowerHex), parts[2].allSatisfy(isLowerHex),
+              (1...10).contains(parts[1].count), parts[1].allSatisfy({ (48...57).contains($0) }),
+              let pid = pid_t(String(decoding: parts[1], as: UTF8.self)), pid > 0
+        else { return nil }
+        return (pid, ())
+    }
+
+    static func isLowerHex(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (97...102).contains(byte)
+    }
+
+    /// Creates the folder if needed and a new temporary file for `entryName`; returns its path and
+    /// an open descriptor (write only).
+    func makeTemporaryFile(for entryName: String) throws(DiskStorageError) -> (path: String, descriptor: Int32) {
+        try state.withLock { (state: inout State) throws(DiskStorageError) in _ = try secure(&state, creating: true) }
+        let temporary = filePath(Self.temporaryName(for: entryName))
+        if let descriptor = try? FileSystem.createExclusive(temporary, mode: 0o600) { return (temporary, descriptor) }
+        // Someone may have deleted the folder since it was checked: make it again, once.
+        try state.withLock { (state: inout State) throws(DiskStorageError) in
+            state.secured = false
+            _ = try secure(&state, creating: true)
+        }
+        do throws(FileSystem.Failure) {
+            return (temporary, try FileSystem.createExclusive(temporary, mode: 0o600))
+        } catch {
+            throw DiskStorageError(error, folderMissing: error.code == ENOENT)
+        }
+    }
+
+    // MARK: Changes (under the folder lock)
+
+    /// Moves a finished temporary file into place as `name` (one `rename(2)`), counts it, and sweeps
+    /// the folder if a limit is now exceeded, never deleting `name` itself in that sweep.
+    func commit(_ temporary: String, as name: String, size: Int) throws(DiskStorageError) {
+        let now = Self.wallClockNanoseconds()
+        try state.withLock { (state: inout State) throws(DiskStorageError) in
+            try withFolderLock(&state) { (state: inout State, totals: inout Totals, lock: Int32) throws(DiskStorageError) in
+                let replaced = try? FileSystem.linkStatus(filePath(name))
+                // Marked first: a process killed between the rename and the new totals makes the
+                // next one recount instead of trusting totals that miss this entry.
+                writeTotals(totals, uncertain: true, to: lock)
+                do throws(FileSystem.Failure) {
+                    try FileSystem.rename(temporary, to: filePath(name))
+                } catch {
+                    try? FileSystem.remove(temporary)
+                    throw DiskStorageError(error)
+                }
+                if let replaced, replaced.isRegularFile {
+                    totals.size = max(0, totals.size - replaced.size)
+                    totals.count = max(0, totals.count - 1)
+                }
+                totals.size = Saturating.add(totals.size, size)
+                totals.count += 1
+                state.lastUse[name] = now
+                if isOverLimit(totals) { totals = sweep(&state, protecting: name) }
+            }
+        }
+    }
+
+    /// Deletes entry `name` if it passes `check` (given its current `lstat`); `false` if it did not
+    /// (or was not there).
+    @discardableResult
+    func remove(_ name: String, if check: (FileSystem.FileInfo) -> Bool = { _ in true }) -> Bool {
+        state.withLock { state in
+            state.lastUse[name] = nil
+            let removed = try? withFolderLock(&state) { (_: inout State, totals: inout Totals, _: Int32) throws(DiskStorageError) -> Bool in
+                guard let info = try? FileSystem.linkStatus(filePath(name)), check(info),
+                      (try? FileSystem.remove(filePath(name))) != nil
+                else { return false }
+                if info.isRegularFile {
+                    totals.size = max(0, totals.size - info.size)
+                    totals.count = max(0, totals.count - 1)
+                }
+                return true
+            }
+            return removed ?? false
+        }
+    }
+
+    /// Deletes every entry and abandoned temporary file; anything else in the folder stays.
+    func removeAll() {
+        state.withLock { state in
+            state.lastUse = [:]
+            _ = try? withFolderLock(&state) { (_: inout State, totals: inout Totals, _: Int32) throws(DiskStorageError) in
+                let now = Self.wallClockNanoseconds()
+                for name in (try? FileSystem.contents(of: path)) ?? [] {
+                    if isEntry(name) {
+                        try? FileSystem.remove(filePath(name))
+                    } else if let info = try? FileSystem.linkStatus(filePath(name)), info.isRegularFile,
+                              Self.isAbandonedTemporary(name, modified: info.modified, now: now) {
+                        try? FileSystem.remove(filePath(name))
+                    }
+                }
+                totals = Totals()
+            }
+        }
+    }
+
+    /// Notes that this process used entry `name` now (a read): it leaves last in a sweep.
+    func touch(_ name: String) {
+        let now = Self.wallClockNanoseconds()
+        state.withLock { $0.lastUse[name] = now }
+    }
+
+    /// The folder's entries and their total size in bytes, as every process sharing it keeps them.
+    var totals: Totals {
+        state.withLock { state in
+            (try? withFolderLock(&state, creating: false) { (_: inout State, totals: inout Totals, _: Int32) throws(DiskStorageError) in
+                totals
+            }) ?? Totals()
+        }
+    }
+
+    // MARK: Internals
+
+    /// Runs `body` with the folder's totals under the cross-process lock and writes them back after.
+    /// Throws when the folder is missing (and `creating` is false) or unsafe.
+    private func withFolderLock<Result>(
+        _ state: inout State,
+        creating: Bool = true,
+        _ body: (inout State, inout Totals, Int32) throws(DiskStorageError) -> Result
+    ) throws(DiskStorageError) -> Result {
+        guard try secure(&state, creating: creating) else {
+            throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: ENOENT)
+        }
+        let lock = try lockDescriptor(&state)
+        do throws(FileSystem.Failure) {
+            try FileSystem.lock(lock, exclusive: true, path: filePath(Self.lockName))
+        } catch {
+            throw DiskStorageError(error)
+        }
+        defer { FileSystem.unlock(lock) }
+        // Recounted on this process's first use (fixing what a killed process may have left) and
+        // whenever the file is missing, damaged or marked uncertain.
+        var totals: Totals
+        var recounted = false
+        if state.reconciled, let stored = readTotals(from: lock) {
+            totals = stored
+        } else {
+            totals = recount()
+            recounted = true
+            state.reconciled = true
+            // A storage opened with lower limits than the folder was filled with applies them now.
+            if isOverLimit(totals) { totals = sweep(&state, protecting: nil) }
+        }
+        let before = totals
+        let result = try body(&state, &totals, lock)
+        if recounted || totals != before { writeTotals(totals, uncertain: false, to: lock) }
+        return result
+    }
+
+    /// Creates (if asked) and checks the folder. `false` when it does not exist and was not created.
+    private func secure(_ state: inout State, creating: Bool) throws(DiskStorageError) -> Bool {
+        if state.secured { return true }
+        let info: FileSystem.FileInfo
+        do throws(FileSystem.Failure) {
+            info = try FileSystem.linkStatus(path)
+        } catch where error.code == ENOENT {
+            guard creating else { return false }
+            do throws(FileSystem.Failure) {
+                try FileSystem.createDirectory(path, mode: 0o700)
+            } catch {
+                throw DiskStorageError(error, folderMissing: true)
+            }
+            return try secure(&state, creating: false)
+        } catch {
+            throw DiskStorageError(error, folderMissing: true)
+        }
+        if info.isSymbolicLink {
+            throw DiskStorageError(.unsafeFolder, path: path, call: "lstat", detail: "it is a symbolic link")
+        }
+        guard info.isDirectory else { throw DiskStorageError(.folderUnavailable, path: path, call: "lstat", code: ENOTDIR) }
+        guard info.owner == FileSystem.currentUser else {
+            throw DiskStorageError(.unsafeFolder, path: path, call: "lstat", detail: "it belongs to another user")
+        }
+        if info.permissions & 0o077 != 0 {
+            // Others could read the cache or plant files in it: tighten, through a descriptor of the
+            // folder itself so a link swapped in meanwhile is not followed.
+            do throws(FileSystem.Failure) {
+                let folder = try FileSystem.openFolder(path)
+                defer { FileSystem.close(folder) }
+                try FileSystem.setPermissions(folder, 0o700, path: path)
+            } catch {
+                throw DiskStorageError(error)
+            }
+        }
+        removeAbandonedTemporaries()
+        state.secured = true
+        return true
+    }
+
+    /// The lock file's descriptor, opened again if the file was deleted (with the folder) since.
+    private func lockDescriptor(_ state: inout State) throws(DiskStorageError) -> Int32 {
+        if state.lock >= 0 {
+            if let info = try? FileSystem.status(of: state.lock, path: filePath(Self.lockName)), info.links > 0 {
+                return state.lock
+            }
+            FileSystem.close(state.lock)
+            state.lock = -1
+            state.reconciled = false
+        }
+        do throws(FileSystem.Failure) {
+            state.lock = try FileSystem.openOrCreate(filePath(Self.lockName), mode: 0o600)
+        } catch {
+            throw DiskStorageError(error, folderMissing: error.code == ENOENT)
+        }
+        return state.lock
+    }
+
+    private func isOverLimit(_ totals: Totals) -> Bool {
+        if let sizeLimit, totals.size > sizeLimit { return true }
+        if let countLimit, totals.count > countLimit { return true }
+        return false
+    }
+
+    /// Lists the folder and deletes the least recently used entries (this process's reads and
+    /// writes, else modification times) down to 80 % of the limits, sparing `protected`. Returns the
+    /// exact totals of what is left.
+    private func sweep(_ state: inout State, protecting protected: String?) -> Totals {
+        var entries = scan()
+        var totals = Totals(size: entries.reduce(0) { Saturating.add($0, $1.size) }, count: entries.count)
+        if isOverLimit(totals) {
+            let sizeTarget = sizeLimit.map { $0 / 5 * 4 } ?? Int.max
+            let countTarget = countLimit.map { $0 * 4 / 5 } ?? Int.max
+            let lastUse = state.lastUse
+            entries.sort { (lastUse[$0.name] ?? $0.modified, $0.name) < (lastUse[$1.name] ?? $1.modified, $1.name) }
+            var kept: [(name: String, size: Int, modified: Int64)] = []
+            for (position, entry) in entries.enumerated() {
+                guard totals.size > sizeTarget || totals.count > countTarget else {
+                    kept += entries[position...]
+                    break
+                }
+                if entry.name == protected || (try? FileSystem.remove(filePath(entry.name))) == nil {
+                    kept.append(entry)
+                    continue
+                }
+                totals.size -= entry.size
+                totals.count -= 1
+            }
+            let names = Set(kept.map(\.name))
+            state.lastUse = state.lastUse.filter { names.contains($0.key) }
+        }
+        return totals
+    }
+
+    /// Every entry file in the folder (regular files only: a link or a folder is never an entry).
+    private func scan() -> [(name: String, size: Int, modified: Int64)] {
+        var found: [(name: String, size: Int, modified: Int64)] = []
+        for name in (try? FileSystem.contents(of: path)) ?? [] where isEntry(name) {
+            guard let info = try? FileSystem.linkStatus(filePath(name)), info.isRegularFile else { continue }
+            found.append((name, info.size, info.modified))
+        }
+        return found
+    }
+
+    private func recount() -> Totals {
+        let entries = scan()
+        return Totals(size: entries.reduce(0) { Saturating.add($0, $1.size) }, count: entries.count)
+    }
+
+    private func removeAbandonedTemporaries() {
+        let now = Self.wallClockNanoseconds()
+        for name in (try? FileSystem.contents(of: path)) ?? [] where Self.isTemporaryName(name) {
+            guard let info = try? FileSystem.linkStatus(filePath(name)), info.isRegularFile,
+                  Self.isAbandonedTemporary(name, modified: info.modified, now: now)
+            else { continue }
+            try? FileSystem.remove(filePath(name))
+        }
+    }
+
+    /// `true` for a temporary file nobody will finish: its writer process is gone, or it is old.
+    static func isAbandonedTemporary(_ name: String, modified: Int64, now: Int64) -> Bool {
+        guard let (pid, _) = parseTemporary(name) else { return false }
+        if modified < now - staleTemporaryAge { return true }
+        return kill(pid, 0) != 0 && errno == ESRCH
+    }
+
+    // MARK: The lock file
+
+    /// `AVENLOCK`, a version, a flags word (bit 0: uncertain), the size and count, and a checksum.
+    private static let totalsMagic: [UInt8] = Array("AVENLOCK".utf8)
+    private static let totalsSize = 40
+
+    private func readTotals(from lock: Int32) -> Totals? {
+        var bytes = [UInt8](repeating: 0, count: Self.totalsSize)
+        let count = bytes.withUnsafeMutableBytes { (try? FileSystem.read(lock, into: $0, at: 0, path: "")) ?? 0 }
+        guard count == Self.totalsSize, Array(bytes[0..<8]) == Self.totalsMagic else { return nil }
+        return bytes.withUnsafeBytes { raw -> Totals? in
+            let version = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+            let flags = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 12, as: UInt32.self))
+            let size = Int64(littleEndian: raw.loadUnaligned(fromByteOffset: 16, as: Int64.self))
+            let entries = Int64(littleEndian: raw.loadUnaligned(fromByteOffset: 24, as: Int64.self))
+            let sum = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+            guard version == 1, flags == 0, size >= 0, entries >= 0,
+                  sum == StableHash.checksum([UnsafeRawBufferPointer(rebasing: raw[0..<32])])
+            else { return nil }
+            return Totals(size: Int(clamping: size), count: Int(clamping: entries))
+        }
+    }
+
+    private func writeTotals(_ totals: Totals, uncertain: Bool, to lock: Int32) {
+        var bytes = [UInt8](repeating: 0, count: Self.totalsSize)
+        bytes.replaceSubrange(0..<8, with: Self.totalsMagic)
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: UInt32(1).littleEndian, toByteOffset: 8, as: UInt32.self)
+            raw.storeBytes(of: UInt32(uncertain ? 1 : 0).littleEndian, toByteOffset: 12, as: UInt32.self)
+            raw.storeBytes(of: Int64(totals.size).littleEndian, toByteOffset: 16, as: Int64.self)
+            raw.storeBytes(of: Int64(totals.count).littleEndian, toByteOffset: 24, as: Int64.self)
+            let sum = StableHash.checksum([UnsafeRawBufferPointer(rebasing: raw[0..<32])])
+            raw.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
+        }
+        bytes.withUnsafeBytes { try? FileSystem.write(lock, $0, at: 0, path: filePath(Self.lockName)) }
+    }
+
+    static func wallClockNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Saturating.add(Saturating.multiply(Int64(now.tv_sec), 1_000_000_000), Int64(now.tv_nsec))
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a hostile user, a damaged disk or a clumsy setting does to a `DiskStorage`: every case is a
+/// miss, a typed error or a rejected setting — never a crash, a hang, a wrong value or a lost file.
+@Suite("DiskStorage under hostile input", .timeLimit(.minutes(2)))
+struct DiskStorageHostileTests {
+    func bytes(_ text: String) -> Data { Data(text.utf8) }
+
+    func entryFile(_ storage: DiskStorage<String>, _ key: String) -> String {
+        storage.directory.path + "/" + storage.fileName(for: key)
+    }
+
+    /// A version-2 header with the given fields, followed by `key`.
+    func craftedPrefix(keyLength: UInt32, payloadLength: UInt64, key: String) -> Data {
+        var header = [UInt8](repeating: 0, count: DiskEntryFormat.headerSize)
+        header.replaceSubrange(0..<4, with: DiskEntryFormat.magic)
+        header[4] = DiskEntryFormat.version
+        header.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: keyLength.littleEndian, toByteOffset: 8, as: UInt32.self)
+            raw.storeBytes(of: payloadLength.littleEndian, toByteOffset: 16, as: UInt64.self)
+            raw.storeBytes(of: Int64.max.littleEndian, toByteOffset: 32, as: Int64.self)
+        }
+        return Data(header) + Data(key.utf8)
+    }
+
+    static func peakResidentBytes() -> Int {
+        var usage = rusage()
+        #if canImport(Glibc)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_maxrss * 1_024  // kilobytes on Linux
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        return usage.ru_maxrss  // bytes on Darwin
+        #endif
+    }
+
+    // MARK: Damaged and crafted headers (item 1)
+
+    @Test(arguments: [UInt64(Int64.max), UInt64.max, UInt64.max - 40, 1 << 62])
+    func aHeaderClaimingAnImpossiblePayloadLengthIsAMissAndIsRemoved(payloadLength: UInt64) throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        try storage.write(bytes("real"), for: "k")
+        for keyLength in [UInt32(1), 2, 1_000, UInt32.max] {
+            try craftedPrefix(keyLength: keyLength, payloadLength: payloadLength, key: "k").write(to: URL(fileURLWithPath: entryFile(storage, "k")))
+            #expect(storage.value(for: "k") == nil)
+            #expect(!FileManager.default.fileExists(atPath: entryFile(storage, "k")))
+        }
+        try storage.write(bytes("again"), for: "k")
+        #expect(storage.value(for: "k") == bytes("again"))
+    }
+
+    // MARK: Things that are not entry files (item 2)
+
+    @Test func aFIFOAtAnEntrysNameIsAMissAndIsRemovedWithoutHanging() throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        try storage.write(bytes("x"), for: "other")
+        #expect(mkfifo(entryFile(storage, "k"), 0o600) == 0)
+        #expect(storage.value(for: "k") == nil)  // before the fix: open(2) waited for a writer for ever
+        #expect((try? FileManager.default.attributesOfItem(atPath: entryFile(storage, "k"))) == nil)
+        let layered = MemoryStorage<String, Data>().layered(over: storage)
+        #expect(mkfifo(entryFile(storage, "k2"), 0o600) == 0)
+        #expect(layered.value(for: "k2") == nil)
+    }
+
+    @Test func aHugeSparseFileIsJudgedByItsHeaderWithoutReadingIt() throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        try storage.write(bytes("x"), for: "other")
+        let before = Self.peakResidentBytes()
+        // 2 GiB of zeros (sparse: no disk used). Before the fix it was read whole: +2 GB resident.
+        let file = entryFile(storage, "k")
+        let descriptor = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        #expect(ftruncate(descriptor, 2 << 30) == 0)
+        close(descriptor)
+        #expect(storage.value(for: "k") == nil)
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(Self.peakResidentBytes() - before < 64 << 20)
+    }
+
+    @Test func aSparseFileWhoseHeaderClaimsItsWholeSizeIsATypedErrorNotACrash() throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        try storage.write(bytes("x"), for: "other")
+        // A header that agrees with a 1 TiB (sparse) file: no memory can hold it, and it is not read.
+        let size: UInt64 = 1 << 40
+        let file = entryFile(storage, "k")
+        try craftedPrefix(keyLength: 1, payloadLength: size - 49, key: "k").write(to: URL(fileURLWithPath: file))
+        let descriptor = open(file, O_WRONLY)
+        let grown = ftruncate(descriptor, off_t(size)) == 0
+        close(descriptor)
+        try #require(grown, "this file system cannot hold a 1 TiB sparse file")
+        #expect(throws: DiskStorageError.self) { _ = try storage.entry(for: "k") }
+        #expect(storage.value(for: "k") == nil)
+        #expect(FileManager.default.fileExists(atPath: file))  // not damage: left in place
+    }
+
+    // MARK: Times to live (items 3 and 5)
+
+    @Test(arguments: [Duration.seconds(Int64.max), .seconds(1e16), .seconds(Int64.max / 2) + .milliseconds(999)])
+    func aTimeToLiveTooLongToRepresentMeansNever(timeToLive: Duration) throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"), timeToLive: timeToLive)
+        try storage.write(bytes("forever"), for: "k")  // before the fix: an arithmetic trap
+        let entry = try #require(try storage.entry(for: "k"))
+        #expect(entry.data == bytes("forever"))
+        #expect(entry.expiresAt == nil)
+        try storage.write(bytes("far"), for: "far", storedAt: .distantFuture, expiresAt: .distantFuture)
+        try storage.write(bytes("x"), for: "x", expiresAt: Date(timeIntervalSince1970: .greatestFiniteMagnitude))
+    }
+
+    @Test func aNegativeTimeToLiveIsRejected() async {
+        await #expect(processExitsWith: .failure) {
+            _ = DiskStorage<String>(directory: URL(fileURLWithPath: "/nonexistent"), timeToLive: .seconds(-1))
+        }
+    }
+
+    @Test func anEditedStoredAtOrExpiresAtIsAMiss() throws {
+        let folder = TemporaryFolder()
+        let clock = Shared(Date(timeIntervalSince1970: 1_700_000_000))
+        let storage = DiskStorage<String>(directory: folder.child("cache"), timeToLive: .seconds(60), now: { clock.value })
+        for offset in [24, 32] {
+            try storage.write(bytes("dated"), for: "k")
+            var data = try Data(contentsOf: URL(fileURLWithPath: entryFile(storage, "k")))
+            data[offset + 2] &+= 1  // a later stored-at or expires-at: makes an old copy look fresh
+            try data.write(to: URL(fileURLWithPath: entryFile(storage, "k")))
+            #expect(storage.value(for: "k") == nil, "offset \(offset)")
+        }
+    }
+
+    @Test func movingTheWallClockBackDoesNotExtendAnEntryThisProcessWrote() throws {
+        let folder = TemporaryFolder()
+        let wall = Shared(Date(timeIntervalSince1970: 1_700_000_000))
+        let monotonic = Shared<Int64>(0)
+        let storage = DiskStorage<String>(
+            directory: folder.child("cache"), sizeLimit: nil, countLimit: nil, timeToLive: .seconds(10),
+            now: { wall.value }, elapsed: { monotonic.value }, keyString: { $0 }
+        )
+        try storage.write(bytes("ten seconds"), for: "k")
+        wall.withLock { $0 -= 15 }                   // the clock is set back 15 s...
+        monotonic.withLock { $0 += 1_000_000_000 }
+        #expect(storage.value(for: "k") == nil)      // ...so the entry seems stored in the future
+        try storage.write(bytes("ten seconds"), for: "k")
+        monotonic.withLock { $0 += 9_000_000_000 }   // 9 s later (and the wall clock agrees)
+        wall.withLock { $0 += 9 }
+        #expect(storage.value(for: "k") == bytes("ten seconds"))
+        wall.withLock { $0 -= 20 }                   // set back again: the wall clock says 0 s old...
+        monotonic.withLock { $0 += 1_000_000_000 }   // ...but 10 s have passed
+        try storage.write(bytes("other"), for: "other")
+        #expect(storage.value(for: "k") == nil)
+    }
+
+    // MARK: Limits (item 5)
+
+    @Test func aValueAboveEightyPercentOfTheLimitIsKeptAndOnlyOthersAreSwept() throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"), sizeLimit: 10_000)
+        for index in 0..<5 { try storage.write(Data(count: 500), for: "small\(index)") }
+        try storage.write(Data(count: 8_800), for: "big")  // 88 % of the limit on its own
+        #expect(storage.value(for: "big")?.count == 8_800)  // before the fix: the sweep took it too
+        #expect(storage.usage.size <= 10_000)
+        #expect(storage.usage.count >= 1)
+    }
+
+    @Test func aValueLargerThanTheWholeLimitIsNotStoredAndSaysWhy() throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"), sizeLimit: 1_000)
+        try storage.write(bytes("old"), for: "k")
+        try storage.write(bytes("neighbour"), for: "n")
+        #expect {
+            try storage.write(Data(count: 5_000), for: "k")
+        } throws: { error in
+            (error as? DiskStorageError)?.reason == .exceedsLimit && "\(error)".contains("sizeLimit")
+        }
+        #expect(storage.value(for: "k") == nil)  // never an older value than the last write
+        #expect(storage.value(for: "n") == bytes("neighbour"))
+    }
+
+    @Test func zeroLimitsStoreNothingAndSaySo() throws {
+        let folder = TemporaryFolder()
+        for storage in [
+            DiskStorage<String>(directory: folder.child("size"), sizeLimit: 0),
+            DiskStorage<String>(directory: folder.child("count"), countLimit: 0),
+        ] {
+            #expect(throws: DiskStorageError.self) { try storage.write(bytes("x"), for: "k") }
+            storage.set(bytes("x"), for: "k")
+            #expect(storage.value(for: "k") == nil)
+            #expect(storage.usage.count == 0)
+        }
+    }
+
+    // MARK: The folder (item 5)
+
+    @Test func cleanupDeletesOnlyItsOwnAbandonedTemporaryFiles() throws {
+        let folder = TemporaryFolder()
+        let path = folder.child("cache").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let users = [".tmp-userfile", ".tmp-0123456789abcdef-1-notours", ".tmp-notes.txt"]
+        for name in users { try bytes("mine").write(to: URL(fileURLWithPath: path + "/" + name)) }
+        // A leftover of a writer that died (pid 2^22 + 1 is above Linux's pid_max default… and checked).
+        var deadPID: Int32 = 4_194_000
+        while kill(deadPID, 0) == 0 || errno != ESRCH { deadPID += 1 }
+        let abandoned = ".tmp-0123456789abcdef-\(deadPID)-fedcba9876543210"
+        try bytes("half").write(to: URL(fileURLWithPath: path + "/" + abandoned))
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        try storage.write(bytes("x"), for: "k")
+        storage.removeAll()
+        let left = try FileManager.default.contentsOfDirectory(atPath: path)
+        #expect(Set(left) == Set(users + [CacheFolder.lockName]))
+        #expect(CacheFolder.isTemporaryName(abandoned))
+        #expect(!users.contains(where: CacheFolder.isTemporaryName))
+    }
+
+    @Test func aSymlinkAtTheFolderPathIsRefused() throws {
+        let folder = TemporaryFolder()
+        let elsewhere = folder.child("elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: folder.child("cache"), withDestinationURL: elsewhere)
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        #expect {
+            try storage.write(bytes("x"), for: "k")
+        } throws: { error in
+            (error as? DiskStorageError)?.reason == .unsafeFolder && "\(error)".contains("symbolic link")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+        #expect(storage.value(for: "k") == nil)
+    }
+
+    @Test func anExistingFolderOthersCanReadIsTightenedTo0700() throws {
+        let folder = TemporaryFolder()
+        let path = folder.child("cache").path
+        #expect(mkdir(path, 0o777) == 0)
+        #expect(chmod(path, 0o777) == 0)
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        try storage.write(bytes("x"), for: "k")
+        var info = stat()
+        lstat(path, &info)
+        #expect(info.st_mode & 0o777 == 0o700)
+    }
+
+    // MARK: Keys Swift considers equal (item 8)
+
+    @Test func canonicallyEquivalentKeysAreOneEntry() throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        let composed = "caf\u{E9}.txt", decomposed = "cafe\u{301}.txt"
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        try storage.write(bytes("one"), for: composed)
+        #expect(storage.value(for: decomposed) == bytes("one"))
+        try storage.write(bytes("two"), for: decomposed)
+        #expect(storage.value(for: composed) == bytes("two"))
+        #expect(storage.usage.count == 1)
+    }
+}
