@@ -24,8 +24,8 @@ extension CrashPayload {
     public static func entryBytes(in folder: String) -> Int {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         return names.filter { $0.hasSuffix(".entry") }.reduce(0) { total, name in
-            let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)[.size] as? Int) ?? 0
-            return total + (size ?? 0)
+            let attributes = try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+            return total + ((attributes?[.size] as? Int) ?? 0)
         }
     }
 }

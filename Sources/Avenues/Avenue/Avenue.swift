@@ -18,10 +18,12 @@ import Synchronization
 /// avenue.cancel(at: 7)                        // scrolled away: drop this row's claim
 /// ```
 ///
-/// Every method is thread-safe and returns without waiting for work. A row is told once per change
-/// (`onStateChange`, ``changes``), after its value is readable with ``item(at:)``; callbacks of one
-/// avenue never run concurrently, and once ``cancel(at:)`` returns that row hears nothing more about
-/// the load it cancelled. Releasing the avenue releases its claims.
+/// Every method is thread-safe and returns without waiting for work or for callbacks. A row is told
+/// once per change (`onStateChange`, ``changes``), after its value is readable with ``item(at:)``;
+/// callbacks of one avenue never run concurrently and may call back into the avenue. Once
+/// ``cancel(at:)`` returns, the row is told nothing more about the load it cancelled — with one
+/// exception: a callback another thread had already decided to make (see ``cancel(at:)``).
+/// Releasing the avenue releases its claims.
 public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Called with a row whose state changed.
     public typealias StateChangeHandler = @Sendable (Index) -> Void
@@ -52,17 +54,24 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @usableFromInline
     struct Subscribers {
         @usableFromInline var next: UInt64 = 0
-        @usableFromInline var continuations: [UInt64: AsyncStream<Tagged>.Continuation] = [:]
+        @usableFromInline var buffers: [UInt64: ChangeSubscription<Index>] = [:]
+        @inlinable init() {}
+    }
+
+    @usableFromInline
+    struct Deliveries {
+        /// Changes waiting to be told, oldest first.
+        @usableFromInline var pending: [Machine.Delivery] = []
+        /// Set while a thread is telling them; other threads leave theirs in `pending` for it.
+        @usableFromInline var draining = false
         @inlinable init() {}
     }
 
     @usableFromInline let state = Locked(Machine())
     @usableFromInline let handlers = Locked(Handlers())
     @usableFromInline let subscribers = Locked(Subscribers())
-    /// Held while callbacks run, so `cancel` can wait out a delivery in progress on another thread.
-    @usableFromInline let deliveryLock = Locked(())
-    /// The thread inside `deliveryLock`, so a callback that cancels does not wait for itself.
-    @usableFromInline let deliveringThread = Atomic<UInt>(0)
+    /// Serializes callbacks without making any thread wait for another's callbacks.
+    @usableFromInline let deliveries = Locked(Deliveries())
 
     /// Creates an avenue.
     ///
@@ -87,9 +96,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     deinit {
         let claims = state.withLock { $0.releaseAll().release }
         for claim in claims { processor.release(claim) }
-        subscribers.withLock { subscribers in
-            for continuation in subscribers.continuations.values { continuation.finish() }
-        }
+        let buffers = subscribers.withLock { Array($0.buffers.values) }
+        for buffer in buffers { buffer.finish() }
     }
 
     // MARK: Callbacks
@@ -108,21 +116,23 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// The rows' changes as an async sequence, for front ends that `for await`. Each access makes a
-    /// new subscription that receives the changes from then on (unbuffered changes are never lost;
-    /// an event for a row released before it is read is skipped). Ends when the avenue is released.
+    /// new subscription that receives the changes from then on; it ends when the avenue is released
+    /// or the sequence and its iterators are. A reader that falls behind gets each row's newest
+    /// change (never more than one event per row is buffered), and an event for a row released
+    /// before it is read is skipped.
     public var changes: AvenueChanges<Index> {
-        let (stream, continuation) = AsyncStream<Tagged>.makeStream()
-        let id = subscribers.withLock { subscribers in
-            subscribers.next &+= 1
-            subscribers.continuations[subscribers.next] = continuation
-            return subscribers.next
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: id) }
-        }
-        return AvenueChanges(stream: stream) { [weak self] index, ticket in
+        let buffer = ChangeSubscription<Index> { [weak self] index, ticket in
             self?.state.withLock { $0.isCurrent(index, ticket: ticket) } ?? false
         }
+        let id = subscribers.withLock { subscribers in
+            subscribers.next &+= 1
+            subscribers.buffers[subscribers.next] = buffer
+            return subscribers.next
+        }
+        return AvenueChanges(subscription: .init(buffer: buffer) { [weak self] in
+            _ = self?.subscribers.withLock { $0.buffers.removeValue(forKey: id) }
+            buffer.finish()
+        })
     }
 
     // MARK: Rows
@@ -186,8 +196,18 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// Releases row `index`: drops its claim (the work stops if no other row or caller wants the key)
-    /// and forgets the row. The value stays in storage. When this returns, no callback for the row
-    /// is running on another thread or will start.
+    /// and forgets the row. The value stays in storage.
+    ///
+    /// After this returns, no callback about the row's cancelled load is made, and ``changes`` skips
+    /// any event for it not read yet — exactly, when it is called from a callback or from the queue
+    /// or actor the callbacks run on. From another thread, a callback that a delivery on another
+    /// thread had already checked and was about to make (or was making) may still arrive: this never
+    /// waits for another thread's callbacks, because waiting on user code can deadlock (a callback
+    /// doing `DispatchQueue.main.sync` while the main thread cancels). Such a late callback names a
+    /// row the front end already let go; reading the row then shows it empty.
+    ///
+    /// - Important: never blocks on callbacks, so it may be called while holding a lock that
+    ///   callbacks take, or from inside a callback of this or another avenue.
     @inlinable
     public func cancel(at index: Index) {
         finishCancelling(state.withLock { machine in apply(machine.release(index), to: &machine) })
@@ -223,8 +243,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @inlinable
     func apply(_ effects: Machine.Effects, to machine: inout Machine) -> [AutoProcessor<Key, Value>.Claim] {
         if let start = effects.start {
-            let claim = processor.claim(start.key, priority: start.priority) { [weak self] result in
-                self?.finish(start.key, loadID: start.loadID, result: result)
+            let claim = processor.observe(start.key, priority: start.priority) { [weak self] result, cancelledForEveryone in
+                self?.finish(start.key, loadID: start.loadID, result: result, cancelledForEveryone: cancelledForEveryone)
             }
             machine.attach(claim, to: start.key, loadID: start.loadID)
         }
@@ -237,54 +257,75 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @inlinable
     func finishCancelling(_ claims: [AutoProcessor<Key, Value>.Claim]) {
         for claim in claims { processor.release(claim) }
-        // Wait out a delivery running on another thread, unless this call comes from inside it.
-        if deliveringThread.load(ordering: .relaxed) != ThreadIdentity.current {
-            deliveryLock.withLock { _ in }
-        }
     }
 
     /// A load finished on a processor worker.
     @inlinable
-    func finish(_ key: Key, loadID: UInt64, result: Result<Value, any Error>) {
-        let outcome: Result<Void, any Error>
+    func finish(_ key: Key, loadID: UInt64, result: Result<Value, any Error>, cancelledForEveryone: Bool) {
+        let outcome: Machine.Outcome
         switch result {
         case .success(let value):
             // Stored before rows are told, so `item(at:)` reads it in the callback.
             write(value, key)
-            outcome = .success(())
+            outcome = .loaded
+        case .failure where cancelledForEveryone:
+            outcome = .cancelled
         case .failure(let error):
-            outcome = .failure(error)
+            // Including a CancellationError the work threw although nobody cancelled it: the work
+            // gave up, which is a failure (reported, and retried when the row is prepared again).
+            outcome = .failed(error)
         }
-        let deliveries = state.withLock { $0.complete(key, loadID: loadID, result: outcome) }
+        let deliveries = state.withLock { $0.complete(key, loadID: loadID, outcome: outcome) }
         guard !deliveries.isEmpty else { return }
         callbackMode.run { [self] in deliver(deliveries) }
     }
 
+    /// Tells the rows' observers, one delivery at a time: a thread that finds another thread (or an
+    /// outer call on its own stack) already telling leaves its deliveries to it and returns, so
+    /// callbacks never run concurrently, a callback may re-enter the avenue (or its processor), and
+    /// no thread ever waits for another's callbacks.
     @inlinable
-    func deliver(_ deliveries: [Machine.Delivery]) {
-        deliveryLock.withLock { _ in
-            deliveringThread.store(ThreadIdentity.current, ordering: .relaxed)
-            defer { deliveringThread.store(0, ordering: .relaxed) }
-            let handlers = handlers.withLock { $0 }
-            let subscribers = subscribers.withLock { Array($0.continuations.values) }
-            for delivery in deliveries {
-                // Checked before each callback: an earlier callback may have released the row.
-                func isCurrent() -> Bool {
-                    state.withLock { $0.isCurrent(delivery.index, ticket: delivery.ticket) }
-                }
-                let event: AvenueEvent<Index>.Change
-                switch delivery.change {
-                case .loaded: event = .loaded
-                case .cancelled: event = .cancelled
-                case .failed(let error):
-                    event = .failed(error)
-                    if let onError = handlers.onError, isCurrent() { onError(error, delivery.index) }
-                }
-                if let onStateChange = handlers.onStateChange, isCurrent() { onStateChange(delivery.index) }
-                if !subscribers.isEmpty, isCurrent() {
-                    let tagged = Tagged(event: AvenueEvent(index: delivery.index, change: event), ticket: delivery.ticket)
-                    for subscriber in subscribers { subscriber.yield(tagged) }
-                }
+    func deliver(_ batch: [Machine.Delivery]) {
+        let isFirst = deliveries.withLock { deliveries -> Bool in
+            deliveries.pending += batch
+            guard !deliveries.draining else { return false }
+            deliveries.draining = true
+            return true
+        }
+        guard isFirst else { return }
+        while let next = deliveries.withLock({ deliveries -> [Machine.Delivery]? in
+            guard !deliveries.pending.isEmpty else {
+                deliveries.draining = false
+                return nil
+            }
+            defer { deliveries.pending = [] }
+            return deliveries.pending
+        }) {
+            tell(next)
+        }
+    }
+
+    @inlinable
+    func tell(_ batch: [Machine.Delivery]) {
+        let handlers = handlers.withLock { $0 }
+        let subscribers = subscribers.withLock { Array($0.buffers.values) }
+        for delivery in batch {
+            // Checked before each callback: an earlier callback may have released the row.
+            func isCurrent() -> Bool {
+                state.withLock { $0.isCurrent(delivery.index, ticket: delivery.ticket) }
+            }
+            let event: AvenueEvent<Index>.Change
+            switch delivery.change {
+            case .loaded: event = .loaded
+            case .cancelled: event = .cancelled
+            case .failed(let error):
+                event = .failed(error)
+                if let onError = handlers.onError, isCurrent() { onError(error, delivery.index) }
+            }
+            if let onStateChange = handlers.onStateChange, isCurrent() { onStateChange(delivery.index) }
+            if !subscribers.isEmpty, isCurrent() {
+                let tagged = Tagged(event: AvenueEvent(index: delivery.index, change: event), ticket: delivery.ticket)
+                for subscriber in subscribers { subscriber.yield(tagged) }
             }
         }
     }

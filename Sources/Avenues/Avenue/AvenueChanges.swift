@@ -1,8 +1,10 @@
 /// The changes of an ``Avenue``'s rows, as an async sequence; see ``Avenue/changes``.
 ///
 /// An event is skipped if, by the time it is read, its row was released or moved to another load,
-/// so a front end never hears about a row it already let go.
-public struct AvenueChanges<Index: Sendable>: AsyncSequence, Sendable {
+/// so a front end never hears about a row it already let go. A reader that falls behind gets the
+/// newest event of each row (older events of the same row are replaced), so the buffer holds at most
+/// one event per row the avenue still has. One subscription is meant for one reader.
+public struct AvenueChanges<Index: Hashable & Sendable>: AsyncSequence, Sendable {
     /// A change of one row.
     public typealias Element = AvenueEvent<Index>
     /// The sequence never throws.
@@ -15,33 +17,43 @@ public struct AvenueChanges<Index: Sendable>: AsyncSequence, Sendable {
         @inlinable init(event: AvenueEvent<Index>, ticket: UInt64) { (self.event, self.ticket) = (event, ticket) }
     }
 
-    private let stream: AsyncStream<Tagged>
-    private let isCurrent: @Sendable (Index, UInt64) -> Bool
+    let subscription: Subscription
 
-    init(stream: AsyncStream<Tagged>, isCurrent: @escaping @Sendable (Index, UInt64) -> Bool) {
-        self.stream = stream
-        self.isCurrent = isCurrent
+    /// Ends the subscription when the last copy of the sequence and its iterators are gone.
+    final class Subscription: Sendable {
+        let buffer: ChangeSubscription<Index>
+        let onEnd: @Sendable () -> Void
+
+        init(buffer: ChangeSubscription<Index>, onEnd: @escaping @Sendable () -> Void) {
+            self.buffer = buffer
+            self.onEnd = onEnd
+        }
+
+        deinit { onEnd() }
+    }
+
+    init(subscription: Subscription) {
+        self.subscription = subscription
     }
 
     /// Makes the iterator.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: stream.makeAsyncIterator(), isCurrent: isCurrent)
+        AsyncIterator(subscription: subscription)
     }
 
     /// Reads the changes one by one.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        private var base: AsyncStream<Tagged>.AsyncIterator
-        private let isCurrent: @Sendable (Index, UInt64) -> Bool
+        let subscription: Subscription
 
-        fileprivate init(base: AsyncStream<Tagged>.AsyncIterator, isCurrent: @escaping @Sendable (Index, UInt64) -> Bool) {
-            self.base = base
-            self.isCurrent = isCurrent
+        fileprivate init(subscription: Subscription) {
+            self.subscription = subscription
         }
 
         /// The next current change, or `nil` when the avenue is gone or the task is cancelled.
         public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> AvenueEvent<Index>? {
-            while let tagged = await base.next(isolation: actor) {
-                if isCurrent(tagged.event.index, tagged.ticket) { return tagged.event }
+            let buffer = subscription.buffer
+            while let tagged = await buffer.next() {
+                if buffer.isCurrent(tagged.event.index, tagged.ticket) { return tagged.event }
             }
             return nil
         }

@@ -55,6 +55,16 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         case cancelled
     }
 
+    /// How a load ended.
+    @usableFromInline
+    enum Outcome: Sendable {
+        /// The value is in storage.
+        case loaded
+        /// The key was cancelled for everyone by the (shared) processor.
+        case cancelled
+        case failed(any Error)
+    }
+
     @usableFromInline
     struct Delivery: Sendable {
         @usableFromInline let index: Index
@@ -194,20 +204,20 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     /// The load `loadID` of `key` finished. A success must already be in storage.
     @inlinable
-    mutating func complete(_ key: Key, loadID: UInt64, result: Result<Void, any Error>) -> [Delivery] {
+    mutating func complete(_ key: Key, loadID: UInt64, outcome: Outcome) -> [Delivery] {
         guard let index = loads.index(forKey: key), loads.values[index].id == loadID else { return [] }
         let load = loads.remove(at: index).value
         let phase: RowPhase
         let change: Change
-        switch result {
-        case .success:
+        switch outcome {
+        case .loaded:
             storeEpoch &+= 1
             statistics.loadsCompleted += 1
             (phase, change) = (.settled, .loaded)
-        case .failure(let error) where error is CancellationError:
+        case .cancelled:
             statistics.loadsCancelled += 1
             (phase, change) = (.settled, .cancelled)
-        case .failure(let error):
+        case .failed(let error):
             statistics.loadsFailed += 1
             (phase, change) = (.failed(error), .failed(error))
         }

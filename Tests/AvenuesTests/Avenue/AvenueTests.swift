@@ -324,8 +324,11 @@ struct AvenueTests {
         #expect(told.count == 1)
     }
 
-    @Test func cancelFromAnotherThreadWaitsOutADeliveryInProgressAndSilencesTheRow() async {
-        let f = AvenueFixture()
+    // The tests below block inside callbacks, so their callbacks run on dispatch queues: blocking
+    // the completing thread would block one of the few threads of Swift's cooperative pool.
+
+    @Test func cancelFromAnotherThreadNeverWaitsForACallbackAndSilencesRowsNotToldYet() async {
+        let f = AvenueFixture(callbackMode: .queue(DispatchQueue(label: "callbacks")))
         let inCallback = EventLog<Int>()
         let release = DispatchSemaphore(value: 0)
         let told = EventLog<Int>()
@@ -342,19 +345,108 @@ struct AvenueTests {
         let first = inCallback.elements[0]
         let other = first == 0 ? 1 : 0
 
-        let cancelReturned = Atomic<Bool>(false)
+        // Returns while the callback is still running (before the fix it waited for it).
         let cancelDone = EventLog<Bool>()
         DispatchQueue.global().async { [avenue = f.avenue] in
             avenue.cancel(at: other)
-            cancelReturned.store(true, ordering: .sequentiallyConsistent)
             cancelDone.append(true)
         }
-        await eventually("the cancel took effect") { f.avenue.key(at: other) == nil }
-        let returnedEarly = cancelReturned.load(ordering: .sequentiallyConsistent)
-        #expect(!returnedEarly, "cancel returned while a callback was running")
-        release.signal()
         await cancelDone.wait(forCount: 1)
-        #expect(told.elements == [first])
+        #expect(inCallback.count == 1)
+        release.signal()
+        await f.waitUntilIdle()
+        #expect(told.elements == [first])  // the other row's callback was not decided yet: never made
+    }
+
+    @Test func aCallbackWaitingForAQueueWhileThatQueueCancelsDoesNotDeadlock() async {
+        // The main-thread case: a callback does `main.sync` while the main thread cancels a row.
+        let main = DispatchQueue(label: "stands-for-main")
+        let f = AvenueFixture(callbackMode: .queue(DispatchQueue(label: "callbacks")))
+        let inCallback = DispatchSemaphore(value: 0)
+        let told = EventLog<Int>()
+        f.avenue.onStateChange = { row in
+            inCallback.signal()
+            main.sync { told.append(row) }
+        }
+        let cancelled = EventLog<Int>()
+        main.async { [avenue = f.avenue] in
+            inCallback.wait()
+            avenue.cancel(at: 1)  // before the fix: waited for the callback, which waited for `main`
+            cancelled.append(1)
+        }
+        f.avenue.prepareItem(for: "k", at: 0)
+        f.avenue.prepareItem(for: "k", at: 1)
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("k", with: 1)
+        await cancelled.wait(forCount: 1)
+        await told.wait(forCount: 1)
+        await f.waitUntilIdle()
+    }
+
+    @Test func twoAvenuesWhoseCallbacksCancelEachOthersRowsDoNotDeadlock() async {
+        let a = AvenueFixture(callbackMode: .queue(DispatchQueue(label: "a"))), b = AvenueFixture(callbackMode: .queue(DispatchQueue(label: "b")))
+        let bothInside = DispatchGroup()
+        bothInside.enter()
+        bothInside.enter()
+        let done = EventLog<String>()
+        a.avenue.onStateChange = { [other = b.avenue] _ in
+            bothInside.leave()
+            bothInside.wait()     // both deliveries are running now, on two threads
+            other.cancel(at: 7)   // before the fix: waited for b's delivery, which waited for a's
+            done.append("a")
+        }
+        b.avenue.onStateChange = { [other = a.avenue] _ in
+            bothInside.leave()
+            bothInside.wait()
+            other.cancel(at: 7)
+            done.append("b")
+        }
+        for f in [a, b] {
+            f.avenue.prepareItem(for: "k", at: 0)
+            f.avenue.prepareItem(for: "other", at: 7)
+            await f.work.waitUntilStarted("k")
+        }
+        a.work.succeed("k", with: 1)
+        b.work.succeed("k", with: 2)
+        await done.wait(forCount: 2)
+        #expect(a.avenue.key(at: 7) == nil && b.avenue.key(at: 7) == nil)
+    }
+
+    @Test(arguments: [false, true])
+    func aCallbackCancellingAKeyForEveryoneThroughTheProcessorIsToldAfterwards(all: Bool) async {
+        let f = AvenueFixture()
+        let changes = EventLog<String>()
+        f.avenue.onStateChange = { [avenue = f.avenue] row in
+            changes.append("\(row): \(avenue.state(at: row))")
+            // Another row of this avenue waits on "k": before the fix, its cancellation was
+            // delivered on this thread inside this delivery ("Recursive call to lock Mutex").
+            if row == 0 { if all { avenue.processor.cancelAll() } else { avenue.processor.cancel("k") } }
+        }
+        f.avenue.prepareItem(for: "a", at: 0)
+        f.avenue.prepareItem(for: "k", at: 1)
+        f.avenue.prepareItem(for: "k", at: 2)
+        await f.work.waitUntilStarted("a")
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("a", with: 1)
+        await changes.wait(forCount: 3)
+        #expect(changes.elements.first == "0: loaded")
+        #expect(Set(changes.elements.dropFirst()) == ["1: empty", "2: empty"])
+        await f.waitUntilIdle()
+    }
+
+    @Test func workThatThrowsCancellationErrorItselfFailsTheRowAndIsReported() async {
+        let f = AvenueFixture()
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.fail("k", with: CancellationError())  // the work gave up; nobody cancelled it
+        await f.errors.wait(for: 0)
+        await f.told.wait(for: 0)
+        #expect(f.avenue.state(at: 0).error is CancellationError)
+        f.avenue.prepareItem(for: "k", at: 0)  // retried like any failure
+        await f.work.waitUntilStarted("k", times: 2)
+        f.work.succeed("k", with: 3)
+        await f.told.wait(for: 0, times: 2)
+        #expect(f.avenue.item(at: 0) == 3)
     }
 
     @Test func aNotificationQueuedBeforeItsRowWasReassignedOrReleasedIsNeverDelivered() async {
@@ -425,6 +517,41 @@ struct AvenueTests {
             }
         }
         #expect(events == [0: "loaded", 1: "failed no"])
+    }
+
+    @Test func aReaderThatFallsBehindGetsTheNewestEventOfEachRow() async {
+        let f = AvenueFixture()
+        let changes = f.avenue.changes
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.fail("k", with: TestError("first try"))
+        await f.told.wait(for: 0)
+        f.avenue.prepareItem(for: "k", at: 0)  // a retry
+        await f.work.waitUntilStarted("k", times: 2)
+        f.work.succeed("k", with: 2)
+        await f.told.wait(for: 0, times: 2)
+        #expect(changes.subscription.buffer.bufferedCount == 1)
+        var iterator = changes.makeAsyncIterator()
+        let event = await iterator.next()
+        #expect(event?.index == 0)
+        if case .loaded? = event?.change {} else { Issue.record("expected the newest event, got \(String(describing: event))") }
+    }
+
+    @Test func anIdleSubscriberHoldsAtMostOneEventPerRowTheAvenueStillHas() async {
+        let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(countLimit: 100), processor: ClosureProcessor { $0 })
+        let idle = (0..<3).map { _ in avenue.changes }  // subscribed, never read
+        let reader = avenue.changes
+        var iterator = reader.makeAsyncIterator()
+        // A list scrolled through 10,000 rows: each row loads, then is let go.
+        for row in 0..<10_000 {
+            avenue.prepareItem(for: row, at: row)
+            _ = await iterator.next()
+            avenue.cancel(at: row)
+        }
+        for subscription in idle {
+            // Before: 10,000 events each. Rows let go are dropped once the buffer reaches 1,024.
+            #expect(subscription.subscription.buffer.bufferedCount <= 1_024)
+        }
     }
 
     @Test func theChangesStreamEndsWhenTheAvenueIsReleased() async {

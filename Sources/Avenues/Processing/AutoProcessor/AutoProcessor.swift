@@ -142,6 +142,21 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         return Claim(key: key, id: id)
     }
 
+    /// ``claim(_:priority:completion:)`` for ``Avenue``: `completion` also learns whether a
+    /// `CancellationError` means the key was cancelled for everyone (or the work threw it itself).
+    @inlinable
+    func observe(
+        _ key: Key,
+        priority: LoadPriority,
+        completion: @escaping @Sendable (Result<Value, any Error>, _ cancelledForEveryone: Bool) -> Void
+    ) -> Claim {
+        let id = newClaimID()
+        state.withLock { state in
+            register(key, id: id, priority: priority, waiter: .observer(completion), in: &state)
+        }
+        return Claim(key: key, id: id)
+    }
+
     /// Withdraws a claim. Releasing a claim that already completed or was released does nothing.
     @inlinable
     public func release(_ claim: Claim) {
@@ -231,7 +246,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     @inlinable
     func carryOut(_ effects: (waiters: [Waiter<Value>], tasks: [Task<Void, Never>])) {
         for task in effects.tasks { task.cancel() }
-        for waiter in effects.waiters { waiter.resume(with: .failure(CancellationError())) }
+        for waiter in effects.waiters { waiter.resume(with: .failure(CancellationError()), cancelledForEveryone: true) }
     }
 
     @inlinable

@@ -3,13 +3,17 @@
 enum Waiter<Value: Sendable>: Sendable {
     case continuation(UnsafeContinuation<Value, any Error>)
     case callback(@Sendable (Result<Value, any Error>) -> Void)
+    /// A callback that is also told whether a `CancellationError` came from ``AutoProcessor/cancel(_:)``
+    /// or ``AutoProcessor/cancelAll()`` (`true`) rather than from the work itself.
+    case observer(@Sendable (Result<Value, any Error>, _ cancelledForEveryone: Bool) -> Void)
 
     /// Hands `result` over. Called exactly once per waiter, never inside a lock.
     @inlinable
-    func resume(with result: Result<Value, any Error>) {
+    func resume(with result: Result<Value, any Error>, cancelledForEveryone: Bool = false) {
         switch self {
         case .continuation(let continuation): continuation.resume(with: result)
         case .callback(let callback): callback(result)
+        case .observer(let observer): observer(result, cancelledForEveryone)
         }
     }
 }
