@@ -9,8 +9,10 @@
 /// at rest, in reading order.
 ///
 /// It is UI-free, so any front end (a TUI table, a pager, a test) can drive it, and thread-safe:
-/// `show` may be called from any thread, including from the avenue's callbacks. When calls
-/// overlap, the latest window wins. Releasing the prefetcher cancels its window.
+/// `show` and `stop` may be called from any thread, including from the avenue's callbacks. When
+/// calls overlap, the latest one wins (a thread already applying a window applies the newer request
+/// before it returns). A window holds at most ``maxRows`` rows, so a huge range cannot make it
+/// prepare millions of rows. Releasing the prefetcher cancels its window.
 ///
 /// ```swift
 /// let prefetcher = RowPrefetcher(avenue: avenue, ahead: 40, behind: 10) { row in
@@ -43,21 +45,34 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         set { state.withLock { $0.behind = max(0, newValue) } }
     }
 
+    /// The most rows in the window (visible, ahead and behind together); 4,096 by default. Visible
+    /// rows beyond it are ignored (a range larger than any screen is cut to its first `maxRows`
+    /// rows), and the prefetch shrinks to fit. A change applies from the next ``show(_:)``.
+    public var maxRows: Int {
+        get { state.withLock { $0.maxRows } }
+        set { state.withLock { $0.maxRows = max(1, newValue) } }
+    }
+
     private let key: @Sendable (Int) -> Key?
     private let state: Locked<State>
+
+    private enum Request {
+        case show(Range<Int>)
+        case stop
+    }
 
     private struct State {
         var ahead: Int
         var behind: Int
+        var maxRows = 4_096
         /// The rows prepared now, with the priority each was prepared at.
         var applied: [Int: LoadPriority] = [:]
         var lastVisible: Range<Int>?
         var direction = Direction.down
-        /// The newest window asked for and not applied yet.
-        var pending: Range<Int>?
-        /// Set while some caller is applying windows; others leave theirs in `pending`.
+        /// The newest request not applied yet.
+        var pending: Request?
+        /// Set while some caller is applying requests; others leave theirs in `pending`.
         var applying = false
-        var stopped = false
     }
 
     /// Creates a prefetcher.
@@ -89,15 +104,25 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
 
     /// The list now shows `rows`: prepares them and the rows around them, and cancels the rest.
     public func show(_ rows: Range<Int>) {
+        submit(.show(rows))
+    }
+
+    /// Cancels every row of the current window. A later ``show(_:)`` starts again. If another thread
+    /// is applying a window right now, that thread cancels the window before it returns.
+    public func stop() {
+        submit(.stop)
+    }
+
+    /// Applies requests until none is pending. Only the applying caller changes the window, so keys
+    /// are looked up and the avenue is called outside the lock.
+    private func submit(_ request: Request) {
         let isFirst = state.withLock { state -> Bool in
-            state.pending = rows
+            state.pending = request
             guard !state.applying else { return false }
             state.applying = true
             return true
         }
         guard isFirst else { return }
-        // Apply windows until none is pending. Only this caller changes the window meanwhile, so
-        // keys are looked up and the avenue called outside the lock.
         while let wanted = state.withLock({ state in nextWindow(&state) }) {
             var next: [Int: LoadPriority] = [:]
             var prepare: [(row: Int, key: Key, priority: LoadPriority)] = []
@@ -115,18 +140,6 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         }
     }
 
-    /// Cancels every row of the current window. A later ``show(_:)`` starts again.
-    public func stop() {
-        let rows = state.withLock { state -> [Int] in
-            let rows = Array(state.applied.keys)
-            state.applied = [:]
-            state.lastVisible = nil
-            state.pending = nil
-            return rows
-        }
-        for row in rows { avenue.cancel(at: row) }
-    }
-
     /// The direction of the last move (`.down` until the list first moves).
     public var direction: Direction { state.withLock { $0.direction } }
 
@@ -135,14 +148,21 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
 
     // MARK: Planning
 
-    /// The rows wanted for the pending window, in the order they should be prepared: visible rows
-    /// top to bottom, then prefetches nearest first. `nil` when nothing is pending.
+    /// The rows wanted for the pending request, in the order they should be prepared: visible rows
+    /// top to bottom, then prefetches nearest first (empty for a stop). `nil` when nothing is pending.
     private func nextWindow(_ state: inout State) -> [(row: Int, priority: LoadPriority)]? {
-        guard let visible = state.pending else {
+        guard let request = state.pending else {
             state.applying = false
             return nil
         }
         state.pending = nil
+        guard case .show(let asked) = request else {
+            state.lastVisible = nil
+            return []
+        }
+        // `asked.count` itself traps for ranges wider than Int.max.
+        let (width, tooWide) = asked.upperBound.subtractingReportingOverflow(asked.lowerBound)
+        let visible = asked.lowerBound ..< asked.lowerBound + (tooWide ? state.maxRows : min(width, state.maxRows))
         var moved = false
         if let last = state.lastVisible {
             // A jump moves the window wholesale; its direction is where it went, like a scroll.
@@ -156,18 +176,28 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         }
         state.lastVisible = visible
 
-        let (ahead, behind) = (state.ahead, state.behind)
+        let ahead = min(state.ahead, state.maxRows - visible.count)
+        let behind = min(state.behind, state.maxRows - visible.count - ahead)
+        // Saturating bounds: a window near Int.max or Int.min is cut at the end of the integers.
+        func after(_ count: Int) -> Range<Int> {
+            let (end, overflow) = visible.upperBound.addingReportingOverflow(count)
+            return visible.upperBound ..< (overflow ? Int.max : end)
+        }
+        func before(_ count: Int) -> Range<Int> {
+            let (start, overflow) = visible.lowerBound.subtractingReportingOverflow(count)
+            return (overflow ? Int.min : start) ..< visible.lowerBound
+        }
         // While moving, the rows at the leading edge stay on screen longest: they go first, and the
         // rows about to leave go last. At rest, reading order.
         let leadingFirst = moved && state.direction == .down
         var wanted: [(row: Int, priority: LoadPriority)] = (leadingFirst ? Array(visible.reversed()) : Array(visible)).map { ($0, .visible) }
         switch state.direction {
         case .down:
-            wanted += (visible.upperBound ..< visible.upperBound + ahead).map { ($0, .prefetch) }
-            wanted += (visible.lowerBound - behind ..< visible.lowerBound).reversed().map { ($0, .prefetch) }
+            wanted += after(ahead).map { ($0, .prefetch) }
+            wanted += before(behind).reversed().map { ($0, .prefetch) }
         case .up:
-            wanted += (visible.lowerBound - ahead ..< visible.lowerBound).reversed().map { ($0, .prefetch) }
-            wanted += (visible.upperBound ..< visible.upperBound + behind).map { ($0, .prefetch) }
+            wanted += before(ahead).reversed().map { ($0, .prefetch) }
+            wanted += after(behind).map { ($0, .prefetch) }
         }
         return wanted
     }

@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 import Testing
 @testable import Avenues
 
@@ -151,5 +153,60 @@ struct RowPrefetcherTests {
         prefetcher = nil
         #expect(avenue.key(at: 0) == nil)
         #expect(avenue.tableSizes == (0, 0))
+    }
+
+    @Test func stopWhileAnotherThreadAppliesAWindowLeavesNoClaims() async {
+        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: AutoProcessor(ControlledWork<String, Int>()))
+        let inKey = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0)
+        let firstLookUp = Atomic<Bool>(true)
+        let prefetcher = RowPrefetcher(avenue: avenue, ahead: 3, behind: 0) { row in
+            if firstLookUp.exchange(false, ordering: .relaxed) {
+                inKey.signal()
+                proceed.wait()  // the show is mid-way: keys looked up, nothing prepared yet
+            }
+            return "row\(row)"
+        }
+        let shown = EventLog<Bool>()
+        DispatchQueue.global().async {
+            prefetcher.show(0..<5)
+            shown.append(true)
+        }
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                inKey.wait()
+                continuation.resume()
+            }
+        }
+        prefetcher.stop()  // before the fix: cleared an empty window, then the show prepared 8 rows
+        proceed.signal()
+        await shown.wait(forCount: 1)
+        #expect(prefetcher.window.isEmpty)
+        #expect(avenue.tableSizes.rows == 0)
+        #expect(avenue.processor.tableSizes.waiters == 0)
+    }
+
+    @Test func windowsAtTheEndsOfTheIntegersNeverTrap() {
+        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: AutoProcessor(ControlledWork<String, Int>()))
+        let prefetcher = RowPrefetcher(avenue: avenue, ahead: 40, behind: 10) { "row\($0)" }
+        prefetcher.show(Int.max - 5 ..< Int.max)
+        #expect(prefetcher.window.count == 5 + 10)  // nothing past Int.max; 10 behind
+        prefetcher.show(Int.min ..< Int.min + 5)     // negative rows do not exist
+        #expect(prefetcher.window.isEmpty)
+        prefetcher.show(Int.min ..< Int.max)         // wider than Int.max: cut to maxRows
+        prefetcher.show(-3 ..< 2)
+        #expect(Set(prefetcher.window.keys) == Set(0..<42))
+        prefetcher.stop()
+    }
+
+    @Test func aRangeLargerThanAnyScreenIsCutToMaxRows() {
+        let f = Fixture(count: 3_000_000, ahead: 40, behind: 10)
+        f.prefetcher.show(0..<2_000_000)  // before: 2,000,000 rows prepared (36 s, 472 MB)
+        #expect(f.prefetcher.window.count == 4_096)
+        #expect(f.rows(.visible) == Array(0..<4_096))
+        f.prefetcher.maxRows = 100
+        f.prefetcher.show(10..<60)
+        #expect(f.rows(.visible) == Array(10..<60))
+        #expect(f.rows(.prefetch).count == 50)  // 40 ahead and 10 behind still fit
+        f.prefetcher.stop()
     }
 }

@@ -197,4 +197,20 @@ struct AutoProcessorStateMachineTests {
         }
         #expect(job(machine.endDelivery(of: busy, worker: worker))?.key == "b")
     }
+
+    @Test func whenEveryClaimIsReleasedTheQueueHoldsNothing() throws {
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("running", id: 0, priority: .visible, waiter: ignore)))
+        let running = try #require(job(machine.start(worker: worker)))
+        for id in 1...9 { _ = machine.claim("queued\(id)", id: UInt64(id), priority: id.isMultiple(of: 2) ? .visible : .prefetch, waiter: ignore) }
+        #expect(machine.tableSizes.queueEntries == 9)
+        for id in 0...9 { _ = machine.release(id == 0 ? "running" : "queued\(id)", id: UInt64(id)) }
+        // Before: 9 stale queue entries stayed (keeping their keys alive) until 33 piled up.
+        #expect(machine.tableSizes.queueEntries == 0)
+        guard case .exit(replacement: nil) = machine.finish(running, worker: worker, result: .success(0)) else {
+            Issue.record("the cancelled worker was given more work")
+            return
+        }
+        #expect(machine.tableSizes.isIdle)
+    }
 }

@@ -347,9 +347,16 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @inlinable
     mutating func noteStaleEntry(at level: LoadPriority) {
         staleEntries[level.rawValue] += 1
+        let stale = staleEntries[level.rawValue]
+        if stale == queues[level.rawValue].count {
+            // Nothing live is queued at this level: drop the entries now, so a processor whose
+            // claims were all released holds nothing (and no key stays alive in its queue).
+            queues[level.rawValue].removeAll()
+            staleEntries[level.rawValue] = 0
+            return
+        }
         // Compact when stale entries are the majority, so a long stretch of prepare/cancel while
         // every worker is busy cannot grow the queue without bound.
-        let stale = staleEntries[level.rawValue]
         guard stale > 32, stale * 2 > queues[level.rawValue].count else { return }
         let runs = self.runs
         queues[level.rawValue].removeAll { job in
