@@ -44,7 +44,7 @@ public final class MultiRequester<K: LosslessStringConvertible & Hashable & Send
         for key in unique {
             if let value = cache.freshValue(for: key) {
                 values[key] = value
-            } else if map.core.fetcher.state(of: key) != .none {
+            } else if map.core.isInFlight(key) {
                 joining.append(key)
             } else {
                 fetching.append(key)

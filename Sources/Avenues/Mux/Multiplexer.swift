@@ -46,7 +46,8 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
             MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (_: MuxSingleKey) in cacheKey }
         }
         let cache = MuxCache<MuxSingleKey, T>(timeToLive: timeToLive, clock: clock, memoryLimit: 1, disk: disk)
-        core = MuxCore(cache: cache, maxConcurrent: 1) { _ in try await onFetch() }
+        // More than one slot: a fetch after a refresh must not wait behind a slow one from before it.
+        core = MuxCore(cache: cache, maxConcurrent: 4) { _ in try await onFetch() }
         if cacheKey != nil { MuxRepository.register(self) }
     }
 
@@ -111,7 +112,7 @@ extension Multiplexer: Hashable {
 
 extension Multiplexer {
     /// The processor behind the multiplexer (tests count its waiters).
-    var fetcher: AutoProcessor<MuxSingleKey, T> { core.fetcher }
+    var fetcher: AutoProcessor<MuxRunKey<MuxSingleKey>, T> { core.fetcher }
 }
 
 extension Multiplexer {

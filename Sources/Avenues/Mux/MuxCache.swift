@@ -7,7 +7,9 @@ import Foundation
 /// - a **disk copy** (written by `save()`, with the time its value was fetched) serves a cold start
 ///   while it is within the time-to-live (wall clock) and no refresh happened since it was written;
 /// - after a **silenceable failure** the memory copy, else the disk copy, of any age, is served;
-/// - other failures are thrown and leave every copy as it was.
+/// - other failures are thrown and leave every copy as it was;
+/// - every refresh and clear moves the affected keys to a new **epoch**; a value fetched in an older
+///   epoch is never stored (a fetch that began before a refresh or clear cannot overwrite it).
 final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendable {
     struct Entry {
         var value: Value
@@ -27,6 +29,12 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         var forced: Set<Key> = []
         /// Keys a multi-key request is fetching; their runs wait for it instead of fetching alone.
         var batches: [Key: MuxBatch<Key, Value>] = [:]
+        /// Counts refreshes and clears; the epoch of a key is the count at its latest one.
+        var epochs: UInt64 = 0
+        /// The epoch of the latest refresh or clear of every key.
+        var everyKeyEpoch: UInt64 = 0
+        /// Epochs of keys refreshed or cleared one by one since then.
+        var keyEpochs: [Key: UInt64] = [:]
     }
 
     let timeToLive: Duration
@@ -34,6 +42,8 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     let memoryLimit: Int
     let disk: DiskStorage<Key>?
     private let state = Locked(State())
+    /// Held while copies are saved to disk or cleared, so a save racing a clear cannot leave files.
+    private let persistence = Locked(())
 
     init(timeToLive: Duration, clock: MuxClock, memoryLimit: Int, disk: DiskStorage<Key>?) {
         precondition(timeToLive >= .zero, "A multiplexer's timeToLive must not be negative")
@@ -55,9 +65,19 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         }
     }
 
-    /// The fresh memory copy, else a fresh disk copy (which becomes the memory copy). Runs inside a
-    /// fetch run, so the disk is read off the caller's thread, once for all callers of the key.
-    func freshValueFromMemoryOrDisk(for key: Key) -> Value? {
+    /// The epoch a request for `key` belongs to now.
+    func epoch(for key: Key) -> UInt64 {
+        state.withLock { Self.epoch(of: key, in: $0) }
+    }
+
+    private static func epoch(of key: Key, in state: State) -> UInt64 {
+        max(state.everyKeyEpoch, state.keyEpochs[key] ?? 0)
+    }
+
+    /// The fresh memory copy, else a fresh disk copy (which becomes the memory copy, if `epoch` is
+    /// still the key's). Runs inside a fetch run, so the disk is read off the caller's thread, once
+    /// for all callers of the key.
+    func freshValueFromMemoryOrDisk(for key: Key, epoch: UInt64) -> Value? {
         if let value = freshValue(for: key) { return value }
         let mayUseDisk = state.withLock { state in state.memory.peek(key) == nil && !state.forced.contains(key) }
         guard mayUseDisk, let (value, storedAt) = diskCopy(for: key) else { return nil }
@@ -67,7 +87,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
             // Disk times have millisecond resolution: a copy must be later than a refresh by more
             // than that, or one saved in the refresh's millisecond could pass as newer.
             let afterRefresh = state.refreshedAt.map { storedAt.timeIntervalSince($0) > 0.001 } ?? true
-            guard age < timeToLive.seconds, afterRefresh else { return nil }
+            guard age < timeToLive.seconds, afterRefresh, epoch == Self.epoch(of: key, in: state) else { return nil }
             // Keep the remaining time-to-live: the copy is as old as it was when it was fetched.
             let fetchedAt = clock.monotonic() - .seconds(age)
             insert(Entry(value: value, fetchedAt: fetchedAt, generation: state.generation, stale: false), for: key, in: &state)
@@ -93,12 +113,31 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     // MARK: Changing
 
-    /// A value just fetched (or stored by hand): the fresh memory copy.
+    /// A value stored by hand (or pushed by a server): the fresh memory copy.
     func store(_ value: Value, for key: Key) {
+        store(value, for: key, epoch: nil)
+    }
+
+    /// A value fetched in `epoch`: the fresh memory copy, unless the key was refreshed or cleared
+    /// since that fetch began (then the value goes only to that fetch's callers).
+    func store(_ value: Value, for key: Key, epoch: UInt64?) {
         let now = clock.monotonic()
         state.withLock { state in
+            if let epoch, epoch < Self.epoch(of: key, in: state) { return }
             insert(Entry(value: value, fetchedAt: now, generation: state.generation, stale: false), for: key, in: &state)
             state.forced.remove(key)
+        }
+    }
+
+    /// Moves `key` (or every key) to a new epoch. Per-key epochs are folded into one for every key
+    /// when they pile up, which costs at most a few extra fetches of keys in flight.
+    private func advanceEpoch(of key: Key?, in state: inout State) {
+        state.epochs &+= 1
+        if let key, state.keyEpochs.count < 4 * memoryLimit + 64 {
+            state.keyEpochs[key] = state.epochs
+        } else {
+            state.everyKeyEpoch = state.epochs
+            state.keyEpochs = [:]
         }
     }
 
@@ -106,6 +145,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     func refresh(_ key: Key?) {
         let wallNow = clock.wall()
         state.withLock { state in
+            advanceEpoch(of: key, in: &state)
             if let key {
                 if var entry = state.memory.peek(key) {
                     entry.stale = true
@@ -125,9 +165,15 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         state.withLock { $0.memory.removeAll() }
     }
 
-    /// Hard clear: memory and disk copies of `key` (or of every key) are gone.
+    /// Hard clear: memory and disk copies of `key` (or of every key) are gone, and values of fetches
+    /// already in flight will not be stored.
     func clear(_ key: Key?) {
+        persistence.withLock { _ in clearCopies(key) }
+    }
+
+    private func clearCopies(_ key: Key?) {
         state.withLock { state in
+            advanceEpoch(of: key, in: &state)
             if let key {
                 state.memory.removeValue(for: key)
                 state.forced.remove(key)
@@ -148,6 +194,11 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     /// Writes every memory copy to disk with the time it was fetched. Returns the failures.
     func save() -> [DiskStorageError] {
+        guard disk != nil else { return [] }
+        return persistence.withLock { _ in saveCopies() }
+    }
+
+    private func saveCopies() -> [DiskStorageError] {
         guard let disk else { return [] }
         let monotonicNow = clock.monotonic()
         let wallNow = clock.wall()
@@ -162,7 +213,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
             } catch let error as DiskStorageError {
                 failures.append(error)
             } catch {
-                failures.append(DiskStorageError(.io, path: "\(key)", call: "JSONEncoder: \(error)"))
+                failures.append(DiskStorageError(.io, path: "\(key)", call: "JSONEncoder", detail: "\(error)"))
             }
         }
         return failures

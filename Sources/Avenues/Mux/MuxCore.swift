@@ -1,37 +1,52 @@
 /// A ``MuxCache`` and the fetching around it: each key is fetched by one run at a time, through an
 /// ``AutoProcessor``, however many callers ask.
+///
+/// A run is keyed by the key and its **epoch** (``MuxCache/epoch(for:)``), which a refresh or clear
+/// of the key moves on: a request made after a refresh never joins a fetch that started before it,
+/// and that older fetch gives its value to its own callers without storing it.
 final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendable {
     let cache: MuxCache<Key, Value>
-    let fetcher: AutoProcessor<Key, Value>
+    let fetcher: AutoProcessor<MuxRunKey<Key>, Value>
 
     init(cache: MuxCache<Key, Value>, maxConcurrent: Int, fetch: @escaping @Sendable (Key) async throws -> Value) {
         self.cache = cache
-        fetcher = AutoProcessor(maxConcurrent: maxConcurrent) { [cache] key in
-            try await Self.run(key, cache: cache, fetch: fetch)
+        fetcher = AutoProcessor(maxConcurrent: maxConcurrent) { [cache] run in
+            try await Self.run(run, cache: cache, fetch: fetch)
         }
     }
 
-    /// A fresh memory copy at once; otherwise joins (or starts) the key's run.
+    /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch.
     func request(_ key: Key) async throws -> Value {
         if let value = cache.freshValue(for: key) { return value }
-        return try await fetcher.value(for: key)
+        return try await fetcher.value(for: runKey(for: key))
     }
 
-    /// Hard clear, including fetches in flight: their callers receive `CancellationError`, so a value
-    /// fetched before the clear can never be stored after it.
+    /// The run a request for `key` would join now.
+    func runKey(for key: Key) -> MuxRunKey<Key> {
+        MuxRunKey(key: key, epoch: cache.epoch(for: key))
+    }
+
+    /// Whether a fetch of `key` that a request made now would join is queued or running.
+    func isInFlight(_ key: Key) -> Bool {
+        fetcher.state(of: runKey(for: key)) != .none
+    }
+
+    /// Hard clear, including fetches in flight: their callers receive `CancellationError`, and a
+    /// value one of them fetched is never stored after the clear (the clear moved the epoch on).
     func clear(_ key: Key?) {
+        cache.clear(key)
         if let key {
-            fetcher.cancel(key)
+            fetcher.cancel { $0.key == key }
         } else {
             fetcher.cancelAll()
         }
-        cache.clear(key)
     }
 
     /// One run: a copy still fresh (memory, or disk on a cold start), else the fetch (or the batch
     /// fetching this key), else — after a silenceable failure — the fallback copy.
-    private static func run(_ key: Key, cache: MuxCache<Key, Value>, fetch: @Sendable (Key) async throws -> Value) async throws -> Value {
-        if let value = cache.freshValueFromMemoryOrDisk(for: key) { return value }
+    private static func run(_ run: MuxRunKey<Key>, cache: MuxCache<Key, Value>, fetch: @Sendable (Key) async throws -> Value) async throws -> Value {
+        let key = run.key
+        if let value = cache.freshValueFromMemoryOrDisk(for: key, epoch: run.epoch) { return value }
         do {
             let value: Value
             if let batch = cache.batch(for: key) {
@@ -39,8 +54,8 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
             } else {
                 value = try await fetch(key)
             }
-            try Task.checkCancellation()  // cleared or abandoned meanwhile: do not store
-            cache.store(value, for: key)
+            try Task.checkCancellation()  // abandoned meanwhile: do not store
+            cache.store(value, for: key, epoch: run.epoch)
             return value
         } catch {
             if error is CancellationError || Task.isCancelled { throw error }
@@ -49,4 +64,10 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
             throw error.unwrappingSilenceable
         }
     }
+}
+
+/// What a multiplexer's processor runs: a key in one refresh epoch.
+struct MuxRunKey<Key: Hashable & Sendable>: Hashable, Sendable {
+    let key: Key
+    let epoch: UInt64
 }

@@ -117,7 +117,8 @@ public enum MuxRepository {
     }
 
     private static func isMultiplexerFolder(_ name: String) -> Bool {
-        name.count == 20 && name.hasPrefix("mux-") && name.dropFirst(4).allSatisfy(\.isHexDigit)
+        // ASCII only: `Character.isHexDigit` also accepts full-width digits, which we never write.
+        name.utf8.count == 20 && name.hasPrefix("mux-") && name.utf8.dropFirst(4).allSatisfy(CacheFolder.isLowerHex)
     }
 }
 

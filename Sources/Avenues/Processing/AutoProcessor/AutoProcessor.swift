@@ -186,6 +186,13 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         carryOut(state.withLock { state in collect(state.machine.cancel(key), from: state) })
     }
 
+    /// Stops every key for which `isCancelled` is true, for everyone, as ``cancel(_:)`` does.
+    /// `isCancelled` runs inside the processor's lock: it must be quick and must not call back in.
+    @inlinable
+    func cancel(where isCancelled: @Sendable (Key) -> Bool) {
+        carryOut(state.withLock { state in collect(state.machine.cancel(where: isCancelled), from: state) })
+    }
+
     /// Stops every key for everyone. The processor stays usable: later requests run normally.
     @inlinable
     public func cancelAll() {

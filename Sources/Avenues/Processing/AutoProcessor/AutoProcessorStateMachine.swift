@@ -204,6 +204,16 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         return action
     }
 
+    /// Cancels every key for which `isCancelled` is true.
+    @inlinable
+    mutating func cancel(where isCancelled: (Key) -> Bool) -> CancelAction {
+        var action = CancelAction()
+        for key in runs.keys.filter(isCancelled) {
+            if let run = runs.removeValue(forKey: key) { cancelRun(run, into: &action) }
+        }
+        return action
+    }
+
     /// Cancels every key. The processor stays usable.
     @inlinable
     mutating func cancelAll() -> CancelAction {
