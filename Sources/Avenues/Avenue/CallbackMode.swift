@@ -2,8 +2,10 @@ import Dispatch
 
 /// Where an ``Avenue`` calls `onStateChange` and `onError`.
 ///
-/// Whatever the mode, the callbacks of one avenue never run concurrently, and a row's callback
-/// never starts after ``Avenue/cancel(at:)`` for that row has returned.
+/// Whatever the mode, the callbacks of one avenue never run concurrently, and no thread waits for
+/// another's callbacks. A row is told nothing about a load after ``Avenue/cancel(at:)`` for it has
+/// returned — exactly when the cancel is made on the callbacks' queue or actor (or from a callback);
+/// see ``Avenue/cancel(at:)`` for cancels from other threads.
 public enum CallbackMode: Sendable {
     /// On the thread that finished the work, right away (the default). Cheapest; the callbacks must
     /// be thread-safe and quick.

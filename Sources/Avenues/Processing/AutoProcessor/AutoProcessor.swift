@@ -6,13 +6,17 @@ import Synchronization
 /// - **Coalescing:** every request for a key that is queued or running joins that run; all callers
 ///   get the one result. Waiters are resumed from a list, not by each awaiting a shared task.
 /// - **Claims:** each request is a claim. A caller that leaves (its task is cancelled, or it calls
-///   ``release(_:)``) drops only its own claim; the run is cancelled when no claim is left, and work
-///   whose every claim left before it started never starts. ``cancel(_:)`` stops a key for everyone.
+///   ``release(_:)``) drops only its own claim; the run is cancelled when no claim is left. Work
+///   whose every claim left before a worker picked it up never starts (a free worker on the default
+///   executor may pick work up the moment it is queued; its task is then cancelled). ``cancel(_:)``
+///   stops a key for everyone.
 /// - **Priorities:** at most ``maxConcurrent`` workers (6 by default) drain a queue in which
 ///   `.visible` work goes before `.prefetch` work, first come first served within a priority. A
 ///   key's priority is the highest of its claims; raising it moves queued work forward.
-/// - **Bounded bookkeeping:** a finished run leaves the tables once its result is handed out.
-///   Failures are never cached: the next request runs the work again.
+/// - **Bounded bookkeeping:** a finished run leaves the tables once its result is handed out, and a
+///   processor whose claims were all released holds nothing. Failures are never cached: the next
+///   request runs the work again. Work that throws `CancellationError` although nobody cancelled it
+///   has failed: its waiters receive that error (an ``Avenue`` shows the row as failed).
 ///
 /// An `AutoProcessor` is itself a ``Processor``, so several avenues can share one and with it their
 /// de-duplication. It is safe to use from any thread. A cancelled run's task is cancelled; its
