@@ -8,14 +8,23 @@ import FoundationNetworking
 ///
 /// - **Once per URL.** However many callers ask for a URL, one download runs; each caller's claim
 ///   is counted, and when every caller has left (their tasks cancelled) the transfer stops and its
-///   temporary file is deleted.
-/// - **Streamed.** The body is written to a hidden temporary file chunk by chunk as it arrives, and
-///   the network waits for the disk, so memory does not grow with the file. Only a complete 2xx body (its length checked against
-///   `Content-Length` when the server gives one) is moved into the cache, with one `rename(2)`.
-///   A non-2xx status is ``AsyncMediaError/httpStatus(_:url:)``; nothing is cached.
+///   temporary file is deleted. URLs differing only in the case of their scheme or host, a default
+///   port or a `#fragment` are one URL.
+/// - **Streamed, memory bounded, nobody stalled.** The body is written to a hidden temporary file by
+///   the thread that reads it from the network, so the network goes no faster than the disk and
+///   nothing piles up in memory, whatever the file's size (256 MiB: within a few MB of a 1 MiB
+///   download). Plain `http` is read from a socket of its own (``SocketTransport``); `https`, proxies
+///   and bodies the server insists on encoding go through URLSession.
+/// - **Only whole files are cached.** A 200 or 203 answer whose body has its announced
+///   `Content-Length` (checked only when the body is not `gzip`-encoded) is moved into the cache
+///   with one `rename(2)`. A 206 (partial) or 204 (empty) answer, another status, a body cut short,
+///   or a download stopped by a ``DownloadLimits`` caches nothing and throws ``AsyncMediaError``.
+///   A body without a length that ends when the server closes the connection cannot be told from
+///   one cut short, and is cached.
 /// - **Cached.** Files are assumed immutable: a cached file is returned without asking the server.
 ///   Names are a stable hash of the URL plus its path extension. With a `sizeLimit`, least recently
-///   used files are deleted down to 80 % of it.
+///   used files are deleted down to 80 % of it, across processes sharing the folder. A deleted
+///   folder is created again on the next download.
 /// - `file:` URLs are returned as they are; schemes other than `http`/`https` are an error.
 ///
 /// `AsyncMedia` is a ``Processor`` (URL → local file URL), so an ``Avenue`` can show downloads by
@@ -43,65 +52,92 @@ public final class AsyncMedia: Processor {
     public var directory: URL { folder.directory }
     /// The largest total size of the downloaded files in bytes, or `nil` for no limit (the default).
     public var sizeLimit: Int? { folder.sizeLimit }
+    /// When a download is given up.
+    public let limits: DownloadLimits
 
     private let folder: MediaFolder
     private let progress: ProgressHub
-    private let session: URLSession
+    private let session: SessionTransport
     private let downloader: AutoProcessor<URL, URL>
 
     /// Creates a media cache in `directory` (created on the first download).
     ///
     /// - Parameters:
-    ///   - directory: the folder for downloaded files; use one folder per instance.
+    ///   - directory: the folder for downloaded files; use one folder per instance (several
+    ///     processes may share it).
     ///   - sizeLimit: the largest total size in bytes; `nil` (the default) for no limit.
     ///   - maxConcurrentDownloads: the most transfers running at once; 6 by default.
-    ///   - configuration: the URL session's configuration; `.default` by default. It is copied, and
-    ///     the copy's `urlCache` is switched off: the downloaded files are the cache.
-    public init(
+    ///   - limits: when a download is given up; ``DownloadLimits/default`` (60 s without a byte, one
+    ///     hour in all, no size limit) by default.
+    ///   - configuration: the URL session's configuration, for `https` and proxies; `.default` by
+    ///     default. It is copied, and the copy's `urlCache` is switched off: the downloaded files are
+    ///     the cache. Its `httpAdditionalHeaders` are sent on every request.
+    public convenience init(
         directory: URL,
         sizeLimit: Int? = nil,
         maxConcurrentDownloads: Int = 6,
+        limits: DownloadLimits = .default,
         configuration: URLSessionConfiguration = .default
+    ) {
+        self.init(
+            directory: directory, sizeLimit: sizeLimit, maxConcurrentDownloads: maxConcurrentDownloads, limits: limits,
+            configuration: configuration, sockets: true,
+            writeBytes: { descriptor, bytes in try FileSystem.writeAll(descriptor, [bytes], path: "") }
+        )
+    }
+
+    /// `writeBytes` writes a body's bytes to the temporary file; tests replace it to fill the disk.
+    /// `sockets: false` sends `http` through URLSession too, so tests cover both transports.
+    init(
+        directory: URL,
+        sizeLimit: Int?,
+        maxConcurrentDownloads: Int,
+        limits: DownloadLimits,
+        configuration: URLSessionConfiguration,
+        sockets: Bool,
+        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer) throws -> Void
     ) {
         let folder = MediaFolder(directory: directory, sizeLimit: sizeLimit)
         let progress = ProgressHub()
-        let router = DownloadRouter()
-        #if canImport(FoundationNetworking)
-        let queue: OperationQueue = BackpressureQueue(limit: 64)  // at most 64 chunks (about 1 MiB) waiting
-        #else
-        let queue = OperationQueue()  // Apple's URLSession buffers and throttles by itself
-        queue.maxConcurrentOperationCount = 1  // a download's chunks are written in order
-        #endif
-        let configuration = (configuration.copy() as? URLSessionConfiguration) ?? configuration
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        let session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
+        let session = SessionTransport(configuration: configuration)
+        let headers = (configuration.httpAdditionalHeaders ?? [:]).compactMap { name, value -> (String, String)? in
+            guard let name = name as? String else { return nil }
+            return (name, "\(value)")
+        }
         self.folder = folder
         self.progress = progress
         self.session = session
+        self.limits = limits
         downloader = AutoProcessor(maxConcurrent: maxConcurrentDownloads) { url in
-            try await Self.download(url, session: session, router: router, folder: folder, progress: progress)
+            try await Self.download(
+                url, folder: folder, progress: progress, session: session, sockets: sockets, headers: headers, limits: limits,
+                writeBytes: writeBytes
+            )
         }
     }
 
     deinit {
-        session.invalidateAndCancel()
+        session.invalidate()
     }
 
     // MARK: Requests
 
     /// The local file for `url`: the cached file at once, else one download shared by every caller.
     ///
-    /// - Throws: ``AsyncMediaError`` (unsupported scheme, HTTP status, incomplete body),
-    ///   ``DiskStorageError`` (the folder or file cannot be written), the transfer's `URLError`, or
-    ///   `CancellationError` if the caller's task is cancelled.
+    /// A file this returns existed when it returned; ``clear()`` (or the size limit) may delete it
+    /// later. A request overlapping a ``clear()`` throws `CancellationError`.
+    ///
+    /// - Throws: ``AsyncMediaError`` (unsupported scheme, HTTP status, incomplete body, a limit, the
+    ///   folder), a `URLError` when the network fails (see ``Swift/Error/isSilenceable``), or
+    ///   `CancellationError` if the caller's task is cancelled or ``clear()`` runs meanwhile.
     public func request(url: URL) async throws -> URL {
         if url.isFileURL { return url }
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw AsyncMediaError.unsupportedScheme(url)
-        }
+        let url = try Self.canonical(url)
+        let generation = folder.generation
         if let file = folder.cachedFile(for: url) { return file }
-        return try await downloader.value(for: url)
+        let file = try await downloader.value(for: url)
+        guard folder.stillHolds(file, since: generation) else { throw CancellationError() }
+        return file
     }
 
     /// Same as ``request(url:)``, so AsyncMedia can serve an ``Avenue``.
@@ -111,7 +147,8 @@ public final class AsyncMedia: Processor {
 
     /// The cached file for `url`, if it was downloaded; never downloads. A `file:` URL is itself.
     public func cachedValue(url: URL) -> URL? {
-        url.isFileURL ? url : folder.cachedFile(for: url)
+        if url.isFileURL { return url }
+        return (try? Self.canonical(url)).flatMap(folder.cachedFile(for:))
     }
 
     /// The progress of `url`'s download, as an async sequence that ends when the download does. A
@@ -119,7 +156,8 @@ public final class AsyncMedia: Processor {
     /// download; at most the newest value waits for a slow reader.
     public func progress(url: URL) -> AsyncStream<DownloadProgress> {
         let (stream, continuation) = AsyncStream.makeStream(of: DownloadProgress.self, bufferingPolicy: .bufferingNewest(1))
-        progress.subscribe(continuation, to: url)
+        let key = (try? Self.canonical(url)) ?? url
+        progress.subscribe(continuation, to: key)
         // Checked after subscribing, so a download that just finished is not missed.
         if let file = cachedValue(url: url) {
             let size = Int64((try? FileSystem.linkStatus(file.path).size) ?? 0)
@@ -138,6 +176,9 @@ public final class AsyncMedia: Processor {
     /// Downloaded files and their total size in bytes.
     public var usage: (count: Int, size: Int) { folder.usage }
 
+    /// Whether no download is queued or running (for tests).
+    var downloaderIsIdle: Bool { downloader.tableSizes.isIdle }
+
     // MARK: The seeds' static spelling
 
     /// `AsyncMedia.shared.request(url:)`, as the later AsyncMux seed spells it.
@@ -149,23 +190,47 @@ public final class AsyncMedia: Processor {
 
     // MARK: Downloading
 
+    /// The URL a download is known by: scheme and host lowercased, the default port and the fragment
+    /// dropped. Throws for schemes other than `http` and `https`.
+    static func canonical(_ url: URL) throws(AsyncMediaError) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { throw .unsupportedScheme(url) }
+        components.scheme = scheme
+        if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
+        components.fragment = nil
+        if components.port == (scheme == "http" ? 80 : 443) { components.port = nil }
+        return components.url ?? url
+    }
+
     /// One download run: into a temporary file, checked, then moved into place.
     private static func download(
-        _ url: URL, session: URLSession, router: DownloadRouter, folder: MediaFolder, progress: ProgressHub
+        _ url: URL, folder: MediaFolder, progress: ProgressHub, session: SessionTransport, sockets: Bool,
+        headers: [(String, String)], limits: DownloadLimits,
+        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer) throws -> Void
     ) async throws -> URL {
         if let file = folder.cachedFile(for: url) { return file }  // finished while this run was queued
-        let (temporary, file) = try folder.makeTemporaryFile(for: url)
-        let download = Download(url: url, temporaryPath: temporary, file: file) { progress.report($0, for: url) }
-        let task = session.dataTask(with: URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData))
-        router.register(download, for: task)
+        let generation = folder.generation
+        let (temporary, descriptor): (String, Int32)
         do {
-            let size = try await withTaskCancellationHandler {
-                task.resume()
-                return try await download.waitUntilFinished()
-            } onCancel: {
-                task.cancel()
+            (temporary, descriptor) = try folder.makeTemporaryFile(for: url)
+        } catch {
+            throw AsyncMediaError.cannotStore(url, reason: error)
+        }
+        let transfer = Transfer(
+            url: url, temporaryPath: temporary, descriptor: descriptor, limits: limits, writeBytes: writeBytes,
+            report: { progress.report($0, for: url) }
+        )
+        if sockets, SocketTransport.handles(url) {
+            SocketTransport.start(url, headers: headers, transfer: transfer) { handedOver in
+                session.start(handedOver, headers: headers, transfer: transfer)
             }
-            let local = try folder.commit(temporary, for: url, size: size)
+        } else {
+            session.start(url, headers: headers, transfer: transfer)
+        }
+        do {
+            let size = try await transfer.wait()
+            let local = try folder.commit(temporary, for: url, size: size, since: generation)
             progress.finish(url, with: DownloadProgress(received: size, expected: size, isComplete: true))
             return local
         } catch {

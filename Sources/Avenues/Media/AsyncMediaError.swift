@@ -1,55 +1,66 @@
 import Foundation
 
 /// Why ``AsyncMedia`` could not provide a file. Nothing is cached when this is thrown.
+///
+/// Network failures below HTTP (the host cannot be found or reached, the connection drops, no byte
+/// arrives within ``DownloadLimits/idleTimeout``) are `URLError`s, as from URLSession, so
+/// ``Swift/Error/isSilenceable`` treats them as "offline".
 public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
     /// Only `http`, `https` and `file` URLs can be requested.
     case unsupportedScheme(URL)
-    /// The server answered with a status outside 200–299.
+    /// The server did not answer with the whole file: a status other than 200 or 203 (a 206 partial
+    /// or 204 empty answer is never the file).
     case httpStatus(Int, url: URL)
     /// The body ended before the length the server announced (`Content-Length`).
     case incompleteBody(received: Int64, expected: Int64, url: URL)
     /// The transfer ended without an HTTP response.
     case noResponse(URL)
+    /// The server's answer could not be read as HTTP (a malformed head, chunk or length).
+    case malformedResponse(URL, reason: String)
+    /// The download took longer than ``DownloadLimits/totalTimeout``.
+    case tookTooLong(URL, limit: Duration)
+    /// The body is larger than ``DownloadLimits/maximumSize``.
+    case tooLarge(URL, limit: Int64)
+    /// The file could not be written into the media folder (disk full, no permission, the folder
+    /// unusable); `reason` says which.
+    case cannotStore(URL, reason: DiskStorageError)
 
     /// What happened and what to do.
     public var description: String {
         switch self {
         case .unsupportedScheme(let url):
             "Cannot download \(url): only http, https and file URLs are supported."
+        case .httpStatus(206, let url):
+            "The server answered 206 (part of the file) for \(url); a partial answer is never cached. Check that the request sends no Range header."
+        case .httpStatus(204, let url):
+            "The server answered 204 (no content) for \(url): there is no file to cache."
         case .httpStatus(let status, let url):
             "The server answered \(status) for \(url); nothing was cached. Check the URL, or try again later for a 5xx status."
         case .incompleteBody(let received, let expected, let url):
             "The download of \(url) ended after \(received) of \(expected) bytes; nothing was cached. Try again."
         case .noResponse(let url):
             "No HTTP response for \(url); nothing was cached. Try again."
+        case .malformedResponse(let url, let reason):
+            "The server's answer for \(url) is not valid HTTP (\(reason)); nothing was cached."
+        case .tookTooLong(let url, let limit):
+            "The download of \(url) took longer than \(limit) and was stopped; raise DownloadLimits.totalTimeout for larger files."
+        case .tooLarge(let url, let limit):
+            "The body of \(url) is larger than \(limit) bytes and was not downloaded; raise DownloadLimits.maximumSize if it is expected."
+        case .cannotStore(let url, let reason):
+            "\(url) could not be stored in the media folder: " + reason.mediaAdvice
         }
     }
 }
 
-/// How far a download has come.
-public struct DownloadProgress: Sendable, Hashable, CustomStringConvertible {
-    /// Bytes received so far.
-    public var received: Int64
-    /// Bytes expected in all (the `Content-Length`), if the server said.
-    public var expected: Int64?
-    /// Whether the file is complete and in the cache.
-    public var isComplete: Bool
-
-    /// Creates a progress value.
-    public init(received: Int64, expected: Int64?, isComplete: Bool) {
-        self.received = received
-        self.expected = expected
-        self.isComplete = isComplete
-    }
-
-    /// `received / expected`, when the size is known.
-    public var fractionCompleted: Double? {
-        guard let expected, expected > 0 else { return isComplete ? 1 : nil }
-        return Double(received) / Double(expected)
-    }
-
-    /// "12345 of 67890 bytes".
-    public var description: String {
-        "\(received) of \(expected.map(String.init) ?? "?") bytes\(isComplete ? ", complete" : "")"
+extension DiskStorageError {
+    /// What to do, phrased for ``AsyncMedia``'s folder.
+    var mediaAdvice: String {
+        let cause = code.map { " (\(call ?? "system call"): \(FileSystem.message(for: $0)))" } ?? ""
+        switch reason {
+        case .diskFull: return "no space left on \(path)\(cause). Free some space or lower AsyncMedia's sizeLimit."
+        case .permissionDenied: return "permission denied for \(path)\(cause). Choose a folder you can write to with AsyncMedia(directory:)."
+        case .folderUnavailable, .unsafeFolder: return "the folder \(path) cannot be used (\(detail ?? cause)). Choose another with AsyncMedia(directory:)."
+        default: return "\(description)"
+        }
     }
 }

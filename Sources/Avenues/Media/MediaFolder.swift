@@ -10,6 +10,9 @@ final class MediaFolder: Sendable {
     let directory: URL
     let sizeLimit: Int?
     private let folder: CacheFolder
+    /// Counts ``removeAll()`` calls; commits and checks are ordered with them, so a file is never
+    /// handed out after a clear that started before it was handed out.
+    private let clears = Locked<UInt64>(0)
 
     init(directory: URL, sizeLimit: Int?) {
         precondition(sizeLimit.map { $0 >= 0 } ?? true, "AsyncMedia sizeLimit must be 0 or more")
@@ -50,24 +53,44 @@ final class MediaFolder: Sendable {
         return URL(fileURLWithPath: folder.filePath(name))
     }
 
-    /// Creates the folder (0700) if needed and a new hidden temporary file (0600) for `url`.
-    func makeTemporaryFile(for url: URL) throws(DiskStorageError) -> (path: String, file: FileHandle) {
-        let (path, descriptor) = try folder.makeTemporaryFile(for: Self.fileName(for: url))
-        return (path, FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
+    /// Creates the folder (0700) if needed and a new hidden temporary file (0600) for `url`; returns
+    /// its path and a descriptor open for writing.
+    func makeTemporaryFile(for url: URL) throws(DiskStorageError) -> (path: String, descriptor: Int32) {
+        try folder.makeTemporaryFile(for: Self.fileName(for: url))
     }
+
+    /// The number of clears so far.
+    var generation: UInt64 { clears.withLock { $0 } }
 
     /// Moves a complete download into place (one `rename(2)`) and sweeps down to 80 % of the size
     /// limit if it is exceeded; a file larger than the whole limit still goes to its caller, and the
-    /// next sweep takes it. Returns the file's URL.
-    func commit(_ temporary: String, for url: URL, size: Int64) throws(DiskStorageError) -> URL {
+    /// next sweep takes it. A download begun before a clear is not committed (`CancellationError`).
+    func commit(_ temporary: String, for url: URL, size: Int64, since generation: UInt64) throws -> URL {
         let name = Self.fileName(for: url)
-        try folder.commit(temporary, as: name, size: Int(clamping: size))
+        try clears.withLock { (clears: inout UInt64) throws in
+            guard clears == generation else { throw CancellationError() }
+            do throws(DiskStorageError) {
+                try folder.commit(temporary, as: name, size: Int(clamping: size))
+            } catch {
+                throw AsyncMediaError.cannotStore(url, reason: error)
+            }
+        }
         return URL(fileURLWithPath: folder.filePath(name))
+    }
+
+    /// Whether `file` still exists and no clear started since `generation`.
+    func stillHolds(_ file: URL, since generation: UInt64) -> Bool {
+        clears.withLock { clears in
+            clears == generation && ((try? FileSystem.linkStatus(file.path))?.isRegularFile ?? false)
+        }
     }
 
     /// Deletes every downloaded file and abandoned temporary file (nothing else in the folder).
     func removeAll() {
-        folder.removeAll()
+        clears.withLock { clears in
+            clears &+= 1
+            folder.removeAll()
+        }
     }
 
     /// Files and their total size, as every process sharing the folder keeps them.

@@ -58,6 +58,13 @@ final class MediaServer: Sendable {
         return (counts.requests, counts.closed)
     }
 
+    /// The Accept-Encoding and Range headers each path was last asked with.
+    func headers() async throws -> [String: [String: String]] {
+        let (data, _) = try await URLSession.shared.data(from: url("/counts"))
+        struct Counts: Decodable { var headers: [String: [String: String]] }
+        return try JSONDecoder().decode(Counts.self, from: data).headers
+    }
+
     /// The bytes the server sends for `/bytes/<count>` and `/drip/<count>`.
     static func body(_ count: Int) -> Data {
         Data((0..<count).map { UInt8(($0 * 31 + 7) % 251) })

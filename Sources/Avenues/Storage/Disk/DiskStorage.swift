@@ -419,7 +419,9 @@ public final class DiskStorage<Key: Sendable>: Storage {
     /// memory cannot be had (`Data(count:)` would crash instead).
     private static func allocate(_ count: Int, file: String) throws(DiskStorageError) -> Data {
         guard count > 0 else { return Data() }
-        guard let memory = malloc(count) else {
+        // More than the machine's memory is never attempted (sanitizers abort on such a request
+        // instead of failing it); below that, a failed allocation is still an error, not a crash.
+        guard UInt64(count) <= ProcessInfo.processInfo.physicalMemory, let memory = malloc(count) else {
             throw DiskStorageError(.entryTooLarge, path: file, detail: "\(count) bytes")
         }
         return Data(bytesNoCopy: memory, count: count, deallocator: .free)
