@@ -34,8 +34,12 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     public let storage: any Storage<Key, Value>
     /// `storage`'s read and write, captured where its type is known: a call through the existential
     /// would run the storage's generic code unspecialized (about 1 µs instead of 70 ns per read).
-    @usableFromInline let read: @Sendable (Key) -> Value?
+    @usableFromInline let read: @Sendable (Key) -> StoredValue<Value>?
     @usableFromInline let write: @Sendable (Value, Key) -> Void
+    /// How failed keys are retried.
+    public let retryPolicy: RetryPolicy
+    /// The clock of retry waits (replaceable in tests).
+    @usableFromInline let now: @Sendable () -> ContinuousClock.Instant
     /// What makes the values; shared de-duplication if it is shared with other avenues.
     public let processor: AutoProcessor<Key, Value>
     /// Where callbacks run.
@@ -67,7 +71,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         @inlinable init() {}
     }
 
-    @usableFromInline let state = Locked(Machine())
+    @usableFromInline let state: Locked<Machine>
     @usableFromInline let handlers = Locked(Handlers())
     @usableFromInline let subscribers = Locked(Subscribers())
     /// Serializes callbacks without making any thread wait for another's callbacks.
@@ -78,18 +82,48 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// - Parameters:
     ///   - storage: where values are kept, by key. Read synchronously by ``item(at:)``.
     ///   - processor: what makes values. An ``AutoProcessor`` is used as it is (so avenues can share
-    ///     one); any other processor is wrapped in a new `AutoProcessor` with its default settings.
+    ///     one). A ``SchedulingProcessor`` chain (``AsyncMedia``, ``MultiplexerMap``, their transforms)
+    ///     keeps the one queue and limit it has: the avenue adds only its claims, with no limit, and
+    ///     passes each row's priority down to that queue. Any other processor is wrapped in a new
+    ///     `AutoProcessor` with its default settings.
     ///   - callbackMode: where callbacks run; `.completingThread` by default.
+    ///   - retryPolicy: how long a failed key waits before it loads again; ``RetryPolicy/default`` by
+    ///     default (waits from 1 s doubling to 60 s, offline detection).
     @inlinable
-    public init(
+    public convenience init(
         storage: some Storage<Key, Value>,
         processor: some Processor<Key, Value>,
-        callbackMode: CallbackMode = .completingThread
+        callbackMode: CallbackMode = .completingThread,
+        retryPolicy: RetryPolicy = .default
+    ) {
+        self.init(storage: storage, processor: processor, callbackMode: callbackMode, retryPolicy: retryPolicy, now: { .now })
+    }
+
+    @inlinable
+    init(
+        storage: some Storage<Key, Value>,
+        processor: some Processor<Key, Value>,
+        callbackMode: CallbackMode,
+        retryPolicy: RetryPolicy,
+        now: @escaping @Sendable () -> ContinuousClock.Instant
     ) {
         self.storage = storage
-        self.read = { storage.value(for: $0) }
+        self.read = { storage.lookup($0) }
         self.write = { storage.set($0, for: $1) }
-        self.processor = (processor as? AutoProcessor<Key, Value>) ?? AutoProcessor(processor)
+        self.retryPolicy = retryPolicy
+        self.now = now
+        self.state = Locked(Machine(retryPolicy: retryPolicy))
+        if let shared = processor as? AutoProcessor<Key, Value> {
+            self.processor = shared
+        } else if processor is any SchedulingProcessor {
+            // Claims only: the chain's own scheduler orders and limits the work.
+            self.processor = AutoProcessor(
+                maxConcurrent: .max, reservedForVisible: 0, executor: nil, propagatesPriority: true,
+                work: { try await processor.process($0) }
+            )
+        } else {
+            self.processor = AutoProcessor(processor)
+        }
         self.callbackMode = callbackMode
     }
 
@@ -142,23 +176,43 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     ///
     /// A row showing another key is moved to `key` (its old claim is dropped). Preparing a row that
     /// already waits for `key` only updates its priority, so calling this on every redraw is cheap.
-    /// A failed row is retried.
+    /// A stale stored value is shown at once while a load replaces it. A failed row is retried once
+    /// its ``retryPolicy`` wait is over (``retry(at:)`` retries at once).
     ///
     /// - Parameter priority: `.visible` (the default) or `.prefetch`.
     @inlinable
     public func prepareItem(for key: Key, at index: Index, priority: LoadPriority = .visible) {
+        prepare(key, at: index, priority: priority, force: false)
+    }
+
+    /// Loads row `index`'s key again now, even if it failed and is waiting (or gave up): for a
+    /// "try again" key in a front end.
+    @inlinable
+    public func retry(at index: Index) {
+        guard let (key, priority) = state.withLock({ machine -> (Key, LoadPriority)? in
+            guard let row = machine.rows[index] else { return nil }
+            machine.forgetFailure(of: row.key)
+            if case .waiting(let priority) = row.phase { return (row.key, priority) }
+            return (row.key, .visible)
+        }) else { return }
+        prepare(key, at: index, priority: priority, force: true)
+    }
+
+    @inlinable
+    func prepare(_ key: Key, at index: Index, priority: LoadPriority, force: Bool) {
         var (waiting, settled, epoch) = state.withLock { machine in
             (machine.isWaiting(at: index, for: key, priority: priority),
              machine.isSettled(at: index, on: key),
              machine.storeEpoch)
         }
         if waiting { return }
+        let now = now()
         while true {
             // Read outside the lock: a storage may be slow (a disk layer) and `item(at:)` must not wait.
-            let stored = read(key) != nil
-            if stored, settled { return }
+            let found: Machine.Found? = read(key).map { $0.isStale ? .stale : .fresh }
+            if found == .fresh, settled { return }
             let outcome: (retryAt: UInt64?, release: [AutoProcessor<Key, Value>.Claim]) = state.withLock { machine in
-                switch machine.prepare(key, at: index, priority: priority, stored: stored, epoch: epoch) {
+                switch machine.prepare(key, at: index, priority: priority, found: found, epoch: epoch, now: now, force: force) {
                 case .retry:
                     return (machine.storeEpoch, [])
                 case .done(let effects):
@@ -171,11 +225,12 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         }
     }
 
-    /// The value row `index` shows, or `nil` if it is not loaded. Reads storage; never waits for work.
+    /// The value row `index` shows — fresh or stale — or `nil` if it has none. Reads storage; never
+    /// waits for work.
     @inlinable
     public func item(at index: Index) -> Value? {
         guard let key = key(at: index) else { return nil }
-        return read(key)
+        return read(key)?.value
     }
 
     /// The key row `index` is assigned to, if any.
@@ -184,14 +239,24 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         state.withLock { $0.key(at: index) }
     }
 
-    /// What row `index` shows now.
+    /// What row `index` shows now: nothing, a load, a value (fresh or stale), or a failure with when
+    /// it is tried again.
     @inlinable
     public func state(at index: Index) -> ItemState {
-        guard let row = state.withLock({ $0.rows[index] }) else { return .empty }
-        switch row.phase {
-        case .waiting: return .loading
-        case .failed(let error): return .failed(error)
-        case .settled: return read(row.key) != nil ? .loaded : .empty
+        let now = now()
+        guard let (row, retryAt) = state.withLock({ machine -> (Machine.Row, ContinuousClock.Instant?)? in
+            guard let row = machine.rows[index] else { return nil }
+            return (row, machine.retryAt(of: row.key, now: now))
+        }) else { return .empty }
+        let found = read(row.key)
+        switch (row.phase, found?.isStale) {
+        case (_, false?): return .loaded
+        case (.waiting, true?): return .stale(revalidating: true, error: nil)
+        case (.waiting, nil): return .loading
+        case (.failed(let error), true?): return .stale(revalidating: false, error: error)
+        case (.failed(let error), nil): return .failed(error, retryAt: retryAt)
+        case (.settled, true?): return .stale(revalidating: false, error: nil)
+        case (.settled, nil): return .empty
         }
     }
 
@@ -275,7 +340,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             // gave up, which is a failure (reported, and retried when the row is prepared again).
             outcome = .failed(error)
         }
-        let deliveries = state.withLock { $0.complete(key, loadID: loadID, outcome: outcome) }
+        let now = now()
+        let random = Double.random(in: 0...1)
+        let deliveries = state.withLock { $0.complete(key, loadID: loadID, outcome: outcome, now: now, random: random) }
         guard !deliveries.isEmpty else { return }
         callbackMode.run { [self] in deliver(deliveries) }
     }

@@ -8,10 +8,15 @@
 ///   its priority is the highest of its rows'. The last row leaving releases the claim.
 /// - `storeEpoch` counts completed loads, so `prepare` can tell whether a storage miss it saw
 ///   before taking the lock may be stale.
+/// - A **failure** record per key says when the key may load again (``RetryPolicy``); while the
+///   avenue is **offline** (a connectivity failure), only one load at a time — a probe — is tried
+///   when the wait is over, and the first success ends it.
+/// - A stored value may be **stale**: the row shows it while a load (one per key, as always)
+///   replaces it.
 @usableFromInline
 struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, Claim> {
     @usableFromInline
-    enum RowPhase {
+    enum RowPhase: Sendable {
         /// Not waiting: the value is whatever storage holds for the key (possibly nothing).
         case settled
         case waiting(LoadPriority)
@@ -19,7 +24,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     @usableFromInline
-    struct Row {
+    struct Row: Sendable {
         @usableFromInline var key: Key
         @usableFromInline var ticket: UInt64
         @usableFromInline var phase: RowPhase
@@ -83,6 +88,44 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         @inlinable init() {}
     }
 
+    /// What `prepare` found in storage before taking the lock.
+    @usableFromInline
+    enum Found: Sendable {
+        case fresh
+        case stale
+    }
+
+    /// A key whose last load failed.
+    @usableFromInline
+    struct Failure {
+        @usableFromInline var error: any Error
+        @usableFromInline var attempts: Int
+        /// When the key may load again; `nil`: only an explicit retry. Unused for an `offline`
+        /// failure, which waits on the avenue's offline state alone.
+        @usableFromInline var retryAt: ContinuousClock.Instant?
+        @usableFromInline var offline: Bool
+        @inlinable init(error: any Error, attempts: Int, retryAt: ContinuousClock.Instant?, offline: Bool = false) {
+            (self.error, self.attempts, self.retryAt, self.offline) = (error, attempts, retryAt, offline)
+        }
+    }
+
+    /// The avenue lost connectivity: nothing loads before `until`, then one probe at a time.
+    @usableFromInline
+    struct Offline {
+        @usableFromInline var error: any Error
+        /// Probes that failed, plus the failure that began it; sets the wait.
+        @usableFromInline var attempts: Int
+        @usableFromInline var until: ContinuousClock.Instant
+        /// The key loading as the probe, if one is.
+        @usableFromInline var probe: Key?
+        @inlinable init(error: any Error, attempts: Int, until: ContinuousClock.Instant) {
+            (self.error, self.attempts, self.until) = (error, attempts, until)
+        }
+    }
+
+    /// The most failure records kept; beyond it the oldest are forgotten (their keys may retry early).
+    @usableFromInline static var failureLimit: Int { 4_096 }
+
     @usableFromInline
     enum PrepareOutcome {
         /// A storage miss seen before the lock may be stale (a load completed since): read again.
@@ -96,8 +139,13 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @usableFromInline private(set) var statistics = AvenueStatistics()
     @usableFromInline var nextTicket: UInt64 = 0
     @usableFromInline var nextLoadID: UInt64 = 0
+    @usableFromInline private(set) var failures: [Key: Failure] = [:]
+    @usableFromInline private(set) var offline: Offline?
+    @usableFromInline let retryPolicy: RetryPolicy
 
-    @inlinable init() {}
+    @inlinable init(retryPolicy: RetryPolicy = .default) {
+        self.retryPolicy = retryPolicy
+    }
 
     // MARK: Rows
 
@@ -121,43 +169,82 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         return true
     }
 
-    /// Row `index` wants `key`. `stored` says whether storage had it when read at `epoch`.
+    /// Row `index` wants `key`. `found` says what storage had when read at `epoch`; `now` decides
+    /// whether a failed key may load again, unless `force` (an explicit retry).
     @inlinable
     mutating func prepare(
-        _ key: Key, at index: Index, priority: LoadPriority, stored: Bool, epoch: UInt64
+        _ key: Key, at index: Index, priority: LoadPriority, found: Found?, epoch: UInt64,
+        now: ContinuousClock.Instant, force: Bool = false
     ) -> PrepareOutcome {
-        if !stored, loads[key] == nil, epoch != storeEpoch { return .retry }
+        if found != .fresh, loads[key] == nil, epoch != storeEpoch { return .retry }
         var effects = Effects()
         if let row = rows[index], row.key == key {
             switch row.phase {
             case .waiting(let current):
                 if current != priority { setRowPriority(priority, at: index, key: key, into: &effects) }
                 return .done(effects)
-            case .settled where stored:
+            case .settled where found == .fresh:
                 return .done(effects)
+            case .failed where !force && found != .fresh && blockingFailure(of: key, now: now) != nil:
+                return .done(effects)  // still waiting: nothing changes, nobody is told
             case .settled, .failed:
-                break  // evicted since, or a retry after a failure
+                break  // evicted or stale since, or a retry after a failure
             }
         } else if rows[index] != nil {
             detach(index, into: &effects)
         }
         nextTicket &+= 1
-        if stored {
+        if found == .fresh {
             statistics.cacheHits += 1
             rows[index] = Row(key: key, ticket: nextTicket, phase: .settled)
             return .done(effects)
         }
-        rows[index] = Row(key: key, ticket: nextTicket, phase: .waiting(priority))
+        // A load is needed: nothing is stored, or only a stale value (shown meanwhile).
         if let loadIndex = loads.index(forKey: key) {
+            rows[index] = Row(key: key, ticket: nextTicket, phase: .waiting(priority))
             loads.values[loadIndex].rows.append((index, priority))
             followPriority(of: loadIndex, into: &effects)
-        } else {
-            nextLoadID &+= 1
-            loads[key] = Load(id: nextLoadID, claim: nil, rows: [(index, priority)], claimed: priority)
-            statistics.loadsStarted += 1
-            effects.start = (key, nextLoadID, priority)
+            return .done(effects)
         }
+        if !force, let failure = blockingFailure(of: key, now: now) {
+            rows[index] = Row(key: key, ticket: nextTicket, phase: .failed(failure.error))
+            return .done(effects)
+        }
+        if force { failures[key] = nil }
+        if let offline, now >= offline.until {
+            // The first load after the offline wait is the probe; the others wait for its answer.
+            let probeWait = now.advanced(by: retryPolicy.wait(afterFailure: offline.attempts + 1, random: 0.5))
+            self.offline?.until = probeWait
+            self.offline?.probe = key
+        }
+        rows[index] = Row(key: key, ticket: nextTicket, phase: .waiting(priority))
+        nextLoadID &+= 1
+        loads[key] = Load(id: nextLoadID, claim: nil, rows: [(index, priority)], claimed: priority)
+        statistics.loadsStarted += 1
+        effects.start = (key, nextLoadID, priority)
         return .done(effects)
+    }
+
+    /// The failure that keeps `key` from loading now, if any: its own wait, or the avenue's
+    /// offline wait (which holds every key that is not already loading).
+    @inlinable
+    func blockingFailure(of key: Key, now: ContinuousClock.Instant) -> Failure? {
+        if let failure = failures[key], !failure.offline {
+            guard let retryAt = failure.retryAt else { return failure }
+            if now < retryAt { return failure }
+        }
+        if let offline, now < offline.until {
+            return Failure(error: offline.error, attempts: failures[key]?.attempts ?? 0, retryAt: offline.until)
+        }
+        return nil
+    }
+
+    /// When the row's failed key may load again (for ``ItemState/failed(_:retryAt:)``).
+    @inlinable
+    func retryAt(of key: Key, now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        guard let failure = failures[key], !failure.offline else { return offline.map { max($0.until, now) } }
+        guard let retryAt = failure.retryAt else { return nil }
+        return max(retryAt, offline?.until ?? retryAt)
     }
 
     /// Records the processor claim made for a load just started.
@@ -182,6 +269,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @inlinable
     mutating func cancelLoad(of key: Key) -> Effects {
         var effects = Effects()
+        failures[key] = nil
         guard let load = loads.removeValue(forKey: key) else { return effects }
         for row in load.rows { rows[row.index] = nil }
         if let claim = load.claim { effects.release.append(claim) }
@@ -202,9 +290,12 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     // MARK: Completion
 
-    /// The load `loadID` of `key` finished. A success must already be in storage.
+    /// The load `loadID` of `key` finished at `now`. A success must already be in storage. `random`
+    /// (0...1) picks the retry wait's jitter.
     @inlinable
-    mutating func complete(_ key: Key, loadID: UInt64, outcome: Outcome) -> [Delivery] {
+    mutating func complete(
+        _ key: Key, loadID: UInt64, outcome: Outcome, now: ContinuousClock.Instant, random: Double = 0.5
+    ) -> [Delivery] {
         guard let index = loads.index(forKey: key), loads.values[index].id == loadID else { return [] }
         let load = loads.remove(at: index).value
         let phase: RowPhase
@@ -213,12 +304,15 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         case .loaded:
             storeEpoch &+= 1
             statistics.loadsCompleted += 1
+            failures[key] = nil
+            offline = nil  // a load went through: connectivity is back
             (phase, change) = (.settled, .loaded)
         case .cancelled:
             statistics.loadsCancelled += 1
             (phase, change) = (.settled, .cancelled)
         case .failed(let error):
             statistics.loadsFailed += 1
+            noteFailure(of: key, error: error, now: now, random: random)
             (phase, change) = (.failed(error), .failed(error))
         }
         return load.rows.compactMap { row in
@@ -227,6 +321,44 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             rows[row.index] = entry
             return Delivery(index: row.index, ticket: entry.ticket, change: change)
         }
+    }
+
+    /// Records a failure of `key` and when it may load again.
+    @inlinable
+    mutating func noteFailure(of key: Key, error: any Error, now: ContinuousClock.Instant, random: Double) {
+        let attempts = (failures[key]?.attempts ?? 0) + 1
+        let retryAt: ContinuousClock.Instant?
+        if error.isOffline {
+            // Only the first failure and a failed probe lengthen the wait; loads that were already in
+            // flight when connectivity went fail too, and change nothing.
+            if offline == nil {
+                offline = Offline(error: error, attempts: 1, until: now.advanced(by: retryPolicy.wait(afterFailure: 1, random: random)))
+            } else if offline?.probe == key, let previous = offline {
+                let wait = retryPolicy.wait(afterFailure: previous.attempts + 1, random: random)
+                offline = Offline(error: error, attempts: previous.attempts + 1, until: now.advanced(by: wait))
+            }
+            if failures[key] == nil, failures.count >= Self.failureLimit, let oldest = failures.keys.first {
+                failures[oldest] = nil
+            }
+            failures[key] = Failure(error: error, attempts: attempts, retryAt: nil, offline: true)
+            return
+        } else if let delay = error.retryDelay {
+            retryAt = now.advanced(by: delay)
+        } else if attempts >= retryPolicy.attempts {
+            retryAt = nil
+        } else {
+            retryAt = now.advanced(by: retryPolicy.wait(afterFailure: attempts, random: random))
+        }
+        if failures[key] == nil, failures.count >= Self.failureLimit, let oldest = failures.keys.first {
+            failures[oldest] = nil
+        }
+        failures[key] = Failure(error: error, attempts: attempts, retryAt: retryAt)
+    }
+
+    /// Forgets `key`'s failure, so the next prepare loads it at once (``Avenue/retry(at:)``).
+    @inlinable
+    mutating func forgetFailure(of key: Key) {
+        failures[key] = nil
     }
 
     /// `true` while row `index` still has `ticket`, i.e. a notification made for it is current.

@@ -2,12 +2,16 @@
 public enum ItemState: Sendable, CustomStringConvertible {
     /// Nothing: the row was never prepared, was released, or its value is no longer stored.
     case empty
-    /// The row's value is being made.
+    /// The row's value is being made; nothing is shown yet.
     case loading
     /// The row's value is readable with ``Avenue/item(at:)``.
     case loaded
-    /// Making the row's value failed; preparing the row again retries.
-    case failed(any Error)
+    /// An outdated value is shown (readable with ``Avenue/item(at:)``): a fresh one is being loaded
+    /// (`revalidating`), or loading it failed (`error`) and the outdated one stays.
+    case stale(revalidating: Bool, error: (any Error)?)
+    /// Making the row's value failed. Preparing the row again tries again at `retryAt` or later;
+    /// `nil` when the key failed too often and only ``Avenue/retry(at:)`` tries again.
+    case failed(any Error, retryAt: ContinuousClock.Instant?)
 
     /// `true` for `.loaded`.
     public var isLoaded: Bool {
@@ -21,19 +25,39 @@ public enum ItemState: Sendable, CustomStringConvertible {
         return false
     }
 
-    /// The error of a `.failed` state.
+    /// `true` for `.stale`: a value is shown, but it is outdated.
+    public var isStale: Bool {
+        if case .stale = self { return true }
+        return false
+    }
+
+    /// `true` when ``Avenue/item(at:)`` has a value to show (`.loaded` or `.stale`).
+    public var hasValue: Bool { isLoaded || isStale }
+
+    /// The error of a `.failed` state, or of a `.stale` one whose revalidation failed.
     public var error: (any Error)? {
-        if case .failed(let error) = self { return error }
+        switch self {
+        case .failed(let error, _): error
+        case .stale(_, let error): error
+        default: nil
+        }
+    }
+
+    /// When preparing a `.failed` row tries again.
+    public var retryAt: ContinuousClock.Instant? {
+        if case .failed(_, let retryAt) = self { return retryAt }
         return nil
     }
 
-    /// `empty`, `loading`, `loaded` or `failed(<error>)`.
+    /// `empty`, `loading`, `loaded`, `stale(…)` or `failed(<error>)`.
     public var description: String {
         switch self {
         case .empty: "empty"
         case .loading: "loading"
         case .loaded: "loaded"
-        case .failed(let error): "failed(\(error))"
+        case .stale(let revalidating, let error):
+            "stale(" + (revalidating ? "revalidating" : error.map { "failed: \($0)" } ?? "kept") + ")"
+        case .failed(let error, _): "failed(\(error))"
         }
     }
 }

@@ -27,15 +27,17 @@ import FoundationNetworking
 ///   folder is created again on the next download.
 /// - `file:` URLs are returned as they are; schemes other than `http`/`https` are an error.
 ///
-/// `AsyncMedia` is a ``Processor`` (URL → local file URL), so an ``Avenue`` can show downloads by
-/// row. It is thread-safe.
+/// `AsyncMedia` is a ``SchedulingProcessor`` (URL → local file URL): an ``Avenue`` over it (or over
+/// a transform of it) shows downloads by row with one queue — its `maxConcurrentDownloads` — where
+/// each row's priority decides the order, a row scrolled into view moves its download forward, and a
+/// row scrolled away releases its claim. It is thread-safe.
 ///
 /// ```swift
 /// let media = AsyncMedia(directory: cacheFolder)
 /// let file = try await media.request(url: imageURL)
 /// for await progress in media.progress(url: videoURL) { print(progress) }
 /// ```
-public final class AsyncMedia: Processor {
+public final class AsyncMedia: SchedulingProcessor {
     /// What is asked for: a remote (or `file:`) URL.
     public typealias Key = URL
     /// What is returned: the URL of the local file.
@@ -59,6 +61,8 @@ public final class AsyncMedia: Processor {
     private let progress: ProgressHub
     private let session: SessionTransport
     private let downloader: AutoProcessor<URL, URL>
+    /// URLs whose server asked to wait (429/503 with `Retry-After`).
+    private let gate = RetryGate<URL>()
 
     /// Creates a media cache in `directory` (created on the first download).
     ///
@@ -128,19 +132,30 @@ public final class AsyncMedia: Processor {
     /// later. A request overlapping a ``clear()`` throws `CancellationError`.
     ///
     /// - Throws: ``AsyncMediaError`` (unsupported scheme, HTTP status, incomplete body, a limit, the
-    ///   folder), a `URLError` when the network fails (see ``Swift/Error/isSilenceable``), or
-    ///   `CancellationError` if the caller's task is cancelled or ``clear()`` runs meanwhile.
+    ///   folder; `.unavailable` for a 429 or 503, repeated without asking the server until its
+    ///   `Retry-After` is over), a `URLError` when the network fails (see
+    ///   ``Swift/Error/isSilenceable``), or `CancellationError` if the caller's task is cancelled or
+    ///   ``clear()`` runs meanwhile.
     public func request(url: URL) async throws -> URL {
         if url.isFileURL { return url }
         let url = try Self.canonical(url)
         let generation = folder.generation
         if let file = folder.cachedFile(for: url) { return file }
-        let file = try await downloader.value(for: url)
+        if let error = gate.blocked(url) { throw error }  // the server asked to wait
+        // At the priority of the avenue row asking, if one is (`.visible` otherwise).
+        let file: URL
+        do {
+            file = try await downloader.process(url)
+        } catch {
+            gate.note(error, for: url)
+            throw error
+        }
         guard folder.stillHolds(file, since: generation) else { throw CancellationError() }
         return file
     }
 
-    /// Same as ``request(url:)``, so AsyncMedia can serve an ``Avenue``.
+    /// Same as ``request(url:)``, so AsyncMedia can serve an ``Avenue`` (at the priority of the row
+    /// asking).
     public func process(_ url: URL) async throws -> URL {
         try await request(url: url)
     }
@@ -178,6 +193,9 @@ public final class AsyncMedia: Processor {
 
     /// Whether no download is queued or running (for tests).
     var downloaderIsIdle: Bool { downloader.tableSizes.isIdle }
+
+    /// Downloads queued and running now.
+    public var activity: AutoProcessorActivity { downloader.activity }
 
     // MARK: The seeds' static spelling
 

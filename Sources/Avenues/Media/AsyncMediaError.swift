@@ -24,6 +24,9 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
     /// The file could not be written into the media folder (disk full, no permission, the folder
     /// unusable); `reason` says which.
     case cannotStore(URL, reason: DiskStorageError)
+    /// The server is busy or rate-limiting (429 or 503) and said when to come back, if it did
+    /// (`Retry-After`). Until then, requests for the URL fail with this error without asking it.
+    case unavailable(status: Int, url: URL, retryAfter: Duration?)
 
     /// What happened and what to do.
     public var description: String {
@@ -48,7 +51,18 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
             "The body of \(url) is larger than \(limit) bytes and was not downloaded; raise DownloadLimits.maximumSize if it is expected."
         case .cannotStore(let url, let reason):
             "\(url) could not be stored in the media folder: " + reason.mediaAdvice
+        case .unavailable(let status, let url, let retryAfter):
+            "The server answered \(status) for \(url) (busy or rate-limited); "
+                + (retryAfter.map { "it asked to wait \($0) before trying again." } ?? "try again later.")
         }
+    }
+}
+
+extension AsyncMediaError: RetryAfterError {
+    /// How long the server asked to wait (`.unavailable` with a `Retry-After`).
+    public var retryAfter: Duration? {
+        if case .unavailable(_, _, let retryAfter) = self { return retryAfter }
+        return nil
     }
 }
 

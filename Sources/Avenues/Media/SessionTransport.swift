@@ -71,7 +71,10 @@ final class SessionTransport: NSObject, URLSessionDataDelegate, Sendable {
         let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased()
         let encoded = encoding.map { $0 != "identity" } ?? false
         let length = response.expectedContentLength >= 0 ? response.expectedContentLength : nil
-        let proceed = transfer(for: dataTask)?.head(status: http?.statusCode ?? 200, contentLength: length, encoded: encoded) ?? false
+        let proceed = transfer(for: dataTask)?.head(
+            status: http?.statusCode ?? 200, contentLength: length, encoded: encoded,
+            retryAfter: http?.value(forHTTPHeaderField: "Retry-After")
+        ) ?? false
         completionHandler(proceed ? .allow : .cancel)
     }
 

@@ -111,7 +111,7 @@ enum SocketTransport {
                 throw Handover(url: url)  // the server encoded the body although asked not to
             }
             let length: Int64? = if case .length(let length) = framing { length } else { nil }
-            guard transfer.head(status: head.status, contentLength: length, encoded: false) else {
+            guard transfer.head(status: head.status, contentLength: length, encoded: false, retryAfter: head.value("retry-after")) else {
                 transfer.end(nil)
                 return
             }

@@ -69,10 +69,13 @@ final class Transfer: Sendable {
     }
 
     /// The response head: `true` to read the body. `encoded` says the body's bytes are decoded from
-    /// a `Content-Encoding` (gzip), so `Content-Length` does not count them.
-    func head(status: Int, contentLength: Int64?, encoded: Bool) -> Bool {
+    /// a `Content-Encoding` (gzip), so `Content-Length` does not count them; `retryAfter` is the
+    /// `Retry-After` header, if any.
+    func head(status: Int, contentLength: Int64?, encoded: Bool, retryAfter: String? = nil) -> Bool {
         let failure: (any Error)?
-        if status != 200 && status != 203 {
+        if status == 429 || status == 503 {
+            failure = AsyncMediaError.unavailable(status: status, url: url, retryAfter: retryAfter.flatMap { Transfer.delay(retryAfter: $0) })
+        } else if status != 200 && status != 203 {
             failure = AsyncMediaError.httpStatus(status, url: url)
         } else if let maximum = limits.maximumSize, let contentLength, !encoded, contentLength > maximum {
             failure = AsyncMediaError.tooLarge(url, limit: maximum)
@@ -141,6 +144,18 @@ final class Transfer: Sendable {
             return state.stop
         }
         stop?()
+    }
+
+    /// A `Retry-After` value — seconds, or an HTTP date — as a delay from now.
+    static func delay(retryAfter value: String, now: Date = Date()) -> Duration? {
+        let text = value.trimmingSpaces()
+        if let seconds = Int64(text), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: text) else { return nil }
+        return .seconds(max(0, date.timeIntervalSince(now)))
     }
 
     // MARK: For the run

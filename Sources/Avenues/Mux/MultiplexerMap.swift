@@ -10,8 +10,9 @@ import Foundation
 ///
 /// The policy is ``Multiplexer``'s, per key. Any key is safe on disk (`/`, `..`, long or unicode
 /// keys are hashed into file names). Memory copies are bounded (`memoryLimit`, least recently used
-/// out). A map is a ``Processor``, so an ``Avenue`` can load rows through it and share its cache.
-public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Sendable, T: Codable & Sendable>: Processor {
+/// out). A map is a ``SchedulingProcessor``, so an ``Avenue`` can load rows through it and share its
+/// cache, with one queue: its `maxConcurrentFetches`, ordered by the priority of the rows asking.
+public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Sendable, T: Codable & Sendable>: SchedulingProcessor {
     /// The map's keys.
     public typealias Key = K
     /// The map's values.

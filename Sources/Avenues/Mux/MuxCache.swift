@@ -101,6 +101,23 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         return diskCopy(for: key)?.value
     }
 
+    /// The copy a list can show now, and whether it is stale (past its time-to-live, or refreshed):
+    /// memory, else disk, without fetching.
+    func lookup(_ key: Key) -> (value: Value, isStale: Bool)? {
+        let now = clock.monotonic()
+        if let found = state.withLock({ state -> (Value, Bool)? in
+            state.memory.peek(key).map { ($0.value, !isFresh($0, in: state, now: now)) }
+        }) {
+            return found
+        }
+        guard let (value, storedAt) = diskCopy(for: key) else { return nil }
+        let age = max(0, clock.wall().timeIntervalSince(storedAt))
+        let refreshedSince = state.withLock { state in
+            state.forced.contains(key) || (state.refreshedAt.map { storedAt.timeIntervalSince($0) <= 0.001 } ?? false)
+        }
+        return (value, age >= timeToLive.seconds || refreshedSince)
+    }
+
     /// `cachedValue`: memory, else disk, of any age, without fetching.
     func cachedValue(for key: Key) -> Value? {
         fallbackValue(for: key)

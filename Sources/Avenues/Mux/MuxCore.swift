@@ -7,6 +7,8 @@
 final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendable {
     let cache: MuxCache<Key, Value>
     let fetcher: AutoProcessor<MuxRunKey<Key>, Value>
+    /// Keys whose back end asked to wait (a ``RetryAfterError``).
+    let gate = RetryGate<Key>()
 
     init(cache: MuxCache<Key, Value>, maxConcurrent: Int, fetch: @escaping @Sendable (Key) async throws -> Value) {
         self.cache = cache
@@ -15,10 +17,23 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
         }
     }
 
-    /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch.
+    /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at the
+    /// priority of the avenue row asking, if one is.
     func request(_ key: Key) async throws -> Value {
         if let value = cache.freshValue(for: key) { return value }
-        return try await fetcher.value(for: runKey(for: key))
+        if let error = gate.blocked(key) {
+            // The back end asked to wait: the cached copy of any age, else its answer, without asking.
+            if let fallback = cache.fallbackValue(for: key) { return fallback }
+            throw error
+        }
+        do {
+            let value = try await fetcher.process(runKey(for: key))
+            gate.open(key)
+            return value
+        } catch {
+            gate.note(error, for: key)
+            throw error
+        }
     }
 
     /// The run a request for `key` would join now.

@@ -12,6 +12,8 @@ public struct KeyMappedStorage<Base: Storage, Key: Sendable>: Storage {
 
     /// The base storage's value for `transform(key)`.
     public func value(for key: Key) -> Base.Value? { base.value(for: transform(key)) }
+    /// The base storage's lookup of `transform(key)`.
+    public func lookup(_ key: Key) -> StoredValue<Base.Value>? { base.lookup(transform(key)) }
     /// Stores `value` in the base storage under `transform(key)`.
     public func set(_ value: Base.Value, for key: Key) { base.set(value, for: transform(key)) }
     /// Removes the base storage's value for `transform(key)`.

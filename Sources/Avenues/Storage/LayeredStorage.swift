@@ -20,6 +20,19 @@ where Front.Key == Back.Key, Front.Value == Back.Value {
         return value
     }
 
+    /// The front's fresh value; else the back's, copied forward if fresh; else a stale value of either
+    /// (the front's first).
+    public func lookup(_ key: Front.Key) -> StoredValue<Front.Value>? {
+        let front = front.lookup(key)
+        if let front, !front.isStale { return front }
+        guard let back = back.lookup(key) else { return front }
+        if !back.isStale {
+            self.front.set(back.value, for: key)
+            return back
+        }
+        return front ?? back
+    }
+
     /// Stores `value` in both layers.
     public func set(_ value: Front.Value, for key: Front.Key) {
         front.set(value, for: key)

@@ -26,4 +26,32 @@ public protocol Storage<Key, Value>: Sendable {
 
     /// Removes every value.
     func removeAll()
+
+    /// The value for `key` with its freshness; see ``StoredValue``. The default reads
+    /// ``value(for:)`` and calls every value fresh.
+    func lookup(_ key: Key) -> StoredValue<Value>?
+}
+
+/// A value found in a ``Storage``, and whether it is stale: kept past its freshness, like an expired
+/// ``DiskStorage`` entry. An ``Avenue`` shows a stale value at once and loads a fresh one.
+public struct StoredValue<Value: Sendable>: Sendable {
+    /// The value.
+    public var value: Value
+    /// `true` when the value is outdated and should be replaced.
+    public var isStale: Bool
+
+    /// A found value.
+    public init(_ value: Value, isStale: Bool = false) {
+        self.value = value
+        self.isStale = isStale
+    }
+}
+
+extension Storage {
+    /// The value for `key` with its freshness, or `nil` when there is none. Storages that do not know
+    /// staleness (memory) report every value as fresh; ``DiskStorage`` reports expired entries as
+    /// stale instead of missing.
+    public func lookup(_ key: Key) -> StoredValue<Value>? {
+        value(for: key).map { StoredValue($0) }
+    }
 }

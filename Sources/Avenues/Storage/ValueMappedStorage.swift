@@ -21,6 +21,13 @@ public struct ValueMappedStorage<Base: Storage, Value: Sendable>: Storage {
     /// The base storage's value for `key`, turned into `Value`; `nil` if absent or unreadable.
     public func value(for key: Base.Key) -> Value? { base.value(for: key).flatMap(read) }
 
+    /// The base storage's lookup of `key`, its value turned into `Value` (a value `read` rejects is
+    /// a miss).
+    public func lookup(_ key: Base.Key) -> StoredValue<Value>? {
+        guard let found = base.lookup(key), let value = read(found.value) else { return nil }
+        return StoredValue(value, isStale: found.isStale)
+    }
+
     /// Stores `write(value)` in the base storage, or removes the entry when `write` gives `nil`.
     public func set(_ value: Value, for key: Base.Key) {
         if let stored = write(value) {

@@ -11,15 +11,22 @@ struct AvenueFixture {
     let avenue: Avenue<Int, String, Int>
     let told = EventLog<Int>()
     let errors = EventLog<Int>()
+    /// The clock of retry waits; tests move it (retry policy: no jitter).
+    let clock = TestClock()
 
     init(
         maxConcurrent: Int = 6,
         honoursCancellation: Bool = true,
-        callbackMode: CallbackMode = .completingThread
+        callbackMode: CallbackMode = .completingThread,
+        retryPolicy: RetryPolicy = RetryPolicy(jitter: 0)
     ) {
         let work = ControlledWork<String, Int>(honoursCancellation: honoursCancellation)
         self.work = work
-        avenue = Avenue(storage: storage, processor: AutoProcessor(maxConcurrent: maxConcurrent, work), callbackMode: callbackMode)
+        let clock = clock
+        avenue = Avenue(
+            storage: storage, processor: AutoProcessor(maxConcurrent: maxConcurrent, work), callbackMode: callbackMode,
+            retryPolicy: retryPolicy, now: { clock.now }
+        )
         let told = told, errors = errors
         avenue.onStateChange = { told.append($0) }
         avenue.onError = { _, row in errors.append(row) }
@@ -209,6 +216,10 @@ struct AvenueTests {
         #expect(failures.withLock { $0.map(\.0) } == ["disk on fire"])
         #expect(f.storage.value(for: "k") == nil)
 
+        f.avenue.prepareItem(for: "k", at: 4)  // within its retry wait: nothing is asked of the work
+        #expect(f.avenue.state(at: 4).retryAt == f.clock.now + .seconds(1))
+        #expect(f.work.starts(of: "k") == 1)
+        f.clock.advance(by: .seconds(1))
         f.avenue.prepareItem(for: "k", at: 4)
         #expect(f.avenue.state(at: 4).isLoading)
         await f.work.waitUntilStarted("k", times: 2)
@@ -499,7 +510,7 @@ struct AvenueTests {
         await f.errors.wait(for: 0)
         await f.told.wait(for: 0)
         #expect(f.avenue.state(at: 0).error is CancellationError)
-        f.avenue.prepareItem(for: "k", at: 0)  // retried like any failure
+        f.avenue.retry(at: 0)  // retried like any failure
         await f.work.waitUntilStarted("k", times: 2)
         f.work.succeed("k", with: 3)
         await f.told.wait(for: 0, times: 2)
@@ -583,7 +594,7 @@ struct AvenueTests {
         await f.work.waitUntilStarted("k")
         f.work.fail("k", with: TestError("first try"))
         await f.told.wait(for: 0)
-        f.avenue.prepareItem(for: "k", at: 0)  // a retry
+        f.avenue.retry(at: 0)
         await f.work.waitUntilStarted("k", times: 2)
         f.work.succeed("k", with: 2)
         await f.told.wait(for: 0, times: 2)

@@ -316,4 +316,16 @@ final class AsyncMediaFaultTests: Sendable {
         #expect(!during.isEmpty)
         #expect(p90(during) <= p90(idle) + .milliseconds(100), "other traffic p90 \(p90(during)) vs idle \(p90(idle))")
     }
+
+    @Test(arguments: MediaTransport.allCases)
+    func aBusyServerIsNotAskedAgainBeforeItsRetryAfter(transport: MediaTransport) async throws {
+        let media = media(transport)
+        let url = server.url("/busy/30")
+        let busy = AsyncMediaError.unavailable(status: 503, url: url, retryAfter: .seconds(30))
+        await #expect(throws: busy) { try await media.request(url: url) }
+        await #expect(throws: busy) { try await media.request(url: url) }  // answered without asking
+        #expect(try await server.counts().requests["/busy/30"] == 1)
+        #expect(busy.retryAfter == .seconds(30))
+        #expect(Transfer.delay(retryAfter: "Wed, 21 Oct 2015 07:28:30 GMT", now: Date(timeIntervalSince1970: 1_445_412_480)) == .seconds(30))
+    }
 }

@@ -58,6 +58,13 @@ final class MediaServer: Sendable {
         return (counts.requests, counts.closed)
     }
 
+    /// Every request's path and query, in the order the server received them.
+    func order() async throws -> [String] {
+        let (data, _) = try await URLSession.shared.data(from: url("/counts"))
+        struct Counts: Decodable { var order: [String] }
+        return try JSONDecoder().decode(Counts.self, from: data).order
+    }
+
     /// The Accept-Encoding and Range headers each path was last asked with.
     func headers() async throws -> [String: [String: String]] {
         let (data, _) = try await URLSession.shared.data(from: url("/counts"))

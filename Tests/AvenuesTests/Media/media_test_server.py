@@ -14,7 +14,9 @@ Prints "PORT <n>" once listening, then serves until killed or stdin closes.
   /endless?pause_ms=        a body that never ends: 1 KiB every pause_ms milliseconds
   /stall/<n>                announces n bytes, sends 10, then sends nothing more (never closes)
   /redirect/<path>          302 to /<path>
-  /counts                   JSON: requests per path, and connections closed by the client mid-body
+  /busy/<seconds>           503 with Retry-After: <seconds>
+  /counts                   JSON: requests per path, connections closed by the client mid-body, and
+                            every request's path and query in the order they arrived ("order")
 
 /status/204 and /status/304 send no body. Every response to a path records the Accept-Encoding
 and Range headers it was asked with under /counts' "headers".
@@ -30,6 +32,7 @@ from urllib.parse import parse_qs, urlparse
 counts = {}
 closed = {}
 headers = {}
+order = []
 lock = threading.Lock()
 
 
@@ -70,7 +73,7 @@ class Handler(BaseHTTPRequestHandler):
         parts = url.path.strip("/").split("/")
         if url.path == "/counts":
             with lock:
-                payload = json.dumps({"requests": counts, "closed": closed, "headers": headers}).encode()
+                payload = json.dumps({"requests": counts, "closed": closed, "headers": headers, "order": order}).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -78,6 +81,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.count(url.path, counts)
         with lock:
+            order.append(self.path)
             headers[url.path] = {"accept-encoding": self.headers.get("Accept-Encoding", ""), "range": self.headers.get("Range", "")}
         kind = parts[0]
         size = int(parts[1].split(".")[0]) if len(parts) > 1 and parts[1].split(".")[0].isdigit() else 0
@@ -158,6 +162,11 @@ class Handler(BaseHTTPRequestHandler):
                 pass
             self.count(url.path, closed)
             self.close_connection = True
+        elif kind == "busy":
+            self.send_response(503)
+            self.send_header("Retry-After", str(size))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif kind == "redirect":
             self.send_response(302)
             self.send_header("Location", "/" + "/".join(parts[1:]) + ("?" + url.query if url.query else ""))

@@ -9,12 +9,11 @@ struct AutoProcessorStateMachineTests {
     let ignore = Waiter<Int>.callback { _ in }
 
     private func spawned(_ action: Machine.ClaimAction) -> UInt64? {
-        if case .spawnWorker(let worker) = action { return worker }
-        return nil
+        action.spawnWorker
     }
 
     private func job(_ step: Machine.WorkerStep) -> Machine.Job? {
-        if case .run(let job) = step { return job }
+        if case .run(let job, _) = step { return job }
         return nil
     }
 
@@ -190,7 +189,7 @@ struct AutoProcessorStateMachineTests {
         let busy = try #require(job(machine.start(worker: worker)))
         _ = machine.claim("a", id: 1, priority: .visible, waiter: ignore)
         _ = machine.claim("b", id: 2, priority: .visible, waiter: ignore)
-        machine.setPriority(.prefetch, key: "a", id: 1)
+        _ = machine.setPriority(.prefetch, key: "a", id: 1)
         guard case .deliver = machine.finish(busy, worker: worker, result: .success(0)) else {
             Issue.record("no delivery")
             return
@@ -212,5 +211,43 @@ struct AutoProcessorStateMachineTests {
             return
         }
         #expect(machine.tableSizes.isIdle)
+    }
+
+    // MARK: Admission control
+
+    @Test func prefetchWorkHoldsAtMostItsShareOfWorkersAndVisibleWorkFindsOneFree() throws {
+        var machine = Machine(maxConcurrent: 3, reservedForVisible: 1)
+        var workers: [UInt64] = []
+        for id in 1...5 {
+            if let worker = spawned(machine.claim("p\(id)", id: UInt64(id), priority: .prefetch, waiter: ignore)) { workers.append(worker) }
+        }
+        #expect(workers.count == 2)  // 3 − 1 reserved
+        let started = workers.compactMap { job(machine.start(worker: $0)) }
+        #expect(started.map(\.key) == ["p1", "p2"])
+        let visibleWorker = try #require(spawned(machine.claim("v", id: 10, priority: .visible, waiter: ignore)))
+        #expect(job(machine.start(worker: visibleWorker))?.key == "v")
+        // Finishing a prefetch lets the next prefetch take its worker; the visible one stays separate.
+        guard case .deliver = machine.finish(started[0], worker: workers[0], result: .success(1)) else {
+            Issue.record("no delivery")
+            return
+        }
+        #expect(job(machine.endDelivery(of: started[0], worker: workers[0]))?.key == "p3")
+    }
+
+    @Test func raisingARunningPrefetchFreesItsPrefetchSlotForQueuedPrefetchWork() throws {
+        var machine = Machine(maxConcurrent: 2, reservedForVisible: 1)
+        let worker = try #require(spawned(machine.claim("p1", id: 1, priority: .prefetch, waiter: ignore)))
+        #expect(job(machine.start(worker: worker))?.key == "p1")
+        #expect(spawned(machine.claim("p2", id: 2, priority: .prefetch, waiter: ignore)) == nil)  // over its share
+        let raise = machine.setPriority(.visible, key: "p1", id: 1)
+        #expect(raise.reprioritized?.priority == .visible && raise.reprioritized?.worker == worker)
+        let second = try #require(raise.spawnWorker)  // the freed prefetch slot goes to p2
+        #expect(job(machine.start(worker: second))?.key == "p2")
+    }
+
+    @Test func withOneWorkerPrefetchWorkStillRuns() throws {
+        var machine = Machine(maxConcurrent: 1, reservedForVisible: 1)
+        let worker = try #require(spawned(machine.claim("p", id: 1, priority: .prefetch, waiter: ignore)))
+        #expect(job(machine.start(worker: worker))?.key == "p")
     }
 }

@@ -275,8 +275,11 @@ struct DiskStorageTests {
         #expect(storage.value(for: "k") == bytes("fresh"))
         clock.withLock { $0 += 1 }
         #expect(storage.value(for: "k") == nil)
-        #expect(!FileManager.default.fileExists(atPath: entryFile(storage, "k")))
+        // Kept on disk as a stale copy (an avenue shows it while loading a fresh one).
+        #expect(FileManager.default.fileExists(atPath: entryFile(storage, "k")))
+        #expect(storage.lookup("k")?.isStale == true && storage.lookup("k")?.value == bytes("fresh"))
         #expect(storage.value(for: "pinned") == bytes("forever"))
+        #expect(storage.lookup("pinned")?.isStale == false)
     }
 
     @Test func aDeletedFolderIsCreatedAgainOnTheNextWrite() throws {

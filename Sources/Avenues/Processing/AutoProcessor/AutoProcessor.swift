@@ -12,7 +12,13 @@ import Synchronization
 ///   stops a key for everyone.
 /// - **Priorities:** at most ``maxConcurrent`` workers (6 by default) drain a queue in which
 ///   `.visible` work goes before `.prefetch` work, first come first served within a priority. A
-///   key's priority is the highest of its claims; raising it moves queued work forward.
+///   key's priority is the highest of its claims; raising it moves queued work forward. Running
+///   prefetch work holds at most `maxConcurrent − reservedForVisible` workers (admission control),
+///   so a row that scrolls into view never waits behind prefetches that already started.
+/// - **One scheduler per chain:** when the work is itself a ``SchedulingProcessor`` (downloads
+///   through ``AsyncMedia``, say), each job tells it the priority of the claims it runs for, and
+///   follows their raises; and `process(_:)` — how such a chain asks — follows the priority of the
+///   job that calls it.
 /// - **Bounded bookkeeping:** a finished run leaves the tables once its result is handed out, and a
 ///   processor whose claims were all released holds nothing. Failures are never cached: the next
 ///   request runs the work again. Work that throws `CancellationError` although nobody cancelled it
@@ -45,13 +51,27 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     struct State {
         @usableFromInline var machine: Machine
         @usableFromInline var workerTasks: [UInt64: Task<Void, Never>] = [:]
+        /// The priority each worker's job runs at, when it is propagated to the work.
+        @usableFromInline var contexts: [UInt64: RunPriority] = [:]
         @inlinable init(machine: Machine) { self.machine = machine }
     }
 
     /// The most work items running at once.
     public var maxConcurrent: Int { maxConcurrentCount }
 
+    /// Workers kept from prefetch work, so visible work finds one free: prefetch work runs on at most
+    /// `maxConcurrent − reservedForVisible` workers (and always on at least one).
+    public let reservedForVisible: Int
+
+    /// The default of `reservedForVisible`: 1 when there are 2 or more workers. In the scroll
+    /// simulation (Benchmarks/README.md) it shortened the mean wait of rows coming into view.
+    public static func defaultReservedForVisible(maxConcurrent: Int) -> Int {
+        maxConcurrent > 1 ? 1 : 0
+    }
+
     @usableFromInline let maxConcurrentCount: Int
+    /// Whether jobs tell their work the priority they run at (the work contains a scheduler).
+    @usableFromInline let propagatesPriority: Bool
     @usableFromInline let work: @Sendable (Key) async throws -> Value
     @usableFromInline let executor: (any TaskExecutor)?
     @usableFromInline let state: Locked<State>
@@ -61,36 +81,62 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ///
     /// - Parameters:
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
+    ///   - reservedForVisible: workers prefetch work may not take; by default
+    ///     ``defaultReservedForVisible(maxConcurrent:)`` (1 when `maxConcurrent` is 2 or more).
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///     A dedicated executor keeps heavy work off the shared pool; a single-threaded one that runs
     ///     jobs only when asked makes the processor deterministic (the scroll simulator uses one).
-    ///   - processor: what makes each value.
+    ///   - processor: what makes each value. If it is a ``SchedulingProcessor``, each job tells it
+    ///     the priority it runs at.
     @inlinable
-    public convenience init(maxConcurrent: Int = 6, executor: (any TaskExecutor)? = nil, _ processor: some Processor<Key, Value>) {
-        self.init(maxConcurrent: maxConcurrent, executor: executor, work: { try await processor.process($0) })
+    public convenience init(
+        maxConcurrent: Int = 6,
+        reservedForVisible: Int? = nil,
+        executor: (any TaskExecutor)? = nil,
+        _ processor: some Processor<Key, Value>
+    ) {
+        self.init(
+            maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, executor: executor,
+            propagatesPriority: processor is any SchedulingProcessor, work: { try await processor.process($0) }
+        )
     }
 
     /// Creates a processor running `work` for each key.
     ///
     /// - Parameters:
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
+    ///   - reservedForVisible: workers prefetch work may not take; by default
+    ///     ``defaultReservedForVisible(maxConcurrent:)``.
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///   - work: what makes each value; should honour task cancellation.
     @inlinable
     public convenience init(
         maxConcurrent: Int = 6,
+        reservedForVisible: Int? = nil,
         executor: (any TaskExecutor)? = nil,
         _ work: @escaping @Sendable (Key) async throws -> Value
     ) {
-        self.init(maxConcurrent: maxConcurrent, executor: executor, work: work)
+        self.init(
+            maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, executor: executor,
+            propagatesPriority: false, work: work
+        )
     }
 
     @inlinable
-    init(maxConcurrent: Int, executor: (any TaskExecutor)?, work: @escaping @Sendable (Key) async throws -> Value) {
+    init(
+        maxConcurrent: Int,
+        reservedForVisible: Int?,
+        executor: (any TaskExecutor)?,
+        propagatesPriority: Bool,
+        work: @escaping @Sendable (Key) async throws -> Value
+    ) {
+        let reserved = reservedForVisible ?? Self.defaultReservedForVisible(maxConcurrent: maxConcurrent)
         self.maxConcurrentCount = maxConcurrent
+        self.reservedForVisible = reserved
         self.executor = executor
+        self.propagatesPriority = propagatesPriority
         self.work = work
-        self.state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent)))
+        self.state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent, reservedForVisible: reserved)))
     }
 
     // MARK: Asking for values
@@ -103,28 +149,41 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// - Parameter priority: `.visible` (the default) or `.prefetch`.
     @inlinable
     public func value(for key: Key, priority: LoadPriority = .visible) async throws -> Value {
+        try await value(for: key, priority: priority, following: nil)
+    }
+
+    /// The value for `key` at the priority of the run asking for it — ``value(for:priority:)`` at
+    /// `.visible` when no outer processor runs the caller — so an `AutoProcessor` can stand wherever a
+    /// ``Processor`` is expected and still be one scheduler with the avenue above it.
+    @inlinable
+    public func process(_ key: Key) async throws -> Value {
+        let run = RunPriority.current
+        return try await value(for: key, priority: run?.value ?? .visible, following: run)
+    }
+
+    /// Claims `key` for the calling task; with `run`, the claim follows that run's priority changes.
+    @inlinable
+    func value(for key: Key, priority: LoadPriority, following run: RunPriority?) async throws -> Value {
         let id = newClaimID()
+        let claim = Claim(key: key, id: id)
+        let observer = run?.observe { [weak self] priority in self?.setPriority(priority, for: claim) }
+        defer { if let observer { run?.stopObserving(observer) } }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
-                let registered = state.withLock { state -> Bool in
+                let (registered, reprioritized) = state.withLock { state -> (Bool, Machine.Reprioritized?) in
                     // Checked inside the lock: a cancel handler that ran before registration found
                     // nothing to withdraw, but the task's flag was already set when it ran.
-                    guard !Task.isCancelled else { return false }
-                    register(key, id: id, priority: priority, waiter: .continuation(continuation), in: &state)
-                    return true
+                    guard !Task.isCancelled else { return (false, nil) }
+                    // The run's priority may have changed since it was read.
+                    let current = run?.value ?? priority
+                    return (true, register(key, id: id, priority: current, waiter: .continuation(continuation), in: &state))
                 }
+                if let reprioritized { follow(reprioritized) }
                 if !registered { continuation.resume(throwing: CancellationError()) }
             }
         } onCancel: {
-            release(Claim(key: key, id: id))
+            release(claim)
         }
-    }
-
-    /// Same as `value(for: key, priority: .visible)`, so an `AutoProcessor` can stand wherever a
-    /// ``Processor`` is expected.
-    @inlinable
-    public func process(_ key: Key) async throws -> Value {
-        try await value(for: key, priority: .visible)
     }
 
     /// Claims `key` without suspending: `completion` is called once with the result, on the worker
@@ -140,9 +199,10 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         completion: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) -> Claim {
         let id = newClaimID()
-        state.withLock { state in
+        let reprioritized = state.withLock { state in
             register(key, id: id, priority: priority, waiter: .callback(completion), in: &state)
         }
+        if let reprioritized { follow(reprioritized) }
         return Claim(key: key, id: id)
     }
 
@@ -155,9 +215,10 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         completion: @escaping @Sendable (Result<Value, any Error>, _ cancelledForEveryone: Bool) -> Void
     ) -> Claim {
         let id = newClaimID()
-        state.withLock { state in
+        let reprioritized = state.withLock { state in
             register(key, id: id, priority: priority, waiter: .observer(completion), in: &state)
         }
+        if let reprioritized { follow(reprioritized) }
         return Claim(key: key, id: id)
     }
 
@@ -166,8 +227,10 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     public func release(_ claim: Claim) {
         let (action, task) = state.withLock { state in
             let action = state.machine.release(claim.key, id: claim.id)
+            apply(action.followUp.spawnWorker, in: &state)
             return (action, action.cancelWorker.flatMap { state.workerTasks[$0] })
         }
+        if let reprioritized = action.followUp.reprioritized { follow(reprioritized) }
         // Cancelling runs the work's cancellation handlers on this thread, so never under the lock.
         task?.cancel()
         if case .continuation(let continuation)? = action.waiter {
@@ -178,7 +241,12 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// Changes a claim's priority; queued work follows the highest priority among its claims.
     @inlinable
     public func setPriority(_ priority: LoadPriority, for claim: Claim) {
-        state.withLock { $0.machine.setPriority(priority, key: claim.key, id: claim.id) }
+        let reprioritized = state.withLock { state in
+            let action = state.machine.setPriority(priority, key: claim.key, id: claim.id)
+            apply(action.spawnWorker, in: &state)
+            return action.reprioritized
+        }
+        if let reprioritized { follow(reprioritized) }
     }
 
     // MARK: Cancelling and observing
@@ -228,13 +296,28 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         claimIDs.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
+    /// Registers a claim inside the lock; returns a running run's new priority, which the caller
+    /// hands to the run's work with ``follow(_:)`` after leaving the lock.
     @inlinable
     func register(
         _ key: Key, id: UInt64, priority: LoadPriority, waiter: Waiter<Value>, in state: inout State
-    ) {
-        if case .spawnWorker(let worker) = state.machine.claim(key, id: id, priority: priority, waiter: waiter) {
-            spawnWorker(worker, in: &state)
-        }
+    ) -> Machine.Reprioritized? {
+        let action = state.machine.claim(key, id: id, priority: priority, waiter: waiter)
+        apply(action.spawnWorker, in: &state)
+        return propagatesPriority ? action.reprioritized : nil
+    }
+
+    @inlinable
+    func apply(_ spawn: UInt64?, in state: inout State) {
+        if let spawn { spawnWorker(spawn, in: &state) }
+    }
+
+    /// Tells a running job's work that its priority changed (outside the lock: the work's scheduler
+    /// takes its own lock).
+    @inlinable
+    func follow(_ change: Machine.Reprioritized) {
+        guard propagatesPriority, let context = state.withLock({ $0.contexts[change.worker] }) else { return }
+        context.update(change.priority)
     }
 
     /// Starts a worker inside the lock, so its handle is stored before it can be asked to cancel.
@@ -263,10 +346,17 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     @inlinable
     func runWorker(_ worker: UInt64) async {
         var step = advance(worker) { $0.start(worker: worker) }
-        while case .run(let job) = step {
+        while case .run(let job, let priority) = step {
             let result: Result<Value, any Error>
             do {
-                result = .success(try await work(job.key))
+                if propagatesPriority {
+                    let context = RunPriority(priority)
+                    state.withLock { $0.contexts[worker] = context }
+                    defer { state.withLock { $0.contexts[worker] = nil } }
+                    result = .success(try await RunPriority.running(context) { try await work(job.key) })
+                } else {
+                    result = .success(try await work(job.key))
+                }
             } catch {
                 result = .failure(error)
             }
@@ -288,6 +378,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
             let step = event(&state.machine)
             if case .exit(let replacement) = step {
                 state.workerTasks[worker] = nil
+                state.contexts[worker] = nil
                 if let replacement { spawnWorker(replacement, in: &state) }
             }
             return step

@@ -8,7 +8,10 @@
 /// - a queued or running run has at least one claim (the last claim leaving removes the run);
 /// - a queue entry is live only while its run is `.queued` at that queue's priority with that token;
 ///   stale entries are skipped when popped and compacted when they pile up;
-/// - at most `maxConcurrent` workers exist, counting cancelled ones whose work has not returned yet.
+/// - at most `maxConcurrent` workers exist, counting cancelled ones whose work has not returned yet;
+/// - **admission control:** running `.prefetch` work holds at most `maxConcurrent − reservedForVisible`
+///   workers, so visible work never waits behind prefetches that already started. A running run's
+///   priority follows its claims like a queued one's (a raised prefetch frees a prefetch slot).
 @usableFromInline
 struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// One unit of work handed to a worker.
@@ -22,7 +25,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @usableFromInline
     enum Phase {
         case queued(LoadPriority)
-        case running(worker: UInt64)
+        case running(worker: UInt64, priority: LoadPriority)
         /// The work returned; the waiters it had are being resumed by the worker.
         case delivering(succeeded: Bool)
     }
@@ -35,12 +38,23 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         @inlinable init(token: UInt64, phase: Phase) { (self.token, self.phase) = (token, phase) }
     }
 
-    /// What to do after a claim was registered.
+    /// A running run whose priority changed: the worker's run-priority context must follow.
     @usableFromInline
-    enum ClaimAction {
-        case none
+    struct Reprioritized {
+        @usableFromInline let worker: UInt64
+        @usableFromInline let priority: LoadPriority
+        @inlinable init(worker: UInt64, priority: LoadPriority) { (self.worker, self.priority) = (worker, priority) }
+    }
+
+    /// What to do after a claim was registered or its priority changed.
+    @usableFromInline
+    struct ClaimAction {
         /// Start a worker task with this id (inside the lock, so its handle is known at once).
-        case spawnWorker(UInt64)
+        @usableFromInline var spawnWorker: UInt64?
+        @usableFromInline var reprioritized: Reprioritized?
+        @inlinable init(spawnWorker: UInt64? = nil, reprioritized: Reprioritized? = nil) {
+            (self.spawnWorker, self.reprioritized) = (spawnWorker, reprioritized)
+        }
     }
 
     /// What to do after a claim was withdrawn.
@@ -50,6 +64,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         @usableFromInline var waiter: Waiter<Value>?
         /// The worker whose run lost its last claim and must be cancelled.
         @usableFromInline var cancelWorker: UInt64?
+        /// The run's priority fell or rose with the claim that left.
+        @usableFromInline var followUp = ClaimAction()
         @inlinable init(waiter: Waiter<Value>? = nil, cancelWorker: UInt64? = nil) { (self.waiter, self.cancelWorker) = (waiter, cancelWorker) }
     }
 
@@ -68,13 +84,15 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     enum WorkerStep {
         /// Resume these waiters with the result, then report ``endDelivery(of:worker:)``.
         case deliver(Waiters<Value>, Result<Value, any Error>)
-        /// Run this job.
-        case run(Job)
+        /// Run this job at this priority.
+        case run(Job, LoadPriority)
         /// Stop; if `replacement` is set, start a new worker with that id (this one was cancelled).
         case exit(replacement: UInt64?)
     }
 
     @usableFromInline let maxConcurrent: Int
+    /// The most workers running `.prefetch` work at once.
+    @usableFromInline let prefetchBudget: Int
     @usableFromInline private(set) var runs: [Key: Run] = [:]
     /// One FIFO per priority, indexed by `LoadPriority.rawValue`.
     @usableFromInline var queues: [RingBuffer<Job>]
@@ -87,11 +105,18 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @usableFromInline var runningCount = 0
     /// Entries of `workers` that are `true`, so the common worker step skips looking itself up.
     @usableFromInline var cancelledWorkers = 0
+    /// Runs in `.running` at `.prefetch`.
+    @usableFromInline var runningPrefetch = 0
+    /// Workers spawned that have not asked for their first job yet (they may take prefetch work).
+    @usableFromInline var startingWorkers = 0
 
     @inlinable
-    init(maxConcurrent: Int) {
+    init(maxConcurrent: Int, reservedForVisible: Int = 0) {
         precondition(maxConcurrent > 0, "AutoProcessor needs maxConcurrent of 1 or more")
+        precondition(reservedForVisible >= 0, "AutoProcessor reservedForVisible must be 0 or more")
         self.maxConcurrent = maxConcurrent
+        // At least one worker may always run prefetch work, or it would never run.
+        prefetchBudget = max(1, maxConcurrent - reservedForVisible)
         queues = LoadPriority.allCases.map { _ in RingBuffer() }
         staleEntries = LoadPriority.allCases.map { _ in 0 }
     }
@@ -107,15 +132,17 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         // One hash lookup: the subscript's modify accessor finds (or makes room for) the key's slot once.
         switch Self.join(&runs[key], entry: entry, id: id, newToken: nextToken &+ 1) {
         case .joined:
-            return .none
+            return ClaimAction()
         case .moved(let from, let to, let token):
             queues[to.rawValue].append(Job(key: key, token: token))
             noteStaleEntry(at: from)
-            return .none
+            return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
+        case .raisedRunning(let worker, let from, let to):
+            return followRunning(worker: worker, from: from, to: to)
         case .created(let token):
             nextToken = token
             queues[priority.rawValue].append(Job(key: key, token: token))
-            return spawnWorkerIfAllowed().map(ClaimAction.spawnWorker) ?? .none
+            return ClaimAction(spawnWorker: spawnWorkerIfAllowed(for: priority))
         }
     }
 
@@ -128,6 +155,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         case moved(from: LoadPriority, to: LoadPriority, token: UInt64)
         /// A new run with `token` was put in the slot and must be queued.
         case created(token: UInt64)
+        /// The claim joined a running run and changed its priority.
+        case raisedRunning(worker: UInt64, from: LoadPriority, to: LoadPriority)
     }
 
     /// Adds a claim to the run in `slot`, mutating it in place (a copy would retain its waiters and
@@ -141,10 +170,12 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             guard let wanted = slot?.waiters.priority, wanted != current, let token = slot?.token else { return .joined }
             slot?.phase = .queued(wanted)
             return .moved(from: current, to: wanted, token: token)
-        case .running?:
-            // Coalesce: join the running work.
+        case .running(let worker, let current)?:
+            // Coalesce: join the running work, which follows its highest claim too.
             slot?.waiters.insert(entry, id: id)
-            return .joined
+            guard let wanted = slot?.waiters.priority, wanted != current else { return .joined }
+            slot?.phase = .running(worker: worker, priority: wanted)
+            return .raisedRunning(worker: worker, from: current, to: wanted)
         case .delivering?, nil:
             // After delivery began, this caller asks after the work returned: its answer may be
             // outdated for them (a refresh), and a failure is never shared. A new run replaces the
@@ -170,27 +201,28 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             case .queued(let level):
                 runs.remove(at: index)
                 noteStaleEntry(at: level)
-            case .running(let worker):
+            case .running(let worker, let priority):
                 runs.remove(at: index)
                 runningCount -= 1
+                if priority == .prefetch { runningPrefetch -= 1 }
                 markCancelled(worker)
                 action.cancelWorker = worker
             case .delivering:
                 preconditionFailure("Invalid state: a delivering run had a claim to release")
             }
         } else {
-            followPriority(at: index)
+            action.followUp = followPriority(at: index)
         }
         return action
     }
 
-    /// Changes the priority of claim `id` on `key`; a queued run follows its highest claim.
+    /// Changes the priority of claim `id` on `key`; the run follows its highest claim.
     @inlinable
-    mutating func setPriority(_ priority: LoadPriority, key: Key, id: UInt64) {
+    mutating func setPriority(_ priority: LoadPriority, key: Key, id: UInt64) -> ClaimAction {
         guard let index = runs.index(forKey: key),
               runs.values[index].waiters.setPriority(priority, id: id)
-        else { return }
-        followPriority(at: index)
+        else { return ClaimAction() }
+        return followPriority(at: index)
     }
 
     // MARK: Cancellation
@@ -235,8 +267,9 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         switch run.phase {
         case .queued(let level):
             noteStaleEntry(at: level)
-        case .running(let worker):
+        case .running(let worker, let priority):
             runningCount -= 1
+            if priority == .prefetch { runningPrefetch -= 1 }
             markCancelled(worker)
             action.cancelWorkers.append(worker)
         case .delivering:
@@ -249,7 +282,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// The first job for a newly started worker.
     @inlinable
     mutating func start(worker: UInt64) -> WorkerStep {
-        next(worker: worker)
+        startingWorkers -= 1
+        return next(worker: worker)
     }
 
     /// Worker `worker` finished `job` with `result`.
@@ -257,16 +291,17 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     mutating func finish(_ job: Job, worker: UInt64, result: Result<Value, any Error>) -> WorkerStep {
         let succeeded = if case .success = result { true } else { false }
         guard let index = runs.index(forKey: job.key),
-              let waiters = withRun(at: index, { run -> Waiters<Value>? in
-                  guard run.token == job.token, case .running(worker) = run.phase else { return nil }
+              let (waiters, priority) = withRun(at: index, { run -> (Waiters<Value>, LoadPriority)? in
+                  guard run.token == job.token, case .running(worker, let priority) = run.phase else { return nil }
                   run.phase = .delivering(succeeded: succeeded)
-                  return run.waiters.removeAll()
+                  return (run.waiters.removeAll(), priority)
               })
         else {
             // The run was cancelled (and maybe replaced by a newer one): drop the late result.
             return next(worker: worker)
         }
         runningCount -= 1
+        if priority == .prefetch { runningPrefetch -= 1 }
         return .deliver(waiters, result)
     }
 
@@ -291,17 +326,20 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             // A cancelled task stays cancelled, so this worker leaves and a fresh one takes over.
             workers[worker] = nil
             cancelledWorkers -= 1
-            return .exit(replacement: hasQueuedWork ? spawnWorkerIfAllowed() : nil)
+            return .exit(replacement: hasAdmissibleWork ? spawnWorkerIfAllowed(for: .visible) : nil)
         }
         for level in LoadPriority.allCases.reversed() {
+            // Admission control: prefetch work waits while it already holds its share of workers.
+            if level == .prefetch, runningPrefetch >= prefetchBudget { break }
             while let job = queues[level.rawValue].popFirst() {
                 if let index = runs.index(forKey: job.key), withRun(at: index, { run in
                     guard run.token == job.token, case .queued(level) = run.phase else { return false }
-                    run.phase = .running(worker: worker)
+                    run.phase = .running(worker: worker, priority: level)
                     return true
                 }) {
                     runningCount += 1
-                    return .run(job)
+                    if level == .prefetch { runningPrefetch += 1 }
+                    return .run(job, level)
                 }
                 staleEntries[level.rawValue] -= 1
             }
@@ -323,14 +361,19 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         body(&runs.values[index])
     }
 
+    /// Queued work a new worker could start now (visible, or prefetch within its share).
     @inlinable
-    var hasQueuedWork: Bool {
-        queues.indices.contains { queues[$0].count > staleEntries[$0] }
+    var hasAdmissibleWork: Bool {
+        let visible = LoadPriority.visible.rawValue, prefetch = LoadPriority.prefetch.rawValue
+        return queues[visible].count > staleEntries[visible]
+            || (runningPrefetch < prefetchBudget && queues[prefetch].count > staleEntries[prefetch])
     }
 
+    /// A new worker for work at `priority`, if the limits allow one.
     @inlinable
-    mutating func spawnWorkerIfAllowed() -> UInt64? {
-        guard workers.count < maxConcurrent else { return nil }
+    mutating func spawnWorkerIfAllowed(for priority: LoadPriority) -> UInt64? {
+        guard workers.count < maxConcurrent, priority == .visible || runningPrefetch + startingWorkers < prefetchBudget else { return nil }
+        startingWorkers += 1
         nextWorkerID &+= 1
         workers[nextWorkerID] = false
         return nextWorkerID
@@ -338,20 +381,51 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
 
     // MARK: Queue upkeep
 
-    /// Keeps a queued run in the queue of its highest claim: raised work moves to the back of the
-    /// higher queue (ahead of everything lower), lowered work to the back of the lower one. The old
-    /// entry goes stale.
+    /// Keeps a run at the priority of its highest claim. A queued run moves to the back of the queue
+    /// of its new priority (raised work goes ahead of everything lower; the old entry goes stale); a
+    /// running one is re-counted for admission control and its worker's context must follow.
     @inlinable
-    mutating func followPriority(at index: Dictionary<Key, Run>.Index) {
-        let move = withRun(at: index) { run -> (from: LoadPriority, to: LoadPriority, token: UInt64)? in
+    mutating func followPriority(at index: Dictionary<Key, Run>.Index) -> ClaimAction {
+        let move = withRun(at: index) { run -> PriorityMove? in
             let wanted = run.waiters.priority
-            guard case .queued(let current) = run.phase, wanted != current else { return nil }
-            run.phase = .queued(wanted)
-            return (current, wanted, run.token)
+            switch run.phase {
+            case .queued(let current) where wanted != current:
+                run.phase = .queued(wanted)
+                return .queued(from: current, to: wanted, token: run.token)
+            case .running(let worker, let current) where wanted != current:
+                run.phase = .running(worker: worker, priority: wanted)
+                return .running(worker, from: current, to: wanted)
+            default:
+                return nil
+            }
         }
-        guard let move else { return }
-        queues[move.to.rawValue].append(Job(key: runs.keys[index], token: move.token))
-        noteStaleEntry(at: move.from)
+        switch move {
+        case .queued(let from, let to, let token)?:
+            queues[to.rawValue].append(Job(key: runs.keys[index], token: token))
+            noteStaleEntry(at: from)
+            return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
+        case .running(let worker, let from, let to)?:
+            return followRunning(worker: worker, from: from, to: to)
+        case nil:
+            return ClaimAction()
+        }
+    }
+
+    /// How ``followPriority(at:)`` moved a run.
+    @usableFromInline
+    enum PriorityMove {
+        case queued(from: LoadPriority, to: LoadPriority, token: UInt64)
+        case running(UInt64, from: LoadPriority, to: LoadPriority)
+    }
+
+    /// A running run moved from `from` to `to`: recount its prefetch slot; a freed slot may admit
+    /// queued prefetch work.
+    @inlinable
+    mutating func followRunning(worker: UInt64, from: LoadPriority, to: LoadPriority) -> ClaimAction {
+        if from == .prefetch { runningPrefetch -= 1 }
+        if to == .prefetch { runningPrefetch += 1 }
+        let spawn = from == .prefetch && hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
+        return ClaimAction(spawnWorker: spawn, reprioritized: Reprioritized(worker: worker, priority: to))
     }
 
     @inlinable

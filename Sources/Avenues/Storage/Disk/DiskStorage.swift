@@ -22,7 +22,9 @@ import Foundation
 ///   temporary files of writes still in progress (one value per concurrent writer) can be on disk
 ///   beyond them. A value larger than the whole `sizeLimit` is not stored (`.exceedsLimit`).
 ///   Recency is each process's own reads and writes, else the files' modification times.
-/// - **Expiry:** with a `timeToLive`, entries older than that read as misses and are deleted.
+/// - **Expiry:** with a `timeToLive`, entries older than that read as misses with ``value(for:)`` but
+///   stay on disk as stale copies — ``lookup(_:)`` returns them marked stale, so an ``Avenue`` shows
+///   them while it loads a fresh value — until they are replaced or swept by the limits.
 ///   Entries this process wrote also expire by a monotonic clock, so moving the wall clock back does
 ///   not extend them; an entry stored "in the future" (the wall clock moved back since) is expired.
 ///   A `timeToLive` too long to represent (`.seconds(Int64.max)`) means "never".
@@ -172,6 +174,13 @@ public final class DiskStorage<Key: Sendable>: Storage {
         (try? entry(for: key))?.data
     }
 
+    /// The bytes stored for `key`, marked stale when the entry expired (it is kept as a stale copy);
+    /// `nil` if absent, unreadable or corrupt.
+    public func lookup(_ key: Key) -> StoredValue<Data>? {
+        guard let entry = try? entry(for: key, includingExpired: true) else { return nil }
+        return StoredValue(entry.data, isStale: isExpired(entry, key: key))
+    }
+
     /// Stores `value` for `key`; a failure (disk full, no permission, over the limits) leaves a miss.
     /// Use ``write(_:for:storedAt:expiresAt:)`` to learn why a write failed.
     public func set(_ value: Data, for key: Key) {
@@ -255,13 +264,14 @@ public final class DiskStorage<Key: Sendable>: Storage {
         }
     }
 
-    /// The entry for `key` with its dates, or `nil` if there is none or it expired. A corrupt,
-    /// truncated, edited or foreign file is deleted and reads as `nil`; an entry of another key whose
-    /// name collides reads as `nil` and is left alone.
+    /// The entry for `key` with its dates, or `nil` if there is none or it expired (unless
+    /// `includingExpired`: an expired entry stays on disk as a stale copy). A corrupt, truncated,
+    /// edited or foreign file is deleted and reads as `nil`; an entry of another key whose name
+    /// collides reads as `nil` and is left alone.
     ///
     /// - Throws: ``DiskStorageError`` with `.permissionDenied` or `.io` when the file exists but
     ///   cannot be read, `.entryTooLarge` when it cannot be held in memory.
-    public func entry(for key: Key) throws(DiskStorageError) -> Entry? {
+    public func entry(for key: Key, includingExpired: Bool = false) throws(DiskStorageError) -> Entry? {
         let keyBytes = Self.keyBytes(keyString(key))
         let name = Self.entryName(for: keyBytes)
         let file = folder.filePath(name)
@@ -302,11 +312,7 @@ public final class DiskStorage<Key: Sendable>: Storage {
         }
         switch reading {
         case .entry(let entry):
-            if isExpired(entry, name: name, inode: info.inode) {
-                folder.remove(name, if: sameFile)
-                _ = stamps.withLock { $0.removeValue(forKey: name) }
-                return nil
-            }
+            if !includingExpired, isExpired(entry, name: name, inode: info.inode) { return nil }
             folder.touch(name)
             return entry
         case .otherKey:
@@ -425,6 +431,12 @@ public final class DiskStorage<Key: Sendable>: Storage {
             throw DiskStorageError(.entryTooLarge, path: file, detail: "\(count) bytes")
         }
         return Data(bytesNoCopy: memory, count: count, deallocator: .free)
+    }
+
+    private func isExpired(_ entry: Entry, key: Key) -> Bool {
+        let name = entryName(for: key)
+        let inode = (try? FileSystem.linkStatus(folder.filePath(name)))?.inode ?? 0
+        return isExpired(entry, name: name, inode: inode)
     }
 
     /// Expired by the wall clock, by the wall clock having moved back past the write, or — for an

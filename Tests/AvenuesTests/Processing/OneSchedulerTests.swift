@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+/// An avenue over a processor that schedules its own work uses it as the one scheduler: the row's
+/// priority reaches the download or fetch slot, a raise moves work forward there, a cancel releases
+/// the claim there, and the only limit is the one configured there.
+@Suite("One scheduler from row to network", .serialized, .timeLimit(.minutes(2)))
+final class OneSchedulerTests: Sendable {
+    let server: MediaServer
+    let folder = TemporaryFolder("one-scheduler")
+
+    init() throws {
+        server = try MediaServer()
+    }
+
+    enum Stack: String, CaseIterable, CustomTestStringConvertible {
+        case media, mapKeys, asyncMapValues, cachedIn
+        var testDescription: String { rawValue }
+    }
+
+    /// Row 0 holds the only download slot; rows 1–20 are prefetched behind it; row 21 becomes
+    /// visible and row 5 is raised to visible. When row 0 lets go, row 21's download runs next, then
+    /// row 5's, then the prefetches. `url(row)` is the row's download; `key` the avenue key for it.
+    func scenario<Key: Hashable & Sendable, Value: Sendable>(
+        _ avenue: Avenue<Int, Key, Value>, media: AsyncMedia, key: (URL) -> Key
+    ) async throws {
+        func url(_ row: Int) -> URL {
+            row == 0 ? server.url("/drip/5000000?chunk=4096&pause_ms=20&row=0") : server.url("/bytes/1000?row=\(row)")
+        }
+        avenue.prepareItem(for: key(url(0)), at: 0, priority: .visible)
+        await eventually("row 0's download holds the slot") { (try? await self.server.order().contains { $0.hasSuffix("row=0") }) == true }
+        for row in 1...20 { avenue.prepareItem(for: key(url(row)), at: row, priority: .prefetch) }
+        avenue.prepareItem(for: key(url(21)), at: 21, priority: .visible)
+        await eventually("21 downloads are queued behind it") { media.activity.queued == 21 }
+        avenue.prepareItem(for: key(url(5)), at: 5, priority: .visible)  // scrolled into view
+        let told = EventLog<Int>()
+        avenue.onStateChange = { told.append($0) }
+        avenue.cancel(at: 0)  // scrolled away: its transfer stops and frees the slot
+        await told.wait(until: { Set($0).isSuperset(of: 1...21) })
+        let order = try await server.order().filter { $0.contains("row=") && !$0.hasSuffix("row=0") }
+        // Before: the inner queue saw every request at .visible, in arrival order: row 1 came next.
+        #expect(order.prefix(2) == ["/bytes/1000?row=21", "/bytes/1000?row=5"], "order \(order)")
+        #expect(Set(order.dropFirst(2)) == Set((1...20).filter { $0 != 5 }.map { "/bytes/1000?row=\($0)" }))
+        await eventually("the server saw row 0's connection closed") { (try? await self.server.counts().closed["/drip/5000000"]) == 1 }
+    }
+
+    @Test(arguments: Stack.allCases)
+    func aNewlyVisibleRowsDownloadRunsNextPastTwentyQueuedPrefetches(stack: Stack) async throws {
+        let media = AsyncMedia(directory: folder.child("media-\(stack)"), maxConcurrentDownloads: 1)
+        switch stack {
+        case .media:
+            try await scenario(Avenue<Int, URL, URL>(storage: MemoryStorage(), processor: media), media: media) { $0 }
+        case .mapKeys:
+            let processor = media.mapKeys { (path: String) in URL(string: path) ?? URL(fileURLWithPath: "/") }
+            try await scenario(Avenue<Int, String, URL>(storage: MemoryStorage(), processor: processor), media: media) { $0.absoluteString }
+        case .asyncMapValues:
+            let processor = media.asyncMapValues { file in try Data(contentsOf: file).count }
+            try await scenario(Avenue<Int, URL, Int>(storage: MemoryStorage(), processor: processor), media: media) { $0 }
+        case .cachedIn:
+            let processor = media.cached(in: MemoryStorage<URL, URL>())
+            try await scenario(Avenue<Int, URL, URL>(storage: MemoryStorage(), processor: processor), media: media) { $0 }
+        }
+    }
+
+    @Test func aNewlyVisibleRowsFetchRunsNextThroughAMultiplexerMap() async throws {
+        let work = ControlledWork<String, Int>()
+        let map = MultiplexerMap<String, Int>(maxConcurrentFetches: 1) { key in try await work.process(key) }
+        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: map)
+        avenue.prepareItem(for: "busy", at: 0)
+        await work.waitUntilStarted("busy")
+        for row in 1...20 { avenue.prepareItem(for: "p\(row)", at: row, priority: .prefetch) }
+        avenue.prepareItem(for: "v21", at: 21, priority: .visible)
+        await eventually("21 fetches are queued") { map.core.fetcher.activity.queued == 21 }
+        avenue.prepareItem(for: "p5", at: 5, priority: .visible)
+        work.succeed("busy", with: 0)
+        await work.waitUntilStarted("v21")
+        work.succeed("v21", with: 21)
+        await work.waitUntilStarted("p5")
+        #expect(work.startOrder.prefix(3) == ["busy", "v21", "p5"])
+        avenue.cancelAll()
+    }
+
+    @Test func cancellingTheOnlyRowStopsTheTransfer() async throws {
+        let media = AsyncMedia(directory: folder.child("cancel"), maxConcurrentDownloads: 1)
+        let avenue = Avenue<Int, URL, URL>(storage: MemoryStorage(), processor: media)
+        let url = server.url("/drip/5000000?chunk=4096&pause_ms=10")
+        let progress = media.progress(url: url)
+        avenue.prepareItem(for: url, at: 0)
+        var iterator = progress.makeAsyncIterator()
+        _ = await iterator.next()  // bytes are flowing
+        avenue.cancel(at: 0)
+        await eventually("the server saw the connection closed") { (try? await self.server.counts().closed["/drip/5000000"]) == 1 }
+        await eventually("nothing is queued or running") { media.downloaderIsIdle && avenue.processor.tableSizes.isIdle }
+    }
+
+    @Test func aProcessorWrappingASchedulerTellsItThePriorityOfEachJobAndItsRaises() async throws {
+        let inner = ControlledWork<String, Int>()
+        let scheduler = AutoProcessor(maxConcurrent: 1, inner)
+        let outer = AutoProcessor(maxConcurrent: 4, scheduler.mapValues { $0 * 10 })  // a scheduling chain
+        #expect(outer.propagatesPriority)
+        let busy = Task { try await scheduler.value(for: "busy") }
+        await inner.waitUntilStarted("busy")
+        let prefetched = outer.claim("later", priority: .prefetch) { _ in }
+        let visible = outer.claim("now", priority: .visible) { _ in }
+        await eventually("both are queued in the inner scheduler") { scheduler.activity.queued == 2 }
+        outer.setPriority(.visible, for: prefetched)  // "later" is raised through the outer run
+        inner.succeed("busy", with: 0)
+        _ = try await busy.value
+        await inner.waitUntilStarted("now")
+        inner.succeed("now", with: 1)
+        await inner.waitUntilStarted("later")
+        #expect(inner.startOrder == ["busy", "now", "later"])
+        inner.succeed("later", with: 2)
+        outer.release(visible)
+        outer.release(prefetched)
+    }
+}
