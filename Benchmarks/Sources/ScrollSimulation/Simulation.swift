@@ -35,14 +35,23 @@ public struct WorkLatency: Sendable {
     /// The spread (standard deviation of the logarithm).
     public let sigma: Double
 
+    /// The share of loads that take `tailMilliseconds` instead (a slow back end now and then).
+    public let tailShare: Double
+    /// How long a load in the tail takes.
+    public let tailMilliseconds: Double
+
     /// The standard latencies of the benchmark.
     public static let standard = WorkLatency(seed: 0x5C_0011, medianMilliseconds: 60, sigma: 0.5)
+    /// The standard latencies with a heavy tail: 5 % of loads take 2 s.
+    public static let heavyTail = WorkLatency(seed: 0x5C_0011, medianMilliseconds: 60, sigma: 0.5, tailShare: 0.05, tailMilliseconds: 2_000)
 
     /// Creates a latency distribution.
-    public init(seed: UInt64, medianMilliseconds: Double, sigma: Double) {
+    public init(seed: UInt64, medianMilliseconds: Double, sigma: Double, tailShare: Double = 0, tailMilliseconds: Double = 0) {
         self.seed = seed
         self.medianMilliseconds = medianMilliseconds
         self.sigma = sigma
+        self.tailShare = tailShare
+        self.tailMilliseconds = tailMilliseconds
     }
 
     /// The latency of `row`'s work.
@@ -52,6 +61,9 @@ public struct WorkLatency: Sendable {
         let u1 = Double(rng.next() >> 11 | 1) / Double(1 << 53)
         let u2 = Double(rng.next() >> 11) / Double(1 << 53)
         let normal = (-2 * _log(u1)).squareRoot() * _cos(2 * Double.pi * u2)
+        if tailShare > 0, Double(rng.next() >> 11) / Double(1 << 53) < tailShare {
+            return .microseconds(Int64(tailMilliseconds * 1_000))
+        }
         let milliseconds = min(1_000, max(5, medianMilliseconds * _exp(sigma * normal)))
         return .microseconds(Int64(milliseconds * 1_000))
     }
@@ -98,12 +110,13 @@ public func simulate(
     _ strategy: Strategy,
     script: UserScript = .standard,
     maxConcurrent: Int = 6,
+    reservedForVisible: Int? = nil,
     latency: WorkLatency = .standard
 ) -> SimulationResult {
     let executor = ManualExecutor()
     let clock = VirtualClock()
     let log = WorkLog()
-    let processor = AutoProcessor<Int, Int>(maxConcurrent: maxConcurrent, executor: executor) { row in
+    let processor = AutoProcessor<Int, Int>(maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, executor: executor) { row in
         log.started(row)
         do {
             try await clock.sleep(for: latency.latency(of: row))

@@ -35,3 +35,14 @@ if let baseline = results.first {
         print("\(result.strategy): placeholders \(String(format: "%.2f", placeholders))x, wasted work \(String(format: "%.2f", wasted))x of visible-only without cancel")
     }
 }
+
+// Admission control: the 40/10 prefetcher with 0 to 3 of the 6 workers kept from prefetch work.
+print("")
+print("admission control (RowPrefetcher 40/10, 6 workers):")
+for (name, latency) in [("standard", WorkLatency.standard), ("heavy tail", .heavyTail)] {
+    for reserved in 0...3 {
+        let result = simulate(.prefetcher(ahead: 40, behind: 10), reservedForVisible: reserved, latency: latency)
+        let milliseconds = Double(result.meanTimeToVisible.components.attoseconds) / 1e15 + Double(result.meanTimeToVisible.components.seconds) * 1_000
+        print("  \(name), reservedForVisible \(reserved): placeholder row-frames \(result.placeholderRowFrames), started \(result.worksStarted), wasted \(result.worksWasted), mean time-to-visible \(Int(milliseconds.rounded())) ms")
+    }
+}

@@ -63,10 +63,14 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// `maxConcurrent − reservedForVisible` workers (and always on at least one).
     public let reservedForVisible: Int
 
-    /// The default of `reservedForVisible`: 1 when there are 2 or more workers. In the scroll
-    /// simulation (Benchmarks/README.md) it shortened the mean wait of rows coming into view.
+    /// The default of `reservedForVisible`: 0. In the scroll simulation (Benchmarks/README.md,
+    /// 6 workers, the 40/10 prefetcher) keeping 1, 2 or 3 workers from prefetch work changed nothing
+    /// that matters — placeholder row-frames 24,476 with none kept against 24,481–24,503, and 28,035
+    /// against 28,045–28,468 when 5 % of loads take 2 s; mean time-to-visible 87–88 ms and
+    /// 114–116 ms — because visible work is queued first and prefetches that leave the window are
+    /// cancelled. Keep workers back when prefetch work is long and stays wanted.
     public static func defaultReservedForVisible(maxConcurrent: Int) -> Int {
-        maxConcurrent > 1 ? 1 : 0
+        0
     }
 
     @usableFromInline let maxConcurrentCount: Int
@@ -82,7 +86,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// - Parameters:
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
     ///   - reservedForVisible: workers prefetch work may not take; by default
-    ///     ``defaultReservedForVisible(maxConcurrent:)`` (1 when `maxConcurrent` is 2 or more).
+    ///     ``defaultReservedForVisible(maxConcurrent:)`` (0).
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///     A dedicated executor keeps heavy work off the shared pool; a single-threaded one that runs
     ///     jobs only when asked makes the processor deterministic (the scroll simulator uses one).
