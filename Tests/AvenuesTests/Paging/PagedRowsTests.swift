@@ -1,0 +1,255 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+/// A list of `count` rows (row `n` is `n`), paged by offset; every request is logged.
+final class ScriptedSource: OffsetPageSource {
+    typealias Cursor = Int
+    typealias Item = Int
+    let count: Int
+    let tellsTotal: Bool
+    let requests = Shared([Int]())
+    /// Offsets whose next request fails (once each).
+    let failing = Shared(Set<Int>())
+    /// When set, every page waits for the test to finish it (keyed by offset).
+    let gate: ControlledWork<Int, Int>?
+
+    init(count: Int, tellsTotal: Bool = false, gate: ControlledWork<Int, Int>? = nil) {
+        self.count = count
+        self.tellsTotal = tellsTotal
+        self.gate = gate
+    }
+
+    func page(at offset: Int, size: Int) async throws -> Page<Int, Int> {
+        requests.withLock { $0.append(offset) }
+        if let gate { _ = try await gate.process(offset) }
+        if failing.withLock({ $0.remove(offset) != nil }) { throw TestError("page at \(offset) failed") }
+        let end = min(count, offset + size)
+        let items = offset < end ? Array(offset..<end) : []
+        return Page(items: items, cursorAfter: end < count ? end : nil, itemsAfter: tellsTotal ? count - end : nil)
+    }
+}
+
+/// The same list through cursors only (no offsets): it can only be walked.
+struct CursorOnlySource: PageSource {
+    let count: Int
+    let requests = Shared([String]())
+
+    func page(_ request: PageRequest<String>) async throws -> Page<String, Int> {
+        let offset = request.cursor.flatMap { Int($0.dropFirst(6)) } ?? 0
+        requests.withLock { $0.append(request.cursor ?? "start") }
+        let end = min(count, offset + request.size)
+        return Page(items: Array(offset..<end), cursorAfter: end < count ? "after-\(end)" : nil)
+    }
+}
+
+@Suite("Paged rows", .timeLimit(.minutes(2)))
+struct PagedRowsTests {
+    static let noWait = RetryPolicy(attempts: 8, base: .zero, cap: .zero, jitter: 0)
+
+    /// Waits until every page the rows asked for is loaded (or failed) and nothing is in flight.
+    func settle<S: PageSource>(_ rows: PagedRows<S>) async {
+        await eventually("the page loads finished") { rows.pages.tableSizes.loads == 0 }
+    }
+
+    @Test func theCountIsAtLeastUntilTheEndIsLoadedThenExact() async {
+        let source = CursorOnlySource(count: 120)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 50, initialLoadSize: 150))
+        #expect(rows.count == .atLeast(0))
+        rows.show(0..<10)
+        await settle(rows)  // the first screen walks pages 0, 1 and 2 (initialLoadSize)
+        #expect(rows.count == .exact(120))
+        #expect(source.requests.value == ["start", "after-50", "after-100"])
+        #expect(rows.item(at: 119) == 119 && rows.item(at: 120) == nil)
+        #expect(rows.loadStates.after.description == "end" && rows.loadStates.before.description == "end")
+    }
+
+    @Test func aSourceThatTellsItsTotalMakesTheCountExactAtOnce() async {
+        let rows = PagedRows(source: ScriptedSource(count: 1_000_000, tellsTotal: true), configuration: PagingConfiguration(pageSize: 100))
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(rows.count == .exact(1_000_000))
+        #expect(rows.item(at: 5) == 5)
+    }
+
+    @Test func aJumpRequestsOnlyTheTargetPagesAndNeverThePagesSkipped() async {
+        let source = ScriptedSource(count: 1_000_000, tellsTotal: true)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, initialLoadSize: 100))
+        rows.show(0..<40)
+        await settle(rows)
+        source.requests.withLock { $0 = [] }
+        rows.show(999_960..<1_000_000)  // G
+        await settle(rows)
+        let asked = source.requests.value.sorted()
+        #expect(asked.first ?? 0 >= 999_000)  // the last page and the pages just before it (prefetch behind)
+        #expect(asked.contains(999_900))
+        #expect(asked.count <= 2)
+        #expect(rows.item(at: 999_999) == 999_999)
+    }
+
+    @Test func aCursorOnlySourceIsWalkedToAFarWindow() async {
+        let source = CursorOnlySource(count: 10_000)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 50, initialLoadSize: 50))
+        rows.show(0..<20)
+        await settle(rows)
+        rows.show(1_000..<1_020)  // no offsets: pages 1…20 are walked, one after another
+        await eventually("the window's page arrived") { rows.item(at: 1_010) == 1_010 }
+        await settle(rows)
+        #expect(Array(source.requests.value.prefix(21)) == ["start"] + (1...20).map { "after-\($0 * 50)" })
+    }
+
+    @Test func memoryFollowsMaxResidentNotTheLengthOfTheList() async {
+        let source = ScriptedSource(count: 1_000_000, tellsTotal: true)
+        let configuration = PagingConfiguration(pageSize: 100, prefetchDistance: 100, maxResident: 500)
+        let rows = PagedRows(source: source, configuration: configuration)
+        var top = 0
+        var peak = 0
+        while top < 1_000_000 - 40 {
+            rows.show(top..<top + 40)
+            await settle(rows)
+            #expect(rows.item(at: top + 39) == top + 39)  // the window is always there
+            peak = max(peak, rows.resident.rows)
+            top += 997  // 1,000 windows over the million rows
+        }
+        // The window and its prefetch distance are never dropped: up to 4 pages beyond the bound
+        // while a jump's new pages arrive before the old ones go.
+        #expect(peak <= 500 + 400, "peak \(peak) rows held")
+        #expect(rows.resident.rows <= 500)
+        // Pages left behind are loaded again when the user returns.
+        let before = source.requests.value.count
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(rows.item(at: 3) == 3 && source.requests.value.count > before)
+    }
+
+    @Test func pagesInsideTheWindowAndItsPrefetchDistanceAreNeverDropped() async {
+        let configuration = PagingConfiguration(pageSize: 10, prefetchDistance: 20, maxResident: 50)
+        let rows = PagedRows(source: ScriptedSource(count: 10_000), configuration: configuration)
+        for top in stride(from: 0, to: 2_000, by: 7) {
+            rows.show(top..<top + 10)
+            await settle(rows)
+            for row in top..<top + 10 { #expect(rows.item(at: row) == row) }
+        }
+    }
+
+    @Test func aRefreshKeepsTheOldRowsOnScreenUntilTheNewVisiblePageArrivesAndLoadsNothingElse() async {
+        let gate = ControlledWork<Int, Int>()
+        let source = ScriptedSource(count: 1_000, tellsTotal: true, gate: gate)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, prefetchDistance: 0, initialLoadSize: 100))
+        rows.show(0..<40)
+        await gate.waitUntilStarted(0)
+        gate.succeed(0, with: 0)
+        await settle(rows)
+        rows.show(500..<540)
+        await gate.waitUntilStarted(500)
+        gate.succeed(500, with: 0)
+        await settle(rows)
+        rows.show(0..<40)
+        await settle(rows)
+        source.requests.withLock { $0 = [] }
+
+        rows.refresh()
+        await gate.waitUntilStarted(0, times: 2)
+        #expect(rows.item(at: 7) == 7)  // no blank flash: the old row shows...
+        if case .stale(revalidating: true, _) = rows.state(at: 7) {} else { Issue.record("expected stale, got \(rows.state(at: 7))") }
+        gate.succeed(0, with: 0)
+        await settle(rows)
+        #expect(rows.state(at: 7).isLoaded)
+        #expect(source.requests.value == [0])  // ...and only the visible page was asked again
+    }
+
+    @Test func aFailedPageIsNotCachedAndIsTriedAgainOnTheNextShow() async {
+        let source = ScriptedSource(count: 500)
+        source.failing.withLock { $0 = [0] }
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, initialLoadSize: 100), retryPolicy: Self.noWait)
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(rows.state(at: 3).error != nil && rows.item(at: 3) == nil)
+        #expect(rows.loadStates.refresh.description.hasPrefix("failed"))
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(rows.item(at: 3) == 3)
+        #expect(source.requests.value.filter { $0 == 0 }.count == 2)
+    }
+
+    @Test func concurrentShowsLeaveOnlyTheLastWindow() async {
+        let rows = PagedRows(source: ScriptedSource(count: 100_000, tellsTotal: true), configuration: PagingConfiguration(pageSize: 50))
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var rng = SplitMix64(seed: UInt64(task))
+                    for _ in 0..<500 {
+                        let top = Int(rng.next() % 99_000)
+                        rows.show(top..<top + 40)
+                    }
+                }
+            }
+        }
+        rows.show(5_000..<5_040)
+        await settle(rows)
+        #expect((5_000..<5_040).allSatisfy { rows.item(at: $0) == $0 })
+        rows.stop()
+        await settle(rows)
+        #expect(rows.pages.tableSizes.rows == 0)
+        #expect(rows.pages.processor.tableSizes.isIdle)
+    }
+
+    @Test func aGrowingListIsPickedUpAfterItsEndWithoutMovingTheWindow() async {
+        let source = GrowingSource(count: 120)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 50, initialLoadSize: 150))
+        rows.show(0..<10)
+        await settle(rows)
+        #expect(rows.count == .exact(120))
+        source.count.withLock { $0 = 175 }
+        rows.refresh(after: 119)
+        rows.show(100..<140)  // the user scrolls to the end...
+        await settle(rows)
+        #expect(rows.count == .exact(175))
+        #expect(rows.item(at: 174) == 174)
+        #expect(rows.item(at: 3) == 3)  // rows before were kept
+    }
+
+    @Test func aPageCacheShowsASecondRunsPagesAtOnce() async {
+        let cache = MemoryStorage<Int, Page<Int, Int>>()
+        let first = PagedRows(source: ScriptedSource(count: 1_000), configuration: PagingConfiguration(pageSize: 100), pageCache: cache)
+        first.show(0..<40)
+        await settle(first)
+        let gate = ControlledWork<Int, Int>()
+        let second = PagedRows(source: ScriptedSource(count: 1_000, gate: gate), configuration: PagingConfiguration(pageSize: 100), pageCache: cache)
+        second.show(0..<40)
+        #expect(second.item(at: 42) == 42)  // before the source answered
+        #expect(second.state(at: 42).isStale)
+        await gate.waitUntilStarted(0)
+        gate.succeed(0, with: 0)
+        await eventually("page 0 is fresh") { second.state(at: 42).isLoaded }
+        second.stop()
+    }
+
+    @Test func eachVisibleRowsDetailLoadsLazilyAndIsCancelledOffScreen() async {
+        let rows = PagedRows(source: ScriptedSource(count: 10_000), configuration: PagingConfiguration(pageSize: 100))
+        let work = ControlledWork<Int, String>()
+        let details = rows.detail(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: 100, work)) { $0 }
+        rows.show(0..<10)
+        await eventually("the ten visible rows' details started") { work.totalStarts == 10 }
+        #expect(Set(work.startOrder) == Set(0..<10))
+        work.succeed(3, with: "detail of 3")
+        await eventually("row 3's detail arrived") { details.item(at: 3) == "detail of 3" }
+        rows.show(500..<510)  // the first screen's details are cancelled
+        await eventually("the old rows' work saw the cancellation") { work.cancellationsSeen(by: 7) == 1 }
+        await eventually("the new rows' details started") { Set(work.startOrder).isSuperset(of: 500..<510) }
+        rows.stop()
+    }
+}
+
+/// A source whose list grows while it is read.
+final class GrowingSource: PageSource {
+    let count: Shared<Int>
+    init(count: Int) { self.count = Shared(count) }
+
+    func page(_ request: PageRequest<Int>) async throws -> Page<Int, Int> {
+        let offset = request.cursor ?? 0
+        let total = count.value
+        let end = min(total, offset + request.size)
+        return Page(items: Array(offset..<max(offset, end)), cursorAfter: end < total ? end : nil)
+    }
+}
