@@ -73,8 +73,13 @@ public final class PagedRows<Source: PageSource>: Sendable {
         var knownRows = 0
         /// The visible rows last shown.
         var visible: Range<Int>?
+        var shownBefore = false
         /// The first screen and the page its initial load reaches, while the list still shows it.
         var initial: (rows: Range<Int>, endPage: Int)?
+        /// The window must be applied again (new rows shown, a cursor learned, a refresh).
+        var dirty = false
+        /// Set while a caller applies windows; others leave theirs to it (the latest one wins).
+        var applying = false
         var following: Task<Void, Never>?
     }
 
@@ -190,34 +195,58 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// The list now shows `rows`: loads their pages and those within the prefetch distance, and
     /// releases the pages of rows that left. Call it on every scroll step, jump or resize.
     public func show(_ rows: Range<Int>) {
-        let size = configuration.pageSize
-        let (pageWindow, visible) = state.withLock { state -> (Range<Int>, Range<Int>) in
-            let clamped = max(0, rows.lowerBound) ..< max(max(0, rows.lowerBound), rows.upperBound)
-            let first = clamped.lowerBound / size
-            var end = max(first + 1, (clamped.upperBound + size - 1) / size)
-            // The first screen loads `initialLoadSize` rows, as long as the list still shows it.
-            if state.visible == nil, state.initial == nil {
-                state.initial = (clamped, first + (configuration.initialLoadSize + size - 1) / size)
-            } else if state.initial?.rows != clamped {
-                state.initial = nil
-            }
-            if let initial = state.initial { end = max(end, initial.endPage) }
-            state.visible = rows
-            // A window past the pages that can be reached is walked to, from the last one reached,
-            // unless the source can start there (then its pages are loaded directly).
-            var start = first
-            if first > 0, key(for: first, in: state) == nil { start = min(first, state.walkedTo) }
-            return (start ..< end, clamped)
+        apply { $0.visible = rows }
+    }
+
+    /// Changes the state, then applies the window — unless another caller is applying one, which
+    /// then applies the latest state before it returns (so an older window never wins).
+    private func apply(_ change: (inout State) -> Void) {
+        let isFirst = state.withLock { state -> Bool in
+            change(&state)
+            state.dirty = true
+            guard !state.applying else { return false }
+            state.applying = true
+            return true
         }
-        prefetcher.show(pageWindow)
-        dropPages()
-        tellDetails(visible)
+        guard isFirst else { return }
+        while let (pageWindow, visible) = state.withLock({ state in nextWindow(&state) }) {
+            prefetcher.show(pageWindow)
+            dropPages()
+            tellDetails(visible)
+        }
+    }
+
+    /// The page window for the latest visible rows, or `nil` (and no longer applying) when nothing
+    /// changed since the last one.
+    private func nextWindow(_ state: inout State) -> (Range<Int>, Range<Int>)? {
+        guard state.dirty, let rows = state.visible else {
+            state.applying = false
+            return nil
+        }
+        state.dirty = false
+        let size = configuration.pageSize
+        let clamped = max(0, rows.lowerBound) ..< max(max(0, rows.lowerBound), rows.upperBound)
+        let first = clamped.lowerBound / size
+        var end = max(first + 1, (clamped.upperBound + size - 1) / size)
+        // The first screen loads `initialLoadSize` rows, as long as the list still shows it.
+        if state.initial == nil, !state.shownBefore {
+            state.initial = (clamped, first + (configuration.initialLoadSize + size - 1) / size)
+        } else if state.initial?.rows != clamped {
+            state.initial = nil
+        }
+        state.shownBefore = true
+        if let initial = state.initial { end = max(end, initial.endPage) }
+        // A window past the pages that can be reached is walked to, from the last one reached,
+        // unless the source can start there (then its pages are loaded directly).
+        var start = first
+        if first > 0, key(for: first, in: state) == nil { start = min(first, state.walkedTo) }
+        return (start ..< end, clamped)
     }
 
     /// Releases every page load and detail load; a later ``show(_:)`` starts again. Loaded pages stay.
     public func stop() {
-        prefetcher.stop()
         state.withLock { $0.visible = nil }
+        prefetcher.stop()
         tellDetails(nil)
     }
 
@@ -376,10 +405,9 @@ public final class PagedRows<Source: PageSource>: Sendable {
         listeners.withLock { $0.onChange }?(change)
     }
 
-    /// Applies the last window again (its pages' keys may have changed: a cursor learned, a refresh).
+    /// Applies the window again (its pages' keys may have changed: a cursor learned, a refresh).
     private func reshow() {
-        guard let visible = state.withLock({ $0.visible }) else { return }
-        show(visible)
+        apply { _ in }
     }
 
     private func tellDetails(_ rows: Range<Int>?) {

@@ -191,7 +191,7 @@ struct PagedRowsTests {
         rows.stop()
         await settle(rows)
         #expect(rows.pages.tableSizes.rows == 0)
-        #expect(rows.pages.processor.tableSizes.isIdle)
+        await eventually("the page processor is idle") { rows.pages.processor.tableSizes.isIdle }
     }
 
     @Test func aGrowingListIsPickedUpAfterItsEndWithoutMovingTheWindow() async {
