@@ -34,3 +34,34 @@ struct ReadmeExampleTests {
         prefetcher.stop()
     }
 }
+
+/// The README's paged list: a back end's `?offset=` endpoint, 10,000 rows, as a terminal would read it.
+struct Numbers: OffsetPageSource {
+    typealias Cursor = Int
+    typealias Item = String
+    func page(at offset: Int, size: Int) async throws -> Page<Int, String> {
+        let end = min(10_000, offset + size)            // (an HTTP request would go here)
+        return Page(items: (offset..<end).map { "row \($0)" }, cursorAfter: end < 10_000 ? end : nil, itemsAfter: 10_000 - end)
+    }
+}
+
+@Suite("README paging example", .timeLimit(.minutes(1)))
+struct ReadmePagingTests {
+    @Test func aPagedListInTwentyLines() async {
+        // README a paged list: begin
+        let rows = PagedRows(source: Numbers(), configuration: PagingConfiguration(pageSize: 100))
+        let changes = rows.changes                                  // pages as they arrive
+        rows.show(0..<40)                                           // the first screen (300 rows load)
+        for await change in changes where change.rows.contains(39) {
+            print(rows.count, rows.item(at: 0) ?? "…", rows.item(at: 39) ?? "…")   // 10000 row 0 row 39
+            break
+        }
+        rows.show(9_960..<10_000)                                   // G: one page asked, none between
+        for await change in changes where change.rows.contains(9_999) {
+            print(rows.item(at: 9_999) ?? "…", rows.loadStates.after)   // row 9999 end
+            break
+        }
+        // README a paged list: end
+        #expect(rows.item(at: 9_999) == "row 9999")
+    }
+}

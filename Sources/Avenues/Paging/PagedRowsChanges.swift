@@ -1,0 +1,45 @@
+/// The changes of a ``PagedRows``, as an async sequence of page-sized row ranges; see
+/// ``PagedRows/changes``. Built on the page avenue's ``AvenueChanges``, so it holds at most one
+/// event per page for a reader that falls behind.
+public struct PagedRowsChanges<Source: PageSource>: AsyncSequence, Sendable {
+    /// Rows whose page changed, with the count then.
+    public typealias Element = PagedRowsChange
+    /// The sequence never throws.
+    public typealias Failure = Never
+
+    let pages: AvenueChanges<Int>
+    let pageSize: Int
+    let count: @Sendable () -> RowCount
+
+    /// Makes the iterator.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(pages: pages.makeAsyncIterator(), pageSize: pageSize, count: count)
+    }
+
+    /// Reads the changes one by one.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var pages: AvenueChanges<Int>.AsyncIterator
+        let pageSize: Int
+        let count: @Sendable () -> RowCount
+
+        /// The next change, or `nil` when the rows are gone or the task is cancelled.
+        public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> PagedRowsChange? {
+            guard let event = await pages.next(isolation: actor) else { return nil }
+            let start = event.index * pageSize
+            return PagedRowsChange(rows: start ..< start + pageSize, count: count())
+        }
+
+        /// The next change, or `nil` when the rows are gone or the task is cancelled.
+        public mutating func next() async -> PagedRowsChange? {
+            await next(isolation: nil)
+        }
+    }
+}
+
+extension PagedRows {
+    /// The rows' changes — a page loaded, failed or was cancelled — as an async sequence of the
+    /// page's rows. Each access makes a new subscription from then on.
+    public var changes: PagedRowsChanges<Source> {
+        PagedRowsChanges(pages: pages.changes, pageSize: configuration.pageSize) { [weak self] in self?.count ?? .atLeast(0) }
+    }
+}
