@@ -23,11 +23,17 @@ let package = Package(
             avenues, "FileCatalog", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // git log as paged rows, and each commit's diff stat: what `history` shows.
+        .target(name: "GitHistory", dependencies: [avenues]),
+        .executableTarget(name: "history", dependencies: [
+            avenues, "GitHistory", "TerminalUI",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .executableTarget(name: "pages", dependencies: [
             avenues, "FileCatalog", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "TerminalUI", avenues]),
+        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "GitHistory", "TerminalUI", avenues]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,90 @@
+import Foundation
+
+/// Runs `git` as a child process, reading its output off the calling thread; cancelling the calling
+/// task terminates the process (a page or a diff stat nobody wants any more stops costing CPU).
+public enum Git {
+    /// Why git could not answer.
+    public enum Failure: Error, CustomStringConvertible, Equatable {
+        /// No `git` on `PATH`.
+        case notInstalled
+        /// The folder is not inside a git repository.
+        case notARepository(String)
+        /// git ran and failed.
+        case failed(arguments: [String], status: Int32, message: String)
+
+        /// One line for the user.
+        public var description: String {
+            switch self {
+            case .notInstalled:
+                "git was not found on PATH; install git and run again."
+            case .notARepository(let path):
+                "\(path) is not in a git repository; give the path of one (history PATH)."
+            case .failed(let arguments, let status, let message):
+                "git \(arguments.joined(separator: " ")) failed (status \(status)): \(message.trimmingCharacters(in: .whitespacesAndNewlines))"
+            }
+        }
+    }
+
+    /// The `git` executable on `PATH`, if any.
+    public static let executable: URL? = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("git") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    /// The standard output of `git -C repository arguments…`.
+    public static func run(_ arguments: [String], in repository: String) async throws -> Data {
+        guard let executable else { throw Failure.notInstalled }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["-C", repository] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["LC_ALL": "C", "GIT_PAGER": "cat"]) { $1 }
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try Task.checkCancellation()
+        try process.run()
+        // Both pipes drain on threads of their own, so a chatty stderr cannot stall stdout.
+        let stdout = PipeReader(output.fileHandleForReading), stderr = PipeReader(errors.fileHandleForReading)
+        let (data, message) = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<(Data, Data), Never>) in
+                Thread.detachNewThread {
+                    let data = stdout.wait(), message = stderr.wait()
+                    process.waitUntilExit()
+                    continuation.resume(returning: (data, message))
+                }
+            }
+        } onCancel: {
+            process.terminate()
+        }
+        try Task.checkCancellation()
+        guard process.terminationStatus == 0 else {
+            let text = String(decoding: message, as: UTF8.self)
+            if text.contains("not a git repository") { throw Failure.notARepository(repository) }
+            throw Failure.failed(arguments: arguments, status: process.terminationStatus, message: text)
+        }
+        return data
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+final class PipeReader: @unchecked Sendable {
+    // Safe: `data` is written once, by the reading thread, before it signals `done`; it is read
+    // only after waiting on `done`, which orders the two.
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+
+    /// Everything the pipe carried, once it closed.
+    func wait() -> Data {
+        done.wait()
+        return data
+    }
+}

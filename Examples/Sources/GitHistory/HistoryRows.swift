@@ -1,0 +1,97 @@
+import Avenues
+import Foundation
+import Synchronization
+
+/// The rows `history` shows: the log, a page at a time, and each visible commit's diff stat, cached
+/// on disk by commit id (a commit never changes, so a cached stat is never stale).
+public final class HistoryRows: Sendable {
+    /// The commits.
+    public let commits: PagedRows<GitLog>
+    /// Each row's diff stat.
+    public let stats: Avenue<Int, String, DiffStat>
+    private let diskHits = HitCounter()
+
+    /// Sets up the rows of `log`.
+    ///
+    /// - Parameters:
+    ///   - pageSize: commits per `git log` call.
+    ///   - statsFolder: where diff stats are kept across runs; `nil` for memory only.
+    public init(log: GitLog, pageSize: Int = 100, statsFolder: URL?) {
+        commits = PagedRows(
+            source: log,
+            configuration: PagingConfiguration(pageSize: pageSize, prefetchDistance: pageSize, initialLoadSize: pageSize, maxResident: 20 * pageSize)
+        )
+        let memory = MemoryStorage<String, DiffStat>(countLimit: 2_000)
+        let processor = DiffStats(repository: log.repository)
+        if let statsFolder {
+            let disk = DiskStorage<String>(directory: statsFolder, sizeLimit: 16 << 20).codable(DiffStat.self)
+            let hits = diskHits
+            let counted = CountingStorage(disk) { hits.count() }
+            stats = commits.detail(storage: memory, processor: AutoProcessor(maxConcurrent: 4, processor.cached(in: counted))) { $0.hash }
+        } else {
+            stats = commits.detail(storage: memory, processor: AutoProcessor(maxConcurrent: 4, processor)) { $0.hash }
+        }
+    }
+
+    /// The default folder for diff stats: `avenues-examples/history-stats` in the cache folder.
+    public static func defaultStatsFolder() throws -> URL {
+        try DiskStorage<String>.cacheFolder().appendingPathComponent("avenues-examples/history-stats", isDirectory: true)
+    }
+
+    /// Diff stats read from the disk cache instead of computed.
+    public var cacheHits: Int { diskHits.value }
+
+    /// Page loads and diff stats in flight.
+    public var loadsInFlight: Int {
+        commits.pages.statistics.loadsInFlight + stats.statistics.loadsInFlight
+    }
+
+    /// Prints every commit in order, as the rows arrive, holding at most `ahead` rows beyond the one
+    /// to print: the whole log streams in bounded memory through the same paged rows.
+    public func printAll(ahead: Int = 400, emit: (Commit) -> Void) async {
+        let changes = commits.changes
+        var iterator = changes.makeAsyncIterator()
+        var next = 0
+        while true {
+            commits.show(next ..< next + ahead)
+            while let commit = commits.item(at: next) {
+                emit(commit)
+                next += 1
+                if next % (ahead / 2) == 0 { commits.show(next ..< next + ahead) }
+            }
+            let count = commits.count
+            if count.isExact, next >= count.value { break }
+            if case .failed = commits.state(at: next) { break }
+            guard await iterator.next() != nil else { break }
+        }
+        commits.stop()
+    }
+}
+
+/// A counter shared by closures.
+final class HitCounter: Sendable {
+    private let hits = Atomic<Int>(0)
+    func count() { hits.add(1, ordering: .relaxed) }
+    var value: Int { hits.load(ordering: .relaxed) }
+}
+
+/// Counts the reads of a storage that found a value.
+final class CountingStorage<Base: Storage>: Storage {
+    private let base: Base
+    private let hit: @Sendable () -> Void
+
+    init(_ base: Base, hit: @escaping @Sendable () -> Void) {
+        self.base = base
+        self.hit = hit
+    }
+
+    func value(for key: Base.Key) -> Base.Value? {
+        let value = base.value(for: key)
+        if value != nil { hit() }
+        return value
+    }
+
+    func set(_ value: Base.Value, for key: Base.Key) { base.set(value, for: key) }
+    func removeValue(for key: Base.Key) { base.removeValue(for: key) }
+    func removeAll() { base.removeAll() }
+}
