@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs `git` as a child process, reading its output off the calling thread; cancelling the calling
 /// task terminates the process (a page or a diff stat nobody wants any more stops costing CPU).
@@ -47,18 +48,22 @@ public enum Git {
         try process.run()
         // Both pipes drain on threads of their own, so a chatty stderr cannot stall stdout.
         let stdout = PipeReader(output.fileHandleForReading), stderr = PipeReader(errors.fileHandleForReading)
-        let (data, message) = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<(Data, Data), Never>) in
+        let outcome = Outcome()
+        let (data, message) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, Data), any Error>) in
+                outcome.wait(with: continuation)
                 Thread.detachNewThread {
                     let data = stdout.wait(), message = stderr.wait()
                     process.waitUntilExit()
-                    continuation.resume(returning: (data, message))
+                    outcome.finish(.success((data, message)))
                 }
             }
         } onCancel: {
+            // Answer at once: a child git started (a hook, an alias) may hold the pipes open after
+            // git itself is gone; the reading thread ends when they close.
             process.terminate()
+            outcome.finish(.failure(CancellationError()))
         }
-        try Task.checkCancellation()
         guard process.terminationStatus == 0 else {
             let text = String(decoding: message, as: UTF8.self)
             if text.contains("not a git repository") { throw Failure.notARepository(repository) }
@@ -86,5 +91,46 @@ final class PipeReader: @unchecked Sendable {
     func wait() -> Data {
         done.wait()
         return data
+    }
+}
+
+/// The one answer of a `Git.run`: the output, or the cancellation that came first.
+final class Outcome: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<(Data, Data), any Error>?)
+        case finished(Result<(Data, Data), any Error>)
+        case resumed
+    }
+
+    private let state = Mutex<State>(.waiting(nil))
+
+    /// Hands over the continuation, resuming it at once if the answer came first.
+    func wait(with continuation: CheckedContinuation<(Data, Data), any Error>) {
+        let early = state.withLock { state -> Result<(Data, Data), any Error>? in
+            guard case .finished(let result) = state else {
+                state = .waiting(continuation)
+                return nil
+            }
+            state = .resumed
+            return result
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// The answer, if none came before.
+    func finish(_ result: Result<(Data, Data), any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<(Data, Data), any Error>? in
+            switch state {
+            case .waiting(let continuation?):
+                state = .resumed
+                return continuation
+            case .waiting(nil):
+                state = .finished(result)
+                return nil
+            case .finished, .resumed:
+                return nil
+            }
+        }
+        continuation?.resume(with: result)
     }
 }

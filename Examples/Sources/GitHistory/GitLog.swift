@@ -40,7 +40,9 @@ public final class GitLog: OffsetPageSource {
     private let total: Task<Int?, Never>
     /// The `git log` read in order, and how far.
     private let stream = Mutex<LogStream?>(nil)
-    static let format = ["--date=short", "--format=%H%x1f%h%x1f%ad%x1f%an%x1f%s%x1e"]
+    /// One NUL-terminated record per commit (`-z`), fields split by 0x1F; the subject comes last, so
+    /// whatever bytes it holds stay in it.
+    static let format = ["-z", "--date=short", "--format=%H%x1f%h%x1f%ad%x1f%an%x1f%s"]
 
     /// The log of the repository at `repository`.
     public init(repository: String) {
@@ -93,7 +95,7 @@ public final class GitLog: OffsetPageSource {
         }
         guard let taken else { return nil }
         let commits = await taken.read(count)
-        guard commits.count == count || taken.ended else {
+        guard commits.count == count || (taken.ended && !taken.failed) else {
             taken.close()  // cancelled or broken: the next in-order page starts a new stream
             return nil
         }
@@ -101,11 +103,12 @@ public final class GitLog: OffsetPageSource {
         return commits
     }
 
-    /// Parses `git log --format=%H%x1f%h%x1f%ad%x1f%an%x1f%s%x1e` output.
+    /// Parses `git log -z --format=%H%x1f%h%x1f%ad%x1f%an%x1f%s` output; a record that does not
+    /// have the five fields is skipped.
     public static func parse(_ data: Data) -> [Commit] {
-        data.split(separator: 0x1E).compactMap { record in
-            let fields = record.split(separator: 0x1F, omittingEmptySubsequences: false).map {
-                String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .newlines)
+        data.split(separator: 0).compactMap { record in
+            let fields = record.split(separator: 0x1F, maxSplits: 4, omittingEmptySubsequences: false).map {
+                String(decoding: $0, as: UTF8.self)
             }
             guard fields.count == 5 else { return nil }
             return Commit(hash: fields[0], shortHash: fields[1], date: fields[2], author: fields[3], subject: fields[4])
@@ -123,6 +126,8 @@ final class LogStream: @unchecked Sendable {
     private var buffer = Data()
     private(set) var position = 0
     private(set) var ended = false
+    /// git exited with an error: the page is asked again with `--skip`, which reports it.
+    private(set) var failed = false
 
     init?(executable: URL, repository: String, arguments: [String]) {
         let process = Process()
@@ -144,7 +149,7 @@ final class LogStream: @unchecked Sendable {
             Thread.detachNewThread { [self] in
                 var commits: [Commit] = []
                 while commits.count < count {
-                    if let end = buffer.firstIndex(of: 0x1E) {
+                    if let end = buffer.firstIndex(of: 0) {
                         commits += GitLog.parse(buffer[buffer.startIndex ... end])
                         buffer.removeSubrange(buffer.startIndex ... end)
                         continue
@@ -152,6 +157,8 @@ final class LogStream: @unchecked Sendable {
                     let chunk = handle.availableData
                     if chunk.isEmpty {
                         ended = true
+                        process.waitUntilExit()
+                        failed = process.terminationStatus != 0
                         break
                     }
                     buffer.append(chunk)
@@ -191,11 +198,18 @@ public struct DiffStat: Sendable, Hashable, Codable {
         for line in data.split(separator: 0x0A) {
             let fields = line.split(separator: 0x09, maxSplits: 2)
             guard fields.count == 3 else { continue }
-            stat.files += 1
-            stat.added += Int(String(decoding: fields[0], as: UTF8.self)) ?? 0
-            stat.removed += Int(String(decoding: fields[1], as: UTF8.self)) ?? 0
+            // Saturating: the numbers come from another program.
+            stat.files = stat.files.addingReportingOverflow(1).overflow ? .max : stat.files + 1
+            stat.added = Self.sum(stat.added, fields[0])
+            stat.removed = Self.sum(stat.removed, fields[1])
         }
         return stat
+    }
+
+    private static func sum(_ total: Int, _ field: Data.SubSequence) -> Int {
+        let value = Int(String(decoding: field, as: UTF8.self)) ?? 0  // "-" for a binary file
+        let (sum, overflow) = total.addingReportingOverflow(max(0, value))
+        return overflow ? .max : sum
     }
 }
 

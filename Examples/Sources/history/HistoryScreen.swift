@@ -254,11 +254,12 @@ struct HistoryScreen {
         }
         let shown = count.value == 0 ? "no commits" : "\(top + 1)–\(min(count.value, top + pageRows)) of \(count)"
         let resident = rows.commits.resident
-        var parts = [
-            shown, "pages resident \(resident.pages)", "loads in flight \(rows.loadsInFlight)", "cache hits \(rows.cacheHits)",
+        var parts = [shown]
+        if let message { parts.append(message) }  // before the figures: the width may cut the end
+        parts += [
+            "pages resident \(resident.pages)", "loads in flight \(rows.loadsInFlight)", "cache hits \(rows.cacheHits)",
         ]
         if let firstScreen { parts.append("first screen \(Int(firstScreen / .milliseconds(1))) ms") }
-        if let message { parts.append(message) }
         var line = " " + parts.joined(separator: " │ ")
         for extra in ["/ search", "q quit"] where TextWidth.columns(line) + 3 + TextWidth.columns(extra) <= columns {
             line += " │ " + extra

@@ -13,54 +13,13 @@ Every wait polls `tmux capture-pane` against a deadline; nothing sleeps "long en
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
+
+from tmuxlib import Tmux, exited, fail, terminal_is_sane
 
 SPINNER = set("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 COMPUTED = re.compile(r"\s\d+\s\s[0-9a-f]{8}\s")  # LINES then CRC32 columns
-DEADLINE = 60.0
-
-
-def fail(message, screen=None):
-    print("FAIL:", message)
-    if screen is not None:
-        print("---- screen ----\n" + "\n".join(screen) + "\n----------------")
-    sys.exit(1)
-
-
-class Tmux:
-    def __init__(self):
-        self.socket = f"avenues-test-{os.getpid()}"
-
-    def run(self, *args, check=True):
-        return subprocess.run(["tmux", "-L", self.socket, *args], check=check, capture_output=True, text=True)
-
-    def start(self, name, command, width=120, height=40):
-        self.run("new-session", "-d", "-s", name, "-x", str(width), "-y", str(height), command)
-
-    def screen(self, name):
-        return self.run("capture-pane", "-p", "-t", name).stdout.rstrip("\n").split("\n")
-
-    def keys(self, name, *keys):
-        self.run("send-keys", "-t", name, *keys)
-
-    def display(self, name, fmt):
-        return self.run("display-message", "-p", "-t", name, fmt).stdout.strip()
-
-    def close(self):
-        self.run("kill-server", check=False)
-
-    def wait(self, name, what, condition, deadline=DEADLINE):
-        end = time.monotonic() + deadline
-        screen = []
-        while time.monotonic() < end:
-            screen = self.screen(name)
-            if condition(screen):
-                return screen
-            time.sleep(0.02)
-        fail(f"timed out after {deadline:.0f} s waiting until {what}", screen)
 
 
 def table_rows(screen):
@@ -88,25 +47,6 @@ def make_files(root, count):
         else:
             with open(os.path.join(folder, f"note{index:04d}.txt"), "w") as file:
                 file.write("".join(f"line {n} of file {index}\n" for n in range(index % 40 + 1)))
-
-
-def exited(screen):
-    """browse has exited and `stty -a` has printed the terminal's modes after it."""
-    return any(line.startswith("EXIT=") for line in screen) and any("icanon" in line for line in screen)
-
-
-def terminal_is_sane(tmux, name, screen):
-    if not any(line.startswith("EXIT=0") for line in screen):
-        fail("browse did not exit with status 0", screen)
-    modes = set(re.split(r"[\s;]+", " ".join(screen)))  # stty -a prints e.g. "icanon", "-echonl"
-    for flag in ("icanon", "echo", "isig"):
-        if flag not in modes or f"-{flag}" in modes:
-            fail(f"the terminal was left without {flag}", screen)
-    cursor, alternate = tmux.display(name, "#{cursor_flag} #{alternate_on}").split()
-    if cursor != "1":
-        fail("the cursor was left hidden", screen)
-    if alternate != "0":
-        fail("the alternate screen was left on", screen)
 
 
 def main():
@@ -158,7 +98,7 @@ def main():
 
         tmux.keys("b", "q")
         screen = tmux.wait("b", "browse exits after q", exited)
-        terminal_is_sane(tmux, "b", screen)
+        terminal_is_sane(tmux, "b", screen, "browse")
         print("ok: q exits and the terminal is sane")
 
         # Ctrl-C, with the disk cache now warm: the first screen comes from disk.
@@ -169,7 +109,7 @@ def main():
             fail("a second run found nothing in the disk cache", screen)
         tmux.keys("c", "C-c")
         screen = tmux.wait("c", "browse exits after Ctrl-C", exited)
-        terminal_is_sane(tmux, "c", screen)
+        terminal_is_sane(tmux, "c", screen, "browse")
         print(f"ok: second run served {hits.group(1)} rows from the disk cache; Ctrl-C exits cleanly")
     finally:
         tmux.close()

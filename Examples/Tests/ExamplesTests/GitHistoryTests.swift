@@ -1,0 +1,152 @@
+import Avenues
+import Foundation
+import GitHistory
+import Testing
+
+@Suite("git log records and diff stats")
+struct GitParsingTests {
+    @Test func recordsSplitOnNulAndTheSubjectKeepsEveryByte() {
+        let data = Data("aaaa\u{1F}aa\u{1F}2024-01-02\u{1F}Zoë\u{1F}tabs\there and a \u{1F} unit separator\0".utf8)
+            + Data("bbbb\u{1F}bb\u{1F}2024-01-01\u{1F}Ann\u{1F}\0".utf8)
+            + Data("broken record without fields\0".utf8)
+        #expect(GitLog.parse(data) == [
+            Commit(hash: "aaaa", shortHash: "aa", date: "2024-01-02", author: "Zoë", subject: "tabs\there and a \u{1F} unit separator"),
+            Commit(hash: "bbbb", shortHash: "bb", date: "2024-01-01", author: "Ann", subject: ""),
+        ])
+        #expect(Commit(hash: "aaaa", shortHash: "aa", date: "2024-01-02", author: "Zoë", subject: "s").line == "aa\t2024-01-02\tZoë\ts")
+    }
+
+    @Test func numstatSumsTextCountsBinaryFilesAndSaturates() {
+        let numstat = Data("3\t1\tREADME.md\n-\t-\tlogo.png\n10\t0\tdir/a b.txt\nnot a numstat line\n\n".utf8)
+        #expect(DiffStat.parse(numstat) == DiffStat(files: 3, added: 13, removed: 1))
+        #expect(DiffStat.parse(numstat).description == "3 files +13 −1")
+        #expect(DiffStat(files: 1, added: 0, removed: 2).description == "1 file +0 −2")
+        let huge = Data("\(Int.max)\t\(Int.max)\ta\n5\t5\tb\n-7\t-7\tc\n".utf8)
+        #expect(DiffStat.parse(huge) == DiffStat(files: 3, added: .max, removed: .max))
+        #expect(DiffStat.parse(Data()) == DiffStat(files: 0, added: 0, removed: 0))
+    }
+}
+
+@Suite("git log as a page source", .enabled(if: Git.executable != nil, "needs git"))
+struct GitLogTests {
+    @Test func everyPageInOrderOrByOffsetIsWhatGitLogSays() async throws {
+        let repository = try TestRepository(commits: 250)
+        defer { repository.remove() }
+        let expected = try await repository.log()
+        #expect(expected.count == 250)
+
+        let log = GitLog(repository: repository.path)
+        var streamed: [Commit] = []
+        var cursor = 0
+        while true {  // in order: one streaming git log
+            let page = try await log.page(at: cursor, size: 40)
+            streamed += page.items
+            #expect(page.itemsAfter == nil || page.itemsAfter == 250 - streamed.count)
+            guard let next = page.cursorAfter else { break }
+            cursor = next
+        }
+        #expect(streamed == expected)
+
+        for offset in [200, 0, 17, 249, 250, 300] {  // out of order: --skip
+            let page = try await log.page(at: offset, size: 40)
+            #expect(page.items == Array(expected[min(offset, 250) ..< min(offset + 40, 250)]), "offset \(offset)")
+            #expect((page.cursorAfter == nil) == (offset + 40 >= 250), "offset \(offset)")
+        }
+    }
+
+    @Test func historyRowsPrintTheWholeLogInOrderWithBoundedLookAhead() async throws {
+        let repository = try TestRepository(commits: 250)
+        defer { repository.remove() }
+        let expected = try await repository.log()
+        let rows = HistoryRows(log: GitLog(repository: repository.path), pageSize: 16, statsFolder: nil)
+        var printed: [Commit] = []
+        await rows.printAll(ahead: 32) { printed.append($0) }
+        #expect(printed == expected)
+        #expect(rows.commits.count == .exact(250))
+    }
+
+    @Test func diffStatsAreGitShowNumstatSummed() async throws {
+        let repository = try TestRepository(commits: 5)
+        defer { repository.remove() }
+        let head = try #require(try await repository.log().first)
+        let stat = try await DiffStats(repository: repository.path).process(head.hash)
+        // Commit 5 rewrites notes.txt with 5 lines (4 before) and adds a binary blob.
+        #expect(stat == DiffStat(files: 2, added: 5, removed: 4))
+    }
+
+    @Test func notARepositoryAndAnEmptyRepositoryAreClearAnswers() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-repo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        await #expect(throws: Git.Failure.notARepository(folder.path)) { try await GitLog(repository: folder.path).check() }
+
+        _ = try await Git.run(["init", "-q"], in: folder.path)
+        let empty = GitLog(repository: folder.path)
+        try await empty.check()
+        let page = try await empty.page(at: 0, size: 10)
+        #expect(page.items.isEmpty && page.cursorAfter == nil)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingARunAnswersAtOnceEvenIfAChildHoldsThePipeOpen() async throws {
+        let repository = try TestRepository(commits: 1)
+        defer { repository.remove() }
+        let marker = repository.path + "/hang.pid"
+        // An alias whose shell outlives git: the pipes stay open until it ends.
+        let run = Task { try await Git.run(["-c", "alias.hang=!echo $$ > hang.pid; exec sleep 1000", "hang"], in: repository.path) }
+        while !FileManager.default.fileExists(atPath: marker) { try await Task.sleep(for: .milliseconds(5)) }
+        run.cancel()
+        await #expect(throws: CancellationError.self) { try await run.value }
+        if let pid = Int32(String(decoding: FileManager.default.contents(atPath: marker) ?? Data(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) {
+            kill(pid, SIGKILL)
+        }
+    }
+}
+
+/// A repository made with `git fast-import`: commit n (1 = the root) writes `notes.txt` with n lines
+/// and, every fifth commit, a binary `blob.bin`; subjects carry tabs, non-ASCII and a 0x1F byte.
+struct TestRepository {
+    let path: String
+
+    init(commits: Int) throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("history-test-\(UUID().uuidString)").path
+        try Self.git(["init", "-q", "-b", "main", path], in: nil)
+        var stream = ""
+        for n in 1 ... commits {
+            let subject = n % 7 == 0 ? "Tabbed\tsubject \(n) — ünïcode \u{1F} unit" : "Commit \(n)"
+            let lines = (0 ..< n % 50).map { "line \($0) of \(n)\n" }.joined()
+            stream += "commit refs/heads/main\nmark :\(n)\n"
+            stream += "author Tést Author <a@example.com> \(1_600_000_000 + n * 3600) +0000\n"
+            stream += "committer C <c@example.com> \(1_600_000_000 + n * 3600) +0000\n"
+            stream += "data \(subject.utf8.count)\n\(subject)\n"
+            if n > 1 { stream += "from :\(n - 1)\n" }
+            stream += "M 100644 inline notes.txt\ndata \(lines.utf8.count)\n\(lines)\n"
+            if n % 5 == 0 { stream += "M 100644 inline blob.bin\ndata 4\n\u{0}\u{1}\u{2}\(n % 10)\n" }
+        }
+        try Self.git(["-C", path, "fast-import", "--quiet"], in: Data(stream.utf8))
+        try Self.git(["-C", path, "reset", "-q", "--hard", "main"], in: nil)
+    }
+
+    /// The log as `git log` itself gives it.
+    func log() async throws -> [Commit] {
+        GitLog.parse(try await Git.run(["log", "-z", "--date=short", "--format=%H%x1f%h%x1f%ad%x1f%an%x1f%s"], in: path))
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+
+    private static func git(_ arguments: [String], in input: Data?) throws {
+        let process = Process()
+        process.executableURL = Git.executable
+        process.arguments = arguments
+        let stdin = Pipe()
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
+        try process.run()
+        if let input {
+            stdin.fileHandleForWriting.write(input)
+            try stdin.fileHandleForWriting.close()
+        }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Git.Failure.failed(arguments: arguments, status: process.terminationStatus, message: "") }
+    }
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Checks `history`'s output when it is not a terminal, against git's own, on 20,000 generated commits.
+
+Usage: test_history_output.py BIN_DIR   (the folder holding the built `history`)
+
+- `history REPO | head -n 25` prints git log's first 25 lines (hash, date, author, subject, tabs);
+- `history REPO > file` prints the whole log, byte for byte what
+  `git log --format=%h%x09%ad%x09%an%x09%s --date=short` prints, streamed through the paged rows;
+- a folder that is not a repository, and git missing from PATH, are one line on stderr and exit 1.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from gitrepo import make_repo
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    if shutil.which("git") is None:
+        fail("git is required for the history output test (apt-get install git)")
+    history = os.path.join(sys.argv[1], "history")
+    work = tempfile.mkdtemp(prefix="avenues-history-output-")
+    try:
+        repository = make_repo(os.path.join(work, "repo"), 20_000)
+        reference = subprocess.run(["git", "-C", repository, "log", "--format=%h%x09%ad%x09%an%x09%s", "--date=short"],
+                                   check=True, capture_output=True).stdout
+        cache = ["--cache", os.path.join(work, "cache")]
+
+        head = subprocess.run(f"'{history}' '{repository}' --cache '{work}/cache' | head -n 25", shell=True,
+                              check=True, capture_output=True, timeout=120).stdout
+        if head.splitlines() != reference.splitlines()[:25]:
+            fail("history | head -n 25 differs from git log's first 25 lines:\n" + head.decode(errors="replace"))
+        print("ok: history | head -n 25 is git log's first 25 lines")
+
+        full = subprocess.run([history, repository, *cache], capture_output=True, timeout=300)
+        if full.returncode != 0:
+            fail(f"history exited with {full.returncode}: {full.stderr.decode(errors='replace')}")
+        if full.stdout != reference:
+            got, want = full.stdout.splitlines(), reference.splitlines()
+            first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            fail(f"the full output differs from git log's at line {first + 1} ({len(got)} lines, git log has {len(want)})")
+        print(f"ok: the full output is git log's, {len(reference.splitlines())} lines byte for byte")
+
+        empty = os.path.join(work, "empty")
+        os.makedirs(empty)
+        not_repo = subprocess.run([history, empty, *cache], capture_output=True, timeout=60)
+        no_git = subprocess.run([history, repository, *cache], capture_output=True, timeout=60,
+                                env=dict(os.environ, PATH=os.path.join(work, "no-such-folder")))
+        for label, result, expected in [("not a repository", not_repo, "is not in a git repository"),
+                                        ("git missing", no_git, "git was not found on PATH")]:
+            lines = result.stderr.decode(errors="replace").splitlines()
+            if result.returncode != 1 or len(lines) != 1 or expected not in lines[0] or result.stdout:
+                fail(f"{label}: expected one line saying '{expected}' and exit status 1, got {result.returncode}: {lines}")
+            print(f"ok: {label}: {lines[0]}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("history output test passed")
+
+
+if __name__ == "__main__":
+    main()
