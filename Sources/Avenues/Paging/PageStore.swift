@@ -15,7 +15,7 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
 
     private let resident = Locked([Int: Resident]())
     private let cache: (any Storage<Int, Page<Cursor, Item>>)?
-    private let stored = Locked<(@Sendable (Key, Value) -> Void)?>(nil)
+    private let stored = LateBound<(Key, Value), Void>()
 
     init(cache: (any Storage<Int, Page<Cursor, Item>>)?) {
         self.cache = cache
@@ -23,7 +23,7 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
 
     /// Called with every page stored (after the store's lock is released).
     func onStore(_ body: @escaping @Sendable (Key, Value) -> Void) {
-        stored.withLock { $0 = body }
+        stored.set(body)
     }
 
     // MARK: Storage
@@ -52,7 +52,7 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
         }
         guard kept else { return }
         cache?.set(value, for: key.number)
-        stored.withLock { $0 }?(key, value)
+        stored((key, value))
     }
 
     func removeValue(for key: Key) {

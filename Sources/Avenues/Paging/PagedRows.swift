@@ -427,14 +427,14 @@ public final class PagedRows<Source: PageSource>: Sendable {
 /// The prefetcher's page keys, which need the ``PagedRows`` that owns the prefetcher: set once it
 /// exists.
 final class KeyResolver<Cursor: Hashable & Sendable>: Sendable {
-    private let resolve = Locked<(@Sendable (Int) -> PageKey<Cursor>?)?>(nil)
+    private let resolve = LateBound<Int, PageKey<Cursor>?>()
 
     func set(_ resolve: @escaping @Sendable (Int) -> PageKey<Cursor>?) {
-        self.resolve.withLock { $0 = resolve }
+        self.resolve.set(resolve)
     }
 
     func key(for number: Int) -> PageKey<Cursor>? {
-        resolve.withLock { $0 }?(number)
+        resolve(number) ?? nil
     }
 }
 

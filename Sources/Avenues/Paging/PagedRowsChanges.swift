@@ -1,7 +1,7 @@
 /// The changes of a ``PagedRows``, as an async sequence of page-sized row ranges; see
 /// ``PagedRows/changes``. Built on the page avenue's ``AvenueChanges``, so it holds at most one
 /// event per page for a reader that falls behind.
-public struct PagedRowsChanges<Source: PageSource>: AsyncSequence, Sendable {
+public struct PagedRowsChanges: AsyncSequence, Sendable {
     /// Rows whose page changed, with the count then.
     public typealias Element = PagedRowsChange
     /// The sequence never throws.
@@ -39,7 +39,7 @@ public struct PagedRowsChanges<Source: PageSource>: AsyncSequence, Sendable {
 extension PagedRows {
     /// The rows' changes — a page loaded, failed or was cancelled — as an async sequence of the
     /// page's rows. Each access makes a new subscription from then on.
-    public var changes: PagedRowsChanges<Source> {
+    public var changes: PagedRowsChanges {
         PagedRowsChanges(pages: pages.changes, pageSize: configuration.pageSize) { [weak self] in self?.count ?? .atLeast(0) }
     }
 }

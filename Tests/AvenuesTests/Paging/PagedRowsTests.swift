@@ -239,6 +239,21 @@ struct PagedRowsTests {
         await eventually("the new rows' details started") { Set(work.startOrder).isSuperset(of: 500..<510) }
         rows.stop()
     }
+
+    /// Found scrolling 1,000,000 rows in the paging benchmark: the page-key function lived in a
+    /// mutex whose state was the function itself, which Swift reabstracts on every `inout` access,
+    /// two more thunks per call, until calling it overflowed the stack.
+    @Test func aLongScrollCallsThePageKeyFunctionWithoutGrowingIt() {
+        let resolver = KeyResolver<Int>()
+        resolver.set { PageKey(generation: 0, number: $0, origin: .start) }
+        for number in 0 ..< 1_000_000 { _ = resolver.key(for: number) }
+        #expect(resolver.key(for: 7)?.number == 7)
+
+        let stored = LateBound<(Int, String), Int>()
+        stored.set { $0.0 + $0.1.count }
+        for number in 0 ..< 1_000_000 { _ = stored((number, "")) }
+        #expect(stored((1, "ab")) == 3)
+    }
 }
 
 /// A source whose list grows while it is read.
