@@ -4,17 +4,21 @@
 /// (before a refresh), or one from the page cache (a previous run), is returned by ``lookup(_:)`` as
 /// stale, so its rows show while the current one loads. ``drop(keepingRows:protected:center:)``
 /// applies the memory bound.
+@usableFromInline
 final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
-    typealias Key = PageKey<Cursor>
-    typealias Value = Page<Cursor, Item>
+    @usableFromInline typealias Key = PageKey<Cursor>
+    @usableFromInline typealias Value = Page<Cursor, Item>
 
-    private struct Resident {
-        var generation: UInt64
-        var page: Page<Cursor, Item>
+    @usableFromInline
+    struct Resident {
+        @usableFromInline var generation: UInt64
+        @usableFromInline var page: Page<Cursor, Item>
     }
 
-    private let resident = Locked([Int: Resident]())
-    private let cache: (any Storage<Int, Page<Cursor, Item>>)?
+    // Visible to inlinable code so that `PagedRows.item(at:)` is specialized in the caller's
+    // module (unspecialized, it cost 15× a mutex-guarded dictionary read).
+    @usableFromInline let resident = Locked([Int: Resident]())
+    @usableFromInline let cache: (any Storage<Int, Page<Cursor, Item>>)?
     private let stored = LateBound<(Key, Value), Void>()
 
     init(cache: (any Storage<Int, Page<Cursor, Item>>)?) {
@@ -29,14 +33,14 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     // MARK: Storage
 
     /// The page of `key`'s generation, if held.
-    func value(for key: Key) -> Value? {
+    @usableFromInline func value(for key: Key) -> Value? {
         resident.withLock { resident in
             resident[key.number].flatMap { $0.generation == key.generation ? $0.page : nil }
         }
     }
 
     /// The page of `key`'s generation (fresh), else an older one or the cached one (stale).
-    func lookup(_ key: Key) -> StoredValue<Value>? {
+    @usableFromInline func lookup(_ key: Key) -> StoredValue<Value>? {
         if let held = resident.withLock({ $0[key.number] }) {
             return StoredValue(held.page, isStale: held.generation != key.generation)
         }
@@ -44,7 +48,7 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     }
 
     /// Holds `value` unless a newer generation of the page is held (a late load of an old one).
-    func set(_ value: Value, for key: Key) {
+    @usableFromInline func set(_ value: Value, for key: Key) {
         let kept = resident.withLock { resident -> Bool in
             if let held = resident[key.number], held.generation > key.generation { return false }
             resident[key.number] = Resident(generation: key.generation, page: value)
@@ -55,19 +59,20 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
         stored((key, value))
     }
 
-    func removeValue(for key: Key) {
+    @usableFromInline func removeValue(for key: Key) {
         resident.withLock { resident in
             if resident[key.number]?.generation == key.generation { resident[key.number] = nil }
         }
     }
 
-    func removeAll() {
+    @usableFromInline func removeAll() {
         resident.withLock { $0 = [:] }
     }
 
     // MARK: For PagedRows
 
     /// The page held for `number` whatever its generation, else the cached one.
+    @inlinable
     func anyPage(_ number: Int) -> Value? {
         if let held = resident.withLock({ $0[number]?.page }) { return held }
         return cache?.value(for: number)

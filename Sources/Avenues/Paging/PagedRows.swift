@@ -49,7 +49,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// The avenue whose rows are page numbers (for diagnostics: its statistics count page loads).
     public let pages: Avenue<Int, PageKey<Cursor>, Page<Cursor, Item>>
 
-    let store: PageStore<Cursor, Item>
+    @usableFromInline let store: PageStore<Cursor, Item>
     let prefetcher: RowPrefetcher<PageKey<Cursor>, Page<Cursor, Item>>
     let state: Locked<State>
     let listeners = Locked(Listeners())
@@ -69,6 +69,9 @@ public final class PagedRows<Source: PageSource>: Sendable {
         var endPage: Int?
         /// The exact number of rows, once known.
         var total: Int?
+        /// The most rows there can be: an empty last page loaded past the rows known (a jump or a
+        /// prefetch beyond the unknown end) says only that the list ends at or before its start.
+        var endAtMost: Int?
         /// Rows known to exist (the end of the farthest page loaded).
         var knownRows = 0
         /// The visible rows last shown.
@@ -87,6 +90,9 @@ public final class PagedRows<Source: PageSource>: Sendable {
         var onChange: (@Sendable (PagedRowsChange) -> Void)?
         var details: [UInt64: @Sendable (Range<Int>?) -> Void] = [:]
         var nextDetail: UInt64 = 0
+        /// The ``changes`` subscriptions, by page number.
+        var subscriptions: [UInt64: ChangeSubscription<Int>] = [:]
+        var nextSubscription: UInt64 = 0
     }
 
     /// Creates rows over `source`.
@@ -127,6 +133,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
 
     deinit {
         state.withLock { $0.following?.cancel() }
+        for subscription in listeners.withLock({ Array($0.subscriptions.values) }) { subscription.finish() }
     }
 
     // MARK: Reading
@@ -142,6 +149,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
 
     /// The item of `row`, or `nil` when its page is not loaded (or `row` does not exist). A page from
     /// an older generation or the page cache is used while its fresh copy loads.
+    @inlinable
     public func item(at row: Int) -> Item? {
         guard row >= 0 else { return nil }
         let size = configuration.pageSize
@@ -350,6 +358,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         guard number >= 0 else { return nil }
         if let end = state.endPage, number > end { return nil }
         if let total = state.total, number > 0, number * configuration.pageSize >= total { return nil }
+        if let bound = state.endAtMost, number > 0, number * configuration.pageSize >= bound { return nil }
         let generation = state.generations.last { $0.fromPage <= number }?.generation ?? 0
         if number == 0 { return PageKey(generation: generation, number: 0, origin: .start) }
         if let cursor = state.cursors[number] { return PageKey(generation: generation, number: number, origin: .after(cursor)) }
@@ -370,6 +379,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
             // The end may have moved: pages at and after `page` say again.
             if let end = state.endPage, end >= page { state.endPage = nil }
             if let total = state.total, total >= page * configuration.pageSize { state.total = nil }
+            if let bound = state.endAtMost, bound >= page * configuration.pageSize { state.endAtMost = nil }
         }
         reshow()
     }
@@ -379,30 +389,51 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// table, so the list never looks idle in the middle of a walk.
     func stored(_ page: Page<Cursor, Item>, for key: PageKey<Cursor>) {
         let size = configuration.pageSize
-        state.withLock { state in
+        let countChanged = state.withLock { state -> Bool in
+            let before = (state.total, state.knownRows)
             let start = key.number * size
             let end = start + page.items.count
-            state.knownRows = max(state.knownRows, end)
+            let pastTheRowsKnown = page.items.isEmpty && start > state.knownRows
+            state.knownRows = max(state.knownRows, pastTheRowsKnown ? 0 : end)
             if let next = page.cursorAfter {
                 state.cursors[key.number + 1] = next
                 if state.walkedTo == key.number { state.walkedTo = key.number + 1 }
                 if let after = page.itemsAfter { state.total = end + after }
+            } else if pastTheRowsKnown {
+                state.endAtMost = min(state.endAtMost ?? start, start)
             } else {
                 state.endPage = key.number
                 state.total = end
                 state.knownRows = end
             }
+            if let bound = state.endAtMost, state.total == nil, state.knownRows >= bound {
+                // The rows known reach the bound: it was the end (or the list grew past it).
+                if state.knownRows == bound { state.total = bound }
+                state.endAtMost = nil
+            }
+            return before != (state.total, state.knownRows)
         }
         reshow()
+        // A page loaded for nobody (its rows scrolled away first) tells no row, yet may change the
+        // count — that its end was reached, say — which a reader waiting for the count must hear.
+        if countChanged { notify(key.number) }
     }
 
     /// The page avenue told `number`'s row: its items are readable (details can load), tell the
     /// listener. (A failure does not show the window again: the page waits for its retry.)
     private func pageChanged(_ number: Int) {
         if let visible = state.withLock({ $0.visible }) { tellDetails(visible) }
+        notify(number)
+    }
+
+    /// Tells the ``onChange`` callback and every ``changes`` reader that page `number` changed.
+    private func notify(_ number: Int) {
         let size = configuration.pageSize
         let change = PagedRowsChange(rows: number * size ..< (number + 1) * size, count: count)
-        listeners.withLock { $0.onChange }?(change)
+        let (onChange, subscriptions) = listeners.withLock { ($0.onChange, Array($0.subscriptions.values)) }
+        onChange?(change)
+        let event = AvenueChanges<Int>.Tagged(event: AvenueEvent(index: number, change: .loaded), ticket: 0)
+        for subscription in subscriptions { subscription.yield(event) }
     }
 
     /// Applies the window again (its pages' keys may have changed: a cursor learned, a refresh).

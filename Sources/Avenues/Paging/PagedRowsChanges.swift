@@ -1,6 +1,5 @@
 /// The changes of a ``PagedRows``, as an async sequence of page-sized row ranges; see
-/// ``PagedRows/changes``. Built on the page avenue's ``AvenueChanges``, so it holds at most one
-/// event per page for a reader that falls behind.
+/// ``PagedRows/changes``. A reader that falls behind holds at most one event per page.
 public struct PagedRowsChanges: AsyncSequence, Sendable {
     /// Rows whose page changed, with the count then.
     public typealias Element = PagedRowsChange
@@ -37,9 +36,21 @@ public struct PagedRowsChanges: AsyncSequence, Sendable {
 }
 
 extension PagedRows {
-    /// The rows' changes — a page loaded, failed or was cancelled — as an async sequence of the
-    /// page's rows. Each access makes a new subscription from then on.
+    /// The rows' changes — a page loaded, failed or was cancelled, or the count changed — as an
+    /// async sequence of the page's rows. Each access makes a new subscription from then on; it
+    /// ends when the rows are released.
     public var changes: PagedRowsChanges {
-        PagedRowsChanges(pages: pages.changes, pageSize: configuration.pageSize) { [weak self] in self?.count ?? .atLeast(0) }
+        let buffer = ChangeSubscription<Int> { _, _ in true }  // pages are told whether shown or not
+        let id = listeners.withLock { listeners -> UInt64 in
+            listeners.nextSubscription &+= 1
+            listeners.subscriptions[listeners.nextSubscription] = buffer
+            return listeners.nextSubscription
+        }
+        let subscription = AvenueChanges<Int>.Subscription(buffer: buffer) { [weak self] in
+            _ = self?.listeners.withLock { $0.subscriptions.removeValue(forKey: id) }
+        }
+        return PagedRowsChanges(pages: AvenueChanges(subscription: subscription), pageSize: configuration.pageSize) { [weak self] in
+            self?.count ?? .atLeast(0)
+        }
     }
 }

@@ -8,15 +8,19 @@ final class ScriptedSource: OffsetPageSource {
     typealias Item = Int
     let count: Int
     let tellsTotal: Bool
+    /// Whether a full last page says it is the last; if not (like `git log` before it is counted),
+    /// an empty page follows it.
+    let knowsEnd: Bool
     let requests = Shared([Int]())
     /// Offsets whose next request fails (once each).
     let failing = Shared(Set<Int>())
     /// When set, every page waits for the test to finish it (keyed by offset).
     let gate: ControlledWork<Int, Int>?
 
-    init(count: Int, tellsTotal: Bool = false, gate: ControlledWork<Int, Int>? = nil) {
+    init(count: Int, tellsTotal: Bool = false, knowsEnd: Bool = true, gate: ControlledWork<Int, Int>? = nil) {
         self.count = count
         self.tellsTotal = tellsTotal
+        self.knowsEnd = knowsEnd
         self.gate = gate
     }
 
@@ -26,7 +30,8 @@ final class ScriptedSource: OffsetPageSource {
         if failing.withLock({ $0.remove(offset) != nil }) { throw TestError("page at \(offset) failed") }
         let end = min(count, offset + size)
         let items = offset < end ? Array(offset..<end) : []
-        return Page(items: items, cursorAfter: end < count ? end : nil, itemsAfter: tellsTotal ? count - end : nil)
+        let more = end < count || (!knowsEnd && items.count == size)
+        return Page(items: items, cursorAfter: more ? end : nil, itemsAfter: tellsTotal ? count - end : nil)
     }
 }
 
@@ -70,6 +75,48 @@ struct PagedRowsTests {
         await settle(rows)
         #expect(rows.count == .exact(1_000_000))
         #expect(rows.item(at: 5) == 5)
+    }
+
+    /// Found streaming `history`: a prefetch past the unknown end loaded an empty page by offset,
+    /// and the end was taken to be where that page starts (20,300 rows of a 20,000-row log), so
+    /// the output waited forever for rows that do not exist.
+    @Test func anEmptyPagePastTheUnknownEndBoundsTheCountWithoutFixingIt() async {
+        let source = ScriptedSource(count: 1_000)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100))
+        rows.show(0..<40)
+        await settle(rows)
+        rows.show(3_000..<3_040)  // a jump past the end, while the count is "at least"
+        await settle(rows)
+        // The empty pages there bound the count; the rows past the known ones are walked to, to
+        // find the end. Never an exact count other than 1,000.
+        #expect(source.requests.value.contains(3_000))
+        #expect(rows.count == .exact(1_000))
+        rows.show(5_000..<5_040)  // past the end: nothing to ask
+        await settle(rows)
+        #expect(!source.requests.value.contains(5_000))
+        #expect(rows.item(at: 999) == 999)
+    }
+
+    /// Found streaming `history` (1 run in 5 hung): the empty page after a full last page made the
+    /// count exact, which took that page out of the window before its row was told, so no change
+    /// came and a reader waiting for the end waited forever.
+    @Test func aCountLearnedFromAPageNobodyWaitsForStillReachesTheReaders() async {
+        let work = ControlledWork<Int, Int>()
+        let source = ScriptedSource(count: 200, knowsEnd: false, gate: work)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, initialLoadSize: 100))
+        var changes = rows.changes.makeAsyncIterator()
+        rows.show(0..<200)
+        await work.waitUntilStarted(0)
+        work.succeed(0, with: 0)
+        await work.waitUntilStarted(100)  // asked by the first page's cursor
+        work.succeed(100, with: 0)
+        while rows.count != .atLeast(200) { _ = await changes.next() }
+        await work.waitUntilStarted(200)  // the page after the last, asked by its cursor
+        work.succeed(200, with: 0)  // empty: the end is at 200
+        var change = await changes.next()
+        while let seen = change, seen.count != .exact(200) { change = await changes.next() }
+        #expect(change?.count == .exact(200))
+        #expect(rows.count == .exact(200))
     }
 
     @Test func aJumpRequestsOnlyTheTargetPagesAndNeverThePagesSkipped() async {

@@ -1,0 +1,73 @@
+import Testing
+@testable import Avenues
+
+@Suite("Rate limit", .timeLimit(.minutes(2)))
+struct RateLimitTests {
+    @Test func runsStartAtTheRateOnceTheBurstIsSpentWhateverTheWorkers() async throws {
+        let clock = SleepClock()
+        let starts = Shared([Int]())
+        let processor = AutoProcessor<Int, Int>(maxConcurrent: 6, rateLimit: RateLimit(runsPerSecond: 10, burst: 2, clock: clock)) { key in
+            starts.withLock { $0.append(key) }
+            return key
+        }
+        let tasks = (0..<6).map { key in Task { try await processor.value(for: key) } }
+        await eventually("the burst started and the rest wait their turn") { starts.value.count == 2 && clock.sleepers == 4 }
+        for expected in 3...6 {
+            #expect(starts.value.count == expected - 1)
+            clock.advance(by: .milliseconds(100))
+            await eventually("one more start per 100 ms") { starts.value.count == expected }
+        }
+        for task in tasks { _ = try await task.value }
+        #expect(Set(starts.value) == Set(0..<6))
+        // After a quiet spell the bucket is full again.
+        clock.advance(by: .seconds(1))
+        starts.withLock { $0 = [] }
+        let again = (10..<12).map { key in Task { try await processor.value(for: key) } }
+        for task in again { _ = try await task.value }
+        #expect(starts.value.count == 2)
+        #expect(clock.sleepers == 0)
+    }
+
+    @Test func aJobCancelledWhileWaitingNeverStartsAndGivesItsTurnBack() async throws {
+        let clock = SleepClock()
+        let starts = Shared([String]())
+        let processor = AutoProcessor<String, String>(maxConcurrent: 4, rateLimit: RateLimit(runsPerSecond: 1, clock: clock)) { key in
+            starts.withLock { $0.append(key) }
+            return key
+        }
+        _ = try await processor.value(for: "first")
+        let waiting = Task { try await processor.value(for: "waiting") }
+        await eventually("the second run waits for its turn") { clock.sleepers == 1 }
+        processor.cancel("waiting")
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(clock.sleepers == 0)
+        // The cancelled job's turn (at 1 s) is the next one's: not 2 s.
+        let next = Task { try await processor.value(for: "next") }
+        await eventually("the next run waits") { clock.sleepers == 1 }
+        clock.advance(by: .seconds(1))
+        #expect(try await next.value == "next")
+        #expect(starts.value == ["first", "next"])
+    }
+
+    @Test func visibleWorkTakesTheNextTurnBeforeQueuedPrefetches() async throws {
+        let clock = SleepClock()
+        let starts = Shared([String]())
+        let processor = AutoProcessor<String, String>(maxConcurrent: 1, rateLimit: RateLimit(runsPerSecond: 1, clock: clock)) { key in
+            starts.withLock { $0.append(key) }
+            return key
+        }
+        _ = try await processor.value(for: "first")
+        let prefetches = (0..<5).map { index in Task { try await processor.value(for: "prefetch \(index)", priority: .prefetch) } }
+        await eventually("one prefetch holds the worker, waiting its turn") { clock.sleepers == 1 }
+        let visible = Task { try await processor.value(for: "visible") }
+        await eventually("the visible request is queued") { processor.state(of: "visible") == .queued }
+        clock.advance(by: .seconds(1))  // the waiting prefetch had this turn
+        await eventually("the next job waits for its turn") { starts.value.count == 2 && clock.sleepers == 1 }
+        clock.advance(by: .seconds(1))
+        #expect(try await visible.value == "visible")
+        #expect(starts.value.count == 3)
+        #expect(starts.value.last == "visible")
+        for _ in 0..<4 { clock.advance(by: .seconds(1)); await Task.yield() }
+        for task in prefetches { task.cancel() }
+    }
+}
