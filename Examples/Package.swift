@@ -10,6 +10,10 @@ let avenues = Target.Dependency.product(name: "Avenues", package: libraryFolder.
 let package = Package(
     name: "Examples",
     platforms: [.macOS(.v15)],
+    products: [
+        // For the Benchmarks package, which times `history`'s rows against git itself.
+        .library(name: "GitHistory", targets: ["GitHistory"]),
+    ],
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

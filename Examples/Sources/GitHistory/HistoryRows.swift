@@ -16,21 +16,29 @@ public final class HistoryRows: Sendable {
     /// - Parameters:
     ///   - pageSize: commits per `git log` call.
     ///   - statsFolder: where diff stats are kept across runs; `nil` for memory only.
-    public init(log: GitLog, pageSize: Int = 100, statsFolder: URL?) {
-        commits = PagedRows(
-            source: log,
-            configuration: PagingConfiguration(pageSize: pageSize, prefetchDistance: pageSize, initialLoadSize: pageSize, maxResident: 20 * pageSize)
-        )
+    ///   - showsStats: whether the visible rows' diff stats load as the rows are shown (not when
+    ///     the log is only printed).
+    public init(log: GitLog, pageSize: Int = 50, statsFolder: URL?, showsStats: Bool = true) {
+        commits = PagedRows(source: log, configuration: Self.configuration(pageSize: pageSize))
         let memory = MemoryStorage<String, DiffStat>(countLimit: 2_000)
+        // A screen's rows all ask at once, so DiffStats answers them with one git process.
         let processor = DiffStats(repository: log.repository)
+        let source: AutoProcessor<String, DiffStat>
         if let statsFolder {
             let disk = DiskStorage<String>(directory: statsFolder, sizeLimit: 16 << 20).codable(DiffStat.self)
             let hits = diskHits
-            let counted = CountingStorage(disk) { hits.count() }
-            stats = commits.detail(storage: memory, processor: AutoProcessor(maxConcurrent: 4, processor.cached(in: counted))) { $0.hash }
+            source = AutoProcessor(maxConcurrent: 64, processor.cached(in: CountingStorage(disk) { hits.count() }))
         } else {
-            stats = commits.detail(storage: memory, processor: AutoProcessor(maxConcurrent: 4, processor)) { $0.hash }
+            source = AutoProcessor(maxConcurrent: 64, processor)
         }
+        stats = showsStats ? commits.detail(storage: memory, processor: source) { $0.hash } : Avenue(storage: memory, processor: source)
+    }
+
+    /// Pages of `pageSize` commits, one page ahead, at most 2,000 commits in memory; the first screen
+    /// asks for one page only (50 commits by default: git's first page costs what its commits cost,
+    /// so a page near a screen's height keeps the first screen close to `git log --max-count`).
+    public static func configuration(pageSize: Int) -> PagingConfiguration {
+        PagingConfiguration(pageSize: pageSize, prefetchDistance: pageSize, initialLoadSize: pageSize, maxResident: max(2_000, 2 * pageSize))
     }
 
     /// The default folder for diff stats: `avenues-examples/history-stats` in the cache folder.

@@ -20,7 +20,7 @@ struct History: AsyncParsableCommand {
     var repository: String = "."
 
     @Option(help: "Commits per git log call.")
-    var pageSize = 100
+    var pageSize = 50
 
     @Option(help: "Where diff stats are cached across runs (default: avenues-examples/history-stats in the user's cache folder).")
     var cache: String?
@@ -41,9 +41,10 @@ struct History: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let statsFolder = try noCache ? nil : cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? HistoryRows.defaultStatsFolder()
-        let rows = HistoryRows(log: log, pageSize: pageSize, statsFolder: statsFolder)
+        let interactive = Terminal.isTerminal(STDOUT_FILENO) && Terminal.isTerminal(STDIN_FILENO)
+        let rows = HistoryRows(log: log, pageSize: pageSize, statsFolder: statsFolder, showsStats: interactive)
 
-        guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
+        guard interactive else {
             let output = FileHandle.standardOutput
             var buffer = ""
             await rows.printAll { commit in

@@ -10,6 +10,8 @@ struct HistoryScreen {
         case terminal(Terminal.Event)
         case rowsChanged
         case search(SearchProgress)
+        /// git counted the commits.
+        case counted
         case tick
     }
 
@@ -39,6 +41,9 @@ struct HistoryScreen {
     private var typing: String?
     private var searching: (query: String, task: Task<Void, Never>, scanned: Int)?
     private var message: String?
+    /// G was pressed before the commits were counted: go to the end once they are.
+    private var wantsEnd = false
+    private var counting: Task<Void, Never>?
 
     init(rows: HistoryRows, log: GitLog, title: String) {
         self.rows = rows
@@ -46,7 +51,12 @@ struct HistoryScreen {
         self.title = title
     }
 
-    private var count: RowCount { rows.commits.count }
+    /// The rows' count, or git's once it counted (the pages learn it only as they load).
+    private var count: RowCount {
+        let count = rows.commits.count
+        if !count.isExact, let total = log.knownTotal { return .exact(total) }
+        return count
+    }
     private var pageRows: Int { max(1, height - 2) }
 
     mutating func run() async {
@@ -73,6 +83,7 @@ struct HistoryScreen {
             forwarding.cancel()
             ticking.cancel()
             searching?.task.cancel()
+            counting?.cancel()
             rows.commits.stop()
         }
         resize()
@@ -90,6 +101,15 @@ struct HistoryScreen {
                 draw()
             case .rowsChanged:
                 pending.store(false, ordering: .relaxed)
+                draw()
+                if firstScreen != nil { startCounting(sink: sink) }
+            case .counted:
+                if wantsEnd {
+                    wantsEnd = false
+                    message = nil
+                    move(to: count.value - 1)
+                    show()
+                }
                 draw()
             case .search(let progress):
                 searchProgressed(progress)
@@ -121,6 +141,7 @@ struct HistoryScreen {
             return true
         }
         message = nil
+        wantsEnd = false
         switch key {
         case .character("q"), .control("c"), .control("d"): return false
         case .up, .character("k"): move(to: selected - 1)
@@ -132,7 +153,14 @@ struct HistoryScreen {
             top -= pageRows
             move(to: selected - pageRows)
         case .home, .character("g"): move(to: 0)
-        case .end, .character("G"): move(to: count.value - 1)
+        case .end, .character("G"):
+            if count.isExact {
+                move(to: count.value - 1)
+            } else {
+                wantsEnd = true
+                message = "counting commits…"
+                startCounting(sink: sink)
+            }
         case .character("/"): typing = ""
         default: break
         }
@@ -152,6 +180,17 @@ struct HistoryScreen {
         default: break
         }
         return true
+    }
+
+    /// Has git count the commits (once), and redraws when it has: after the first screen, so the
+    /// count does not compete with it, or at once when G needs it.
+    private mutating func startCounting(sink: AsyncStream<Event>.Continuation) {
+        guard counting == nil else { return }
+        let log = log
+        counting = Task {
+            _ = await log.total()
+            sink.yield(.counted)
+        }
     }
 
     /// Searches subjects from the row after the selection, reading the log in large pages straight
@@ -204,9 +243,11 @@ struct HistoryScreen {
 
     /// Selects `row` and scrolls just enough to show it.
     private mutating func move(to row: Int) {
-        let last = max(0, count.value - 1)
+        // While the count is "at least", rows past it may exist (a search hit, the next page).
+        let count = count
+        let last = count.isExact ? max(0, count.value - 1) : max(row, count.value - 1)
         selected = max(0, min(last, row))
-        top = max(0, min(top, max(0, count.value - pageRows)))
+        top = max(0, min(top, max(0, last + 1 - pageRows)))
         if selected < top { top = selected }
         if selected >= top + pageRows { top = selected - pageRows + 1 }
     }

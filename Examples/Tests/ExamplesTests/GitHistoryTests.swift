@@ -1,6 +1,7 @@
 import Avenues
 import Foundation
-import GitHistory
+@testable import GitHistory
+import Synchronization
 import Testing
 
 @Suite("git log records and diff stats")
@@ -24,6 +25,53 @@ struct GitParsingTests {
         let huge = Data("\(Int.max)\t\(Int.max)\ta\n5\t5\tb\n-7\t-7\tc\n".utf8)
         #expect(DiffStat.parse(huge) == DiffStat(files: 3, added: .max, removed: .max))
         #expect(DiffStat.parse(Data()) == DiffStat(files: 0, added: 0, removed: 0))
+    }
+}
+
+@Suite("Batching")
+struct BatcherTests {
+    @Test func requestsMadeTogetherAreAnsweredByOneRunWithEveryKeyOnce() async throws {
+        let runs = Mutex<[[Int]]>([])
+        let batcher = Batcher<Int, String>(maxBatch: 6, gather: .seconds(3600)) { keys in  // runs when full
+            runs.withLock { $0.append(keys.sorted()) }
+            return Dictionary(uniqueKeysWithValues: keys.map { ($0, "value \($0)") })
+        }
+        let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for key in [1, 2, 3, 3, 4, 5] { group.addTask { (key, try await batcher.value(for: key)) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.sorted { $0.0 < $1.0 }.map(\.1) == ["value 1", "value 2", "value 3", "value 3", "value 4", "value 5"])
+        #expect(runs.withLock { $0 } == [[1, 2, 3, 4, 5]])
+    }
+
+    @Test func aBatchNobodyWaitsForIsCancelledAndTheNextRequestOpensANewOne() async throws {
+        let started = AsyncStream<Void>.makeStream()
+        let cancelled = AsyncStream<Void>.makeStream()
+        let batcher = Batcher<Int, Int>(maxBatch: 2, gather: .seconds(3600)) { keys in
+            if keys.contains(1) {  // the first batch waits until it is cancelled
+                started.continuation.yield()
+                await withTaskCancellationHandler {
+                    for await _ in AsyncStream<Void>.makeStream().stream {}
+                } onCancel: {
+                    cancelled.continuation.yield()
+                }
+                throw CancellationError()
+            }
+            return Dictionary(uniqueKeysWithValues: keys.map { ($0, $0 * 10) })
+        }
+        let first = Task { try await batcher.value(for: 1) }
+        let second = Task { try await batcher.value(for: 2) }
+        var startedEvents = started.stream.makeAsyncIterator()
+        _ = await startedEvents.next()
+        first.cancel()
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        await #expect(throws: CancellationError.self) { try await second.value }
+        var cancelledEvents = cancelled.stream.makeAsyncIterator()
+        _ = await cancelledEvents.next()  // the run itself saw the cancellation
+        async let third = batcher.value(for: 3)
+        async let fourth = batcher.value(for: 4)
+        #expect(try await [third, fourth] == [30, 40])
     }
 }
 
@@ -65,13 +113,24 @@ struct GitLogTests {
         #expect(rows.commits.count == .exact(250))
     }
 
-    @Test func diffStatsAreGitShowNumstatSummed() async throws {
-        let repository = try TestRepository(commits: 5)
+    @Test func diffStatsAreGitShowNumstatSummedAlsoInABatch() async throws {
+        let repository = try TestRepository(commits: 12)
         defer { repository.remove() }
-        let head = try #require(try await repository.log().first)
-        let stat = try await DiffStats(repository: repository.path).process(head.hash)
-        // Commit 5 rewrites notes.txt with 5 lines (4 before) and adds a binary blob.
-        #expect(stat == DiffStat(files: 2, added: 5, removed: 4))
+        let commits = try await repository.log()
+        let stats = DiffStats(repository: repository.path)
+        let head = try await stats.process(commits[0].hash)
+        // Commit 12 rewrites notes.txt with 12 lines (11 before).
+        #expect(head == DiffStat(files: 1, added: 12, removed: 11))
+        // All twelve at once (one git process): each is what git show says about that commit alone.
+        let batched = try await withThrowingTaskGroup(of: (String, DiffStat).self) { group in
+            for commit in commits { group.addTask { (commit.hash, try await stats.process(commit.hash)) } }
+            return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        for commit in commits {
+            let alone = DiffStat.parse(try await Git.run(["show", "--numstat", "--format=", "--no-renames", commit.hash], in: repository.path))
+            #expect(batched[commit.hash] == alone, "\(commit.subject)")
+        }
+        #expect(batched[commits[7].hash] == DiffStat(files: 2, added: 5, removed: 4))  // commit 5: a binary blob too
     }
 
     @Test func notARepositoryAndAnEmptyRepositoryAreClearAnswers() async throws {
