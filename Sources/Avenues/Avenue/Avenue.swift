@@ -118,7 +118,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         } else if processor is any SchedulingProcessor {
             // Claims only: the chain's own scheduler orders and limits the work.
             self.processor = AutoProcessor(
-                maxConcurrent: .max, reservedForVisible: 0, executor: nil, propagatesPriority: true,
+                maxConcurrent: .max, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
                 work: { try await processor.process($0) }
             )
         } else {

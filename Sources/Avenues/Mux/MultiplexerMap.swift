@@ -30,6 +30,8 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     ///   - timeToLive: how long a fetched value is served without fetching again; 30 minutes by default.
     ///   - memoryLimit: the most values kept in memory; 1,000 by default.
     ///   - maxConcurrentFetches: the most fetches running at once; 16 by default.
+    ///   - rateLimit: how many fetches may start per second (an API's quota); `nil` (the default)
+    ///     for no limit.
     ///   - directory: the folder for disk copies; ``MuxRepository/defaultDirectory`` by default.
     ///   - clock: the clocks read for ages; the system's by default.
     ///   - onFetch: fetches the value for a key; should honour task cancellation.
@@ -38,6 +40,7 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
         timeToLive: Duration = .seconds(30 * 60),
         memoryLimit: Int = 1_000,
         maxConcurrentFetches: Int = 16,
+        rateLimit: RateLimit? = nil,
         directory: URL? = nil,
         clock: MuxClock = .system,
         onFetch: @escaping @Sendable (K) async throws -> T
@@ -48,7 +51,7 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
             MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (key: K) in cacheKey + "\u{1F}" + key.description }
         }
         let cache = MuxCache<K, T>(timeToLive: timeToLive, clock: clock, memoryLimit: memoryLimit, disk: disk)
-        core = MuxCore(cache: cache, maxConcurrent: maxConcurrentFetches, fetch: onFetch)
+        core = MuxCore(cache: cache, maxConcurrent: maxConcurrentFetches, rateLimit: rateLimit, fetch: onFetch)
         if cacheKey != nil { MuxRepository.register(self) }
     }
 

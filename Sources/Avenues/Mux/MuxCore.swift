@@ -10,9 +10,12 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     /// Keys whose back end asked to wait (a ``RetryAfterError``).
     let gate = RetryGate<Key>()
 
-    init(cache: MuxCache<Key, Value>, maxConcurrent: Int, fetch: @escaping @Sendable (Key) async throws -> Value) {
+    init(
+        cache: MuxCache<Key, Value>, maxConcurrent: Int, rateLimit: RateLimit? = nil,
+        fetch: @escaping @Sendable (Key) async throws -> Value
+    ) {
         self.cache = cache
-        fetcher = AutoProcessor(maxConcurrent: maxConcurrent) { [cache] run in
+        fetcher = AutoProcessor(maxConcurrent: maxConcurrent, rateLimit: rateLimit) { [cache] run in
             try await Self.run(run, cache: cache, fetch: fetch)
         }
     }

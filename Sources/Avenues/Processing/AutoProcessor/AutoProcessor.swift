@@ -78,6 +78,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     @usableFromInline let propagatesPriority: Bool
     @usableFromInline let work: @Sendable (Key) async throws -> Value
     @usableFromInline let executor: (any TaskExecutor)?
+    /// The token bucket of ``RateLimit``, if the processor has one.
+    @usableFromInline let startGate: (any RunStartGate)?
     @usableFromInline let state: Locked<State>
     @usableFromInline let claimIDs = Atomic<UInt64>(0)
 
@@ -87,6 +89,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
     ///   - reservedForVisible: workers prefetch work may not take; by default
     ///     ``defaultReservedForVisible(maxConcurrent:)`` (0).
+    ///   - rateLimit: how many runs may start per second; `nil` (the default) for no limit. A job
+    ///     waiting for its turn holds its worker.
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///     A dedicated executor keeps heavy work off the shared pool; a single-threaded one that runs
     ///     jobs only when asked makes the processor deterministic (the scroll simulator uses one).
@@ -96,11 +100,12 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     public convenience init(
         maxConcurrent: Int = 6,
         reservedForVisible: Int? = nil,
+        rateLimit: RateLimit? = nil,
         executor: (any TaskExecutor)? = nil,
         _ processor: some Processor<Key, Value>
     ) {
         self.init(
-            maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, executor: executor,
+            maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, rateLimit: rateLimit, executor: executor,
             propagatesPriority: processor is any SchedulingProcessor, work: { try await processor.process($0) }
         )
     }
@@ -111,17 +116,19 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
     ///   - reservedForVisible: workers prefetch work may not take; by default
     ///     ``defaultReservedForVisible(maxConcurrent:)``.
+    ///   - rateLimit: how many runs may start per second; `nil` (the default) for no limit.
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///   - work: what makes each value; should honour task cancellation.
     @inlinable
     public convenience init(
         maxConcurrent: Int = 6,
         reservedForVisible: Int? = nil,
+        rateLimit: RateLimit? = nil,
         executor: (any TaskExecutor)? = nil,
         _ work: @escaping @Sendable (Key) async throws -> Value
     ) {
         self.init(
-            maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, executor: executor,
+            maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, rateLimit: rateLimit, executor: executor,
             propagatesPriority: false, work: work
         )
     }
@@ -130,6 +137,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     init(
         maxConcurrent: Int,
         reservedForVisible: Int?,
+        rateLimit: RateLimit?,
         executor: (any TaskExecutor)?,
         propagatesPriority: Bool,
         work: @escaping @Sendable (Key) async throws -> Value
@@ -138,6 +146,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         self.maxConcurrentCount = maxConcurrent
         self.reservedForVisible = reserved
         self.executor = executor
+        self.startGate = rateLimit?.makeBucket()
         self.propagatesPriority = propagatesPriority
         self.work = work
         self.state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent, reservedForVisible: reserved)))
@@ -353,6 +362,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         while case .run(let job, let priority) = step {
             let result: Result<Value, any Error>
             do {
+                if let startGate { try await startGate.waitForTurn() }
                 if propagatesPriority {
                     let context = RunPriority(priority)
                     state.withLock { $0.contexts[worker] = context }
