@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: ".."),
+        .package(path: "../Examples"),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -26,6 +27,10 @@ let package = Package(
         .target(name: "ScrollSimulation", dependencies: [avenues]),
         .executableTarget(name: "scroll-sim", dependencies: ["ScrollSimulation"]),
         .testTarget(name: "ScrollSimulationTests", dependencies: ["ScrollSimulation"]),
+        // Paging's memory bound on 10,000,000 synthetic rows, and `history`'s rows beside git.
+        .executableTarget(name: "paging-bench", dependencies: [
+            avenues, .product(name: "GitHistory", package: "Examples"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,6 +10,7 @@ import Synchronization
 final class Fixtures: Sendable {
     static let shared = Fixtures()
     let avenue = Mutex<Avenue<Int, Int, Int>?>(nil)
+    let pagedRows = Mutex<(PagedRows<CountingSource>, Range<Int>)?>(nil)
     let reference = LockedDictionaryReference(count: 10_000)
     let multiplexer = Multiplexer<Int> { 42 }
     let map = MultiplexerMap<Int, Int> { $0 }
@@ -51,6 +52,27 @@ let benchmarks: @Sendable () -> Void = {
         let reference = Fixtures.shared.reference
         for index in benchmark.scaledIterations { blackHole(reference.value(at: index % rows)) }
     }
+
+    // MARK: PagedRows.item(at:) on resident rows vs the same Mutex<[Int: V]> read — target ≤ 2x
+
+    Benchmark("PagedRows item(at:) on its resident rows", configuration: .init(scalingFactor: .mega), closure: { benchmark in
+        guard let (paged, resident) = Fixtures.shared.pagedRows.withLock({ $0 }) else { return }
+        let (first, count) = (resident.lowerBound, resident.count)
+        for index in benchmark.scaledIterations { blackHole(paged.item(at: first + index % count)) }
+    }, setup: {
+        // Scrolled down 1,000 rows of 10,000,000, a screen at a time: pages of 50, at most 1,000
+        // rows resident.
+        let paged = PagedRows(source: CountingSource(count: 10_000_000))
+        let changes = paged.changes
+        var iterator = changes.makeAsyncIterator()
+        for top in stride(from: 0, through: 960, by: 40) {
+            paged.show(top..<top + 40)
+            while (top..<top + 40).contains(where: { paged.item(at: $0) == nil }), await iterator.next() != nil {}
+        }
+        let rows = (0..<1_100).filter { paged.item(at: $0) != nil }
+        guard let first = rows.first, let last = rows.last, rows.count == last - first + 1 else { return }
+        Fixtures.shared.pagedRows.withLock { $0 = (paged, first..<last + 1) }
+    })
 
     // MARK: 10,000 waiters on one key with 10 ms work — target: one run, ≤ 1.5x (a), ≥ 5x faster than (b)
 

@@ -1,3 +1,4 @@
+import Avenues
 import Foundation
 import Synchronization
 
@@ -119,3 +120,15 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+/// A list of `count` integers, any page at once: the source for `PagedRows`' read benchmark.
+struct CountingSource: OffsetPageSource {
+    typealias Cursor = Int
+    typealias Item = Int
+    let count: Int
+
+    func page(at offset: Int, size: Int) async throws -> Page<Int, Int> {
+        let end = min(count, offset + size)
+        return Page(items: Array(offset..<max(offset, end)), cursorAfter: end < count ? end : nil, itemsAfter: count - end)
+    }
+}
