@@ -420,9 +420,11 @@ public final class PagedRows<Source: PageSource>: Sendable {
     }
 
     /// The page avenue told `number`'s row: its items are readable (details can load), tell the
-    /// listener. (A failure does not show the window again: the page waits for its retry.)
+    /// listener. (A failure does not show the window again: the page waits for its retry.) The
+    /// details are told through the window funnel: told here directly, a window read before a
+    /// newer `show` could reach them after it and win, leaving the newer rows' details unloaded.
     private func pageChanged(_ number: Int) {
-        if let visible = state.withLock({ $0.visible }) { tellDetails(visible) }
+        reshow()
         notify(number)
     }
 

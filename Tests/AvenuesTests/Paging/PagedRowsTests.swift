@@ -315,3 +315,34 @@ final class GrowingSource: PageSource {
         return Page(items: Array(offset..<max(offset, end)), cursorAfter: end < total ? end : nil)
     }
 }
+
+@Suite("Paged rows' details", .timeLimit(.minutes(2)))
+struct PagedRowsDetailTests {
+    /// Reading rows in order while pages and details arrive on other threads (as `browse URL`
+    /// streams), every row's detail is asked for and arrives.
+    @Test func streamingInOrderAsksEveryRowsDetail() async {
+        for round in 0..<30 {
+            let source = ScriptedSource(count: 2_000)
+            let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, prefetchDistance: 100))
+            let details = rows.detail(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: 6) { (row: Int) in
+                await Task.yield()
+                return row * 2
+            }, ahead: 40) { $0 }
+            let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            rows.onChange = { _ in wake.yield() }
+            details.onStateChange = { _ in wake.yield() }
+            var iterator = wakes.makeAsyncIterator()
+            var next = 0
+            while next < 2_000 {
+                rows.show(next..<next + 24)
+                while rows.item(at: next) != nil, details.item(at: next) != nil { next += 1 }
+                if next == 2_000 { break }
+                // A row whose detail nobody asked for never changes again: no event comes, and the
+                // test fails by its time limit.
+                await iterator.next()
+            }
+            #expect(next == 2_000, "round \(round)")
+            rows.stop()
+        }
+    }
+}
