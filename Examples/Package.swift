@@ -23,8 +23,10 @@ let package = Package(
         .target(name: "TerminalUI"),
         // Listing files and summarizing them: the rows both examples show.
         .target(name: "FileCatalog", dependencies: [avenues, "TerminalUI"]),
+        // Files under an HTTP folder index: index parsing, the crawl as a page source, downloads.
+        .target(name: "RemoteCatalog", dependencies: [avenues, "FileCatalog"]),
         .executableTarget(name: "browse", dependencies: [
-            avenues, "FileCatalog", "TerminalUI",
+            avenues, "FileCatalog", "RemoteCatalog", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // git log as paged rows, and each commit's diff stat: what `history` shows.
@@ -34,10 +36,11 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "pages", dependencies: [
-            avenues, "FileCatalog", "TerminalUI",
+            avenues, "FileCatalog", "RemoteCatalog", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "GitHistory", "TerminalUI", avenues]),
+        // Fixtures: folder index pages captured from nginx, Apache and Python (read by path).
+        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "GitHistory", "RemoteCatalog", "TerminalUI", avenues], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -31,17 +31,32 @@ public struct TableLayout: Sendable {
     ///
     /// - Parameter state: the row's state; `.loading` and `.empty` show `placeholder`.
     public func row(_ entry: FileEntry, _ state: RowContent, placeholder: String = "…") -> String {
+        row(path: entry.path, size: entry.size, state, placeholder: placeholder)
+    }
+
+    /// A row from its path and size (`nil`: not known yet, shown as "…" while the row loads).
+    public func row(path: String, size: Int64?, _ state: RowContent, placeholder: String = "…") -> String {
+        let path = Self.printable(path)
+        let size = size.map(Self.formatSize) ?? (state.isSettled ? "" : "…")
         switch state {
         case .loaded(let summary):
-            return line(
-                path: entry.path, size: Self.formatSize(entry.size), lines: String(summary.lines),
-                checksum: Self.hex(summary.crc32), preview: summary.preview
-            )
+            return line(path: path, size: size, lines: String(summary.lines), checksum: Self.hex(summary.crc32), preview: summary.preview)
         case .failed(let message):
-            return line(path: entry.path, size: Self.formatSize(entry.size), lines: "✗", checksum: "", preview: message)
+            return line(path: path, size: size, lines: "✗", checksum: "", preview: Self.printable(message))
         case .pending:
-            return line(path: entry.path, size: Self.formatSize(entry.size), lines: placeholder, checksum: "", preview: "")
+            return line(path: path, size: size, lines: placeholder, checksum: "", preview: "")
         }
+    }
+
+    /// `text` with control characters (which could move the cursor or change colours when a hostile
+    /// name is printed) shown as `?`.
+    public static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.map { isControl($0) ? "?" : $0 }))
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value)
     }
 
     private func line(path: String, size: String, lines: String, checksum: String, preview: String) -> String {
@@ -90,6 +105,12 @@ public enum RowContent: Sendable {
         } else {
             self = .pending
         }
+    }
+
+    /// Whether the summary is there.
+    public var isLoaded: Bool {
+        if case .loaded = self { return true }
+        return false
     }
 
     /// `false` while the row still waits for its summary.

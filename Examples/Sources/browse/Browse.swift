@@ -1,21 +1,31 @@
 import ArgumentParser
 import FileCatalog
 import Foundation
+import RemoteCatalog
 import TerminalUI
 
 @main
 struct Browse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A full-screen table of every file under a folder; lines, CRC-32 and a preview load as you scroll.",
+        abstract: "A full-screen table of every file under a folder (local, or an HTTP folder index); lines, CRC-32 and a preview load as you scroll.",
         discussion: """
             Keys: ↑/↓ or j/k move, PgUp/PgDn or b/space page, g/G or Home/End jump, q or Ctrl-C quit.
             Summaries are cached on disk by path, size and modification time, so a second run shows them at once.
             When standard output is not a terminal, the table is printed as plain text.
+            With an http:// or https:// URL of a folder index (nginx autoindex, Apache, python3 -m http.server), the
+            folders are listed a page at a time and each visible file is downloaded and summarized; listings and
+            downloads are cached, so a second run works with the server gone.
             """
     )
 
-    @Argument(help: "The folder to browse.")
+    @Argument(help: "The folder to browse: a path, or the http(s) URL of a folder index.")
     var folder: String = "."
+
+    @Option(help: "Remote folders: the deepest folder listed below the URL.")
+    var maxDepth = 32
+
+    @Option(help: "Remote folders: the most files listed.")
+    var maxFiles = 100_000
 
     @Flag(name: .shortAndLong, help: "Include hidden files and folders.")
     var all = false
@@ -42,9 +52,14 @@ struct Browse: AsyncParsableCommand {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1.") }
         guard latency >= 0 else { throw ValidationError("--latency must be 0 or more milliseconds.") }
         guard (ahead ?? 0) >= 0 else { throw ValidationError("--ahead must be 0 or more rows.") }
+        guard maxDepth >= 0, maxFiles >= 1 else { throw ValidationError("--max-depth must be 0 or more and --max-files at least 1.") }
     }
 
     func run() async throws {
+        if let url = RemoteTable.remoteURL(folder) {
+            try await runRemote(url)
+            return
+        }
         let entries = try FileListing.list(folder, includeHidden: all)
         let cacheFolder = try noCache ? nil : cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? FileTable.defaultCacheFolder()
         let table = FileTable(entries: entries, cacheFolder: cacheFolder, latency: .milliseconds(latency), maxConcurrent: concurrency)
@@ -58,7 +73,31 @@ struct Browse: AsyncParsableCommand {
             return
         }
         let root = URL(fileURLWithPath: folder).standardizedFileURL.path
-        var screen = BrowseScreen(table: table, title: root, ahead: ahead)
+        var screen = BrowseScreen(table: LocalRows(table: table), title: root, ahead: ahead)
         await screen.run()
+    }
+
+    /// `browse URL`: the files under an HTTP folder index.
+    func runRemote(_ url: URL) async throws {
+        let cacheFolder = try cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? RemoteTable.defaultCacheFolder()
+        let table = RemoteTable(root: url, cacheFolder: cacheFolder, maxConcurrentDownloads: concurrency, maxDepth: maxDepth, maxFiles: maxFiles)
+        do {
+            try await table.checkRoot()
+        } catch {
+            FileHandle.standardError.write(Data(("browse: " + RemoteTable.rootMessage(for: error, root: table.root) + "\n").utf8))
+            throw ExitCode(1)
+        }
+        guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
+            let layout = TableLayout(width: width ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
+            print(layout.header)
+            await table.streamInOrder(ahead: concurrency * 4) { file, size, content in
+                print(layout.row(path: file.path, size: size, content))
+            }
+            await table.save()
+            return
+        }
+        var screen = BrowseScreen(table: RemoteRows(table: table), title: table.root.absoluteString, ahead: ahead)
+        await screen.run()
+        await table.save()
     }
 }

@@ -38,7 +38,7 @@ struct BrowseScreen {
 
     static let spinner: [String] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
-    let table: FileTable
+    let table: any BrowseRows
     let title: String
     let ahead: Int?
 
@@ -50,6 +50,8 @@ struct BrowseScreen {
     private var loaded = Set<Int>()
     private var dirty = true
     private var firstScreen: Duration?
+    /// G pressed while the count is only "at least": the selection follows the end as it is found.
+    private var followsEnd = false
     private let started = ContinuousClock.now
     private var lastDraw = ContinuousClock.now
     /// At most one frame per this long when rows arrive quickly.
@@ -57,13 +59,13 @@ struct BrowseScreen {
     /// How long each spinner frame shows.
     static let spinnerPause = Duration.milliseconds(80)
 
-    init(table: FileTable, title: String, ahead: Int?) {
+    init(table: any BrowseRows, title: String, ahead: Int?) {
         self.table = table
         self.title = title
         self.ahead = ahead
     }
 
-    private var count: Int { table.entries.count }
+    private var count: Int { table.count.value }
     /// Table rows on screen: everything but the title, the column header and the status line.
     private var pageRows: Int { max(1, rows - 3) }
 
@@ -72,8 +74,8 @@ struct BrowseScreen {
         let terminal = Terminal.startInteractive(fullScreen: true)
         defer { Terminal.restore() }
         let changed = ChangedRows()
-        table.avenue.onStateChange = { row in
-            if changed.add(row) { sink.yield(.rowsChanged) }
+        table.start { row in
+            if changed.add(row ?? -1) { sink.yield(.rowsChanged) }
         }
         let forwarding = Task {
             for await event in terminal { sink.yield(.terminal(event)) }
@@ -90,30 +92,39 @@ struct BrowseScreen {
             ticking.cancel()
         }
 
-        let prefetcher = RowPrefetcher(avenue: table.avenue) { [table] in table.key($0) }
-        resize(prefetcher)
-        prefetcher.show(top..<top + pageRows)
+        resize()
+        table.show(top..<top + pageRows)
         draw()
 
         for await event in events {
             switch event {
             case .terminal(.key(let key)):
                 guard handle(key) else {
-                    prefetcher.stop()
+                    table.stop()
                     return
                 }
-                prefetcher.show(top..<top + pageRows)
+                table.show(top..<top + pageRows)
                 draw()
             case .terminal(.resize):
-                resize(prefetcher)
-                prefetcher.show(top..<top + pageRows)
+                resize()
+                table.show(top..<top + pageRows)
                 draw()
             case .rowsChanged:
                 let rows = changed.take()
-                for row in rows where table.avenue.item(at: row) != nil { loaded.insert(row) }
+                for row in rows where row >= 0 && table.content(at: row).isLoaded { loaded.insert(row) }
                 dirty = true  // the status line's counters changed, even for rows off screen
+                if table.count.isExact, selected >= count || top > max(0, count - pageRows) {
+                    move(to: selected)  // the listing ended before the rows the screen had moved to
+                    table.show(top..<top + pageRows)
+                }
+                if followsEnd, selected != count - 1 {
+                    move(to: count - 1)
+                    followsEnd = !table.count.isExact
+                    table.show(top..<top + pageRows)
+                }
                 let visible = top..<top + pageRows
-                if rows.contains(where: visible.contains), ContinuousClock.now - lastDraw >= Self.framePause { draw() }
+                // -1: the list itself changed (rows listed, the count).
+                if rows.contains(where: { $0 < 0 || visible.contains($0) }), ContinuousClock.now - lastDraw >= Self.framePause { draw() }
             case .tick:
                 let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
                 let spin = spinnerFrame != frame && visibleRowsPending
@@ -125,6 +136,7 @@ struct BrowseScreen {
 
     /// Applies a key; `false` to quit.
     private mutating func handle(_ key: Key) -> Bool {
+        followsEnd = false
         switch key {
         case .character("q"), .control("c"), .control("d"): return false
         case .up, .character("k"): move(to: selected - 1)
@@ -136,30 +148,34 @@ struct BrowseScreen {
             top -= pageRows
             move(to: selected - pageRows)
         case .home, .character("g"): move(to: 0)
-        case .end, .character("G"): move(to: count - 1)
+        case .end, .character("G"):
+            move(to: count - 1)
+            followsEnd = !table.count.isExact
         default: break
         }
         return true
     }
 
     /// Selects `row` and scrolls just enough to show it.
+    /// While the count is only "at least" (a remote listing goes on), the selection may go past the
+    /// rows listed so far: PgDn moves a whole page, and the rows fill in as they are listed.
     private mutating func move(to row: Int) {
-        selected = max(0, min(count - 1, row))
-        top = max(0, min(top, max(0, count - pageRows)))
+        let exact = table.count.isExact
+        selected = max(0, exact ? min(count - 1, row) : row)
+        if exact { top = max(0, min(top, max(0, count - pageRows))) }
         if selected < top { top = selected }
         if selected >= top + pageRows { top = selected - pageRows + 1 }
     }
 
     /// Takes the new window size; the prefetch window follows the page size (one page ahead by default).
-    private mutating func resize(_ prefetcher: RowPrefetcher<FileRef, FileSummary>) {
+    private mutating func resize() {
         if let size = Terminal.size() { (columns, rows) = size }
-        prefetcher.ahead = ahead ?? pageRows
-        prefetcher.behind = max(2, pageRows / 4)
+        table.resize(pageRows: pageRows, ahead: ahead)
         move(to: selected)
     }
 
     private var visibleRowsPending: Bool {
-        (top..<min(count, top + pageRows)).contains { !RowContent(table.avenue, row: $0).isSettled }
+        (top..<min(count, top + pageRows)).contains { !table.content(at: $0).isSettled }
     }
 
     private mutating func draw() {
@@ -167,23 +183,24 @@ struct BrowseScreen {
         lastDraw = .now
         let layout = TableLayout(width: columns)
         var lines: [String] = []
-        let heading = " browse  \(title)  ·  \(count) files"
+        let heading = " browse  \(title)  ·  \(table.count) files"
         lines.append(Terminal.ANSI.inverse + TextWidth.fit(heading, columns) + Terminal.ANSI.reset)
         lines.append(Terminal.ANSI.bold + TextWidth.fit(layout.header, columns) + Terminal.ANSI.reset)
         var pending = false
         let spinner = Self.spinner[frame % Self.spinner.count]
         for row in top..<top + pageRows {
-            guard row < count else {
-                lines.append(String(repeating: " ", count: columns))
+            guard row < count, let entry = table.entry(at: row) else {
+                let listing = table.count.isExact ? "" : " \(spinner) listing…"
+                lines.append(row == selected ? Terminal.ANSI.inverse + TextWidth.fit(listing, columns) + Terminal.ANSI.reset : TextWidth.fit(listing, columns))
                 continue
             }
-            let content = RowContent(table.avenue, row: row)
+            let content = table.content(at: row)
             switch content {
             case .pending: pending = true
             case .loaded: loaded.insert(row)  // also rows found in memory, which send no event
             case .failed: break
             }
-            let text = TextWidth.fit(layout.row(table.entries[row], content, placeholder: spinner), columns)
+            let text = TextWidth.fit(layout.row(path: entry.path, size: entry.size, content, placeholder: table.placeholder(at: row) ?? spinner), columns)
             switch (row == selected, content) {
             case (true, _): lines.append(Terminal.ANSI.inverse + text + Terminal.ANSI.reset)
             case (false, .failed): lines.append(Terminal.ANSI.red + text + Terminal.ANSI.reset)
@@ -197,12 +214,8 @@ struct BrowseScreen {
 
     /// The counters, then what fits of the extras (first-screen time, the quit key).
     private func statusLine() -> String {
-        let status = table.status
-        let shown = count == 0 ? "no files" : "\(top + 1)–\(min(count, top + pageRows)) of \(count)"
-        var line = " " + [
-            shown, "loaded \(loaded.count)", "in flight \(status.running)", "queued \(status.queued)",
-            "cancelled \(status.cancelled)", "cache hits \(status.memoryHits + status.diskHits) (disk \(status.diskHits))",
-        ].joined(separator: " │ ")
+        let shown = count == 0 ? (table.count.isExact ? "no files" : "listing…") : "\(top + 1)–\(min(count, top + pageRows)) of \(table.count)"
+        var line = " " + ([shown, "loaded \(loaded.count)"] + table.statusFields).joined(separator: " │ ")
         var extras: [String] = []
         if let firstScreen { extras.append("first screen \(Int(firstScreen / .milliseconds(1))) ms") }
         extras.append("q quit")

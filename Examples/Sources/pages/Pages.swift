@@ -2,6 +2,7 @@ import ArgumentParser
 import Avenues
 import FileCatalog
 import Foundation
+import RemoteCatalog
 import TerminalUI
 
 @main
@@ -11,11 +12,11 @@ struct Pages: AsyncParsableCommand {
         discussion: """
             On a terminal: a page at a time, the next page loading while you read; Enter or space for the \
             next page, q to quit. Otherwise: every row in order, up to --ahead rows computed at once, each \
-            printed as soon as the rows before it are.
+            printed as soon as the rows before it are. With the http(s) URL of a folder index, the remote files are             listed, downloaded and printed in the same order (streamed, on a terminal too); listings and downloads             are cached like browse's.
             """
     )
 
-    @Argument(help: "The folder to list.")
+    @Argument(help: "The folder to list: a path, or the http(s) URL of a folder index.")
     var folder: String = "."
 
     @Flag(name: .shortAndLong, help: "Include hidden files and folders.")
@@ -56,8 +57,12 @@ struct Pages: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let entries = try FileListing.list(folder, includeHidden: all)
         let render = Renderer(format: format, width: width ?? Terminal.size()?.columns ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
+        if let url = RemoteTable.remoteURL(folder) {
+            try await streamRemote(url, render: render)
+            return
+        }
+        let entries = try FileListing.list(folder, includeHidden: all)
 
         if sequential {
             render.printHeader()
@@ -73,6 +78,21 @@ struct Pages: AsyncParsableCommand {
             return
         }
         await Pager(table: table, render: render, pageSize: pageSize ?? max(1, (Terminal.size()?.rows ?? 24) - 2)).run()
+    }
+
+    /// `pages URL`: every file under a remote folder index, in path order.
+    func streamRemote(_ url: URL, render: Renderer) async throws {
+        let cacheFolder = try cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? RemoteTable.defaultCacheFolder()
+        let table = RemoteTable(root: url, cacheFolder: cacheFolder)
+        do {
+            try await table.checkRoot()
+        } catch {
+            FileHandle.standardError.write(Data(("pages: " + RemoteTable.rootMessage(for: error, root: table.root) + "\n").utf8))
+            throw ExitCode(1)
+        }
+        render.printHeader()
+        await table.streamInOrder(ahead: ahead) { file, size, content in render.print(path: file.path, size: size, content) }
+        await table.save()
     }
 }
 
@@ -94,22 +114,28 @@ struct Renderer: Sendable {
     }
 
     func print(_ entry: FileEntry, _ content: RowContent) {
-        Swift.print(line(entry, content))
+        Swift.print(line(path: entry.path, size: entry.size, content))
     }
 
-    func line(_ entry: FileEntry, _ content: RowContent) -> String {
+    func print(path: String, size: Int64?, _ content: RowContent) {
+        Swift.print(line(path: path, size: size, content))
+    }
+
+    /// A row; `size` `nil` when nobody could say (a remote file that failed to download).
+    func line(path: String, size: Int64?, _ content: RowContent) -> String {
         switch format {
         case .table:
-            return layout.row(entry, content)
+            return layout.row(path: path, size: size, content)
         case .tsv:
-            let clean = { (text: String) in text.replacingOccurrences(of: "\t", with: " ") }
+            let clean = { (text: String) in TableLayout.printable(text.replacingOccurrences(of: "\t", with: " ")) }
+            let bytes = size.map { String($0) } ?? ""
             switch content {
             case .loaded(let summary):
-                return [clean(entry.path), String(entry.size), String(summary.lines), TableLayout.hex(summary.crc32), clean(summary.preview)].joined(separator: "\t")
+                return [clean(path), bytes, String(summary.lines), TableLayout.hex(summary.crc32), clean(summary.preview)].joined(separator: "\t")
             case .failed(let message):
-                return [clean(entry.path), String(entry.size), "", "", "error: " + clean(message)].joined(separator: "\t")
+                return [clean(path), bytes, "", "", "error: " + clean(message)].joined(separator: "\t")
             case .pending:
-                return [clean(entry.path), String(entry.size), "", "", ""].joined(separator: "\t")
+                return [clean(path), bytes, "", "", ""].joined(separator: "\t")
             }
         }
     }

@@ -1,0 +1,201 @@
+import Avenues
+import FileCatalog
+import Foundation
+import Synchronization
+
+/// A downloaded file's summary, and its size (for indexes that do not give one).
+public struct RemoteSummary: Sendable, Hashable {
+    /// What the computed columns show.
+    public var summary: FileSummary
+    /// The size of the downloaded file.
+    public var size: Int64
+}
+
+/// The rows `browse URL` shows: the files under a remote folder, listed a page at a time, and each
+/// visible file downloaded by `AsyncMedia` and summarized from the local copy.
+///
+/// The summaries' avenue has `AsyncMedia` as its processor (through `asyncMapValues`, which keeps
+/// it one scheduler): a row's priority reaches the download slot, a row that scrolls away cancels
+/// its download, and a file already in the media folder is not downloaded again — which is also
+/// what makes a second run work offline.
+public final class RemoteTable: Sendable {
+    /// The starting URL.
+    public let root: URL
+    /// The files, in path order.
+    public let files: PagedRows<RemoteTree>
+    /// Each row's summary.
+    public let summaries: Avenue<Int, URL, RemoteSummary>
+    /// The downloads.
+    public let media: AsyncMedia
+    /// Index pages, and whether the server was reached.
+    public let connection: IndexConnection
+    let tree: RemoteTree
+    private let watchers = Mutex([URL: Task<Void, Never>]())
+    private let progress = Mutex([URL: DownloadProgress]())
+
+    /// Sets up the rows under `root`.
+    ///
+    /// - Parameters:
+    ///   - cacheFolder: where listings (`listings/`) and downloads (`media/`) are kept across runs.
+    ///   - maxConcurrentDownloads: downloads running at once.
+    ///   - prefetchAhead: files downloaded past the screen in the scroll direction.
+    ///   - maxDepth: the deepest folder listed.
+    ///   - maxFiles: the most files listed.
+    public init(
+        root: URL, cacheFolder: URL, maxConcurrentDownloads: Int = 6, prefetchAhead: Int = 40, maxDepth: Int = 32, maxFiles: Int = 100_000
+    ) {
+        let connection = IndexConnection()
+        let tree = RemoteTree(
+            root: root, listingsFolder: cacheFolder.appendingPathComponent("listings", isDirectory: true),
+            maxDepth: maxDepth, maxFiles: maxFiles, connection: connection
+        )
+        let media = AsyncMedia(
+            directory: cacheFolder.appendingPathComponent("media", isDirectory: true), sizeLimit: 512 << 20,
+            maxConcurrentDownloads: maxConcurrentDownloads
+        )
+        let summarize = media.asyncMapValues { file in
+            let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
+            let summary = try await FileSummarizer().process(FileRef(path: file.path, size: size, modified: 0))
+            return RemoteSummary(summary: summary, size: size)
+        }
+        let files = PagedRows(source: tree, configuration: PagingConfiguration(pageSize: 100, prefetchDistance: 100))
+        self.root = tree.root
+        self.tree = tree
+        self.media = media
+        self.connection = connection
+        self.files = files
+        summaries = files.detail(storage: MemoryStorage(countLimit: 5_000), processor: summarize, ahead: prefetchAhead) { file in
+            file.problem == nil ? file.url : nil
+        }
+        summaries.onError = { [connection] error, _ in
+            if error.isSilenceable { connection.noteReachable(false) }
+        }
+    }
+
+    /// The default cache folder: `avenues-examples/remote` in the platform cache folder.
+    public static func defaultCacheFolder() throws -> URL {
+        try DiskStorage<String>.cacheFolder().appendingPathComponent("avenues-examples/remote", isDirectory: true)
+    }
+
+    /// Lists the root folder (from the server, or from the disk when it cannot be reached); throws
+    /// when neither can give it.
+    public func checkRoot() async throws { try await tree.checkRoot() }
+
+    /// What row `index` shows in its computed columns now.
+    public func content(at index: Int) -> RowContent {
+        if let problem = files.item(at: index)?.problem { return .failed(problem) }
+        if let value = summaries.item(at: index) { return .loaded(value.summary) }
+        if let error = summaries.state(at: index).error { return .failed(RemoteTree.message(for: error)) }
+        return .pending
+    }
+
+    /// Row `index`'s size: the index's, else the downloaded file's, else unknown.
+    public func size(at index: Int) -> Int64? {
+        files.item(at: index)?.size ?? summaries.item(at: index)?.size
+    }
+
+    /// The newest progress of row `index`'s download, if it is being watched.
+    public func progress(at index: Int) -> DownloadProgress? {
+        guard let url = files.item(at: index)?.url else { return nil }
+        return progress.withLock { $0[url] }
+    }
+
+    /// Watches the downloads of `rows` that are still loading (and stops watching the others);
+    /// `changed` is called with each progress.
+    public func watchProgress(of rows: Range<Int>, changed: @escaping @Sendable () -> Void) {
+        var wanted = Set<URL>()
+        for row in rows {
+            guard let file = files.item(at: row), file.problem == nil, summaries.item(at: row) == nil,
+                  summaries.state(at: row).error == nil else { continue }
+            wanted.insert(file.url)
+        }
+        let (stopped, started) = watchers.withLock { watchers -> ([Task<Void, Never>], [URL]) in
+            let stopped = watchers.filter { !wanted.contains($0.key) }
+            for url in stopped.keys { watchers[url] = nil }
+            return (Array(stopped.values), wanted.filter { watchers[$0] == nil })
+        }
+        for task in stopped { task.cancel() }
+        for url in started {
+            let task = Task { [weak self, media] in
+                for await update in media.progress(url: url) {
+                    self?.progress.withLock { $0[url] = update }
+                    changed()
+                }
+                self?.progress.withLock { $0[url] = nil }
+            }
+            let extra = watchers.withLock { watchers -> Task<Void, Never>? in
+                if watchers[url] != nil { return task }
+                watchers[url] = task
+                return nil
+            }
+            extra?.cancel()
+        }
+    }
+
+    /// Writes the folder listings seen to disk, for the next run (and for it to work offline).
+    public func save() async {
+        await tree.listings.save()
+    }
+
+    /// Stops loading and watching.
+    public func stop() {
+        files.stop()
+        let tasks = watchers.withLock { watchers in
+            defer { watchers = [:] }
+            return Array(watchers.values)
+        }
+        for task in tasks { task.cancel() }
+    }
+}
+
+extension RemoteTable {
+    /// Every row in order, as soon as it and the rows before it are settled, with up to `ahead` rows
+    /// listed and downloading beyond it: the whole tree streams in bounded memory.
+    public func streamInOrder(ahead: Int, emit: (_ file: RemoteFile, _ size: Int64?, _ content: RowContent) -> Void) async {
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        files.onChange = { _ in wake.yield() }
+        summaries.onStateChange = { _ in wake.yield() }
+        defer {
+            files.onChange = nil
+            summaries.onStateChange = nil
+        }
+        var iterator = wakes.makeAsyncIterator()
+        var next = 0
+        while true {
+            files.show(next..<next + ahead)
+            let shown = next
+            while let file = files.item(at: next), case let content = content(at: next), content.isSettled {
+                emit(file, size(at: next), content)
+                next += 1
+            }
+            if files.count.isExact, next >= files.count.value { break }
+            // Rows were printed: show the window from the new row before waiting, or the rows past
+            // the old window would never be asked for (and no change would come).
+            if next != shown { continue }
+            if case .failed = files.state(at: next) { break }
+            guard await iterator.next() != nil else { break }
+        }
+        stop()
+    }
+
+    /// One line for a root that cannot be listed: what happened and what to do.
+    public static func rootMessage(for error: any Error, root: URL) -> String {
+        switch error {
+        case let error as URLError:
+            "cannot reach \(root) (\(error.code == .cannotConnectToHost ? "connection refused" : error.localizedDescription)), and it was never listed here before; check the URL and that the server runs."
+        case let error as IndexConnection.Failure:
+            "\(error.description); give the URL of a folder listing."
+        default:
+            String(describing: error)
+        }
+    }
+}
+
+extension RemoteTable {
+    /// `argument` as a remote folder URL, if it is an `http` or `https` URL with a host.
+    public static func remoteURL(_ argument: String) -> URL? {
+        guard let url = URL(string: argument), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              url.host?.isEmpty == false else { return nil }
+        return url
+    }
+}
