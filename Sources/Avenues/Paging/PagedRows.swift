@@ -83,6 +83,9 @@ public final class PagedRows<Source: PageSource>: Sendable {
         var dirty = false
         /// Set while a caller applies windows; others leave theirs to it (the latest one wins).
         var applying = false
+        /// The details must be told the visible rows again; set while a caller tells them.
+        var detailsPending = false
+        var tellingDetails = false
         var following: Task<Void, Never>?
     }
 
@@ -217,10 +220,10 @@ public final class PagedRows<Source: PageSource>: Sendable {
             return true
         }
         guard isFirst else { return }
-        while let (pageWindow, visible) = state.withLock({ state in nextWindow(&state) }) {
+        while let (pageWindow, _) = state.withLock({ state in nextWindow(&state) }) {
             prefetcher.show(pageWindow)
             dropPages()
-            tellDetails(visible)
+            refreshDetails()
         }
     }
 
@@ -255,7 +258,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
     public func stop() {
         state.withLock { $0.visible = nil }
         prefetcher.stop()
-        tellDetails(nil)
+        refreshDetails()
     }
 
     /// Loads the list again: a new generation. The rows on screen keep showing their old items until
@@ -420,11 +423,9 @@ public final class PagedRows<Source: PageSource>: Sendable {
     }
 
     /// The page avenue told `number`'s row: its items are readable (details can load), tell the
-    /// listener. (A failure does not show the window again: the page waits for its retry.) The
-    /// details are told through the window funnel: told here directly, a window read before a
-    /// newer `show` could reach them after it and win, leaving the newer rows' details unloaded.
+    /// listener. (A failure does not show the window again: the page waits for its retry.)
     private func pageChanged(_ number: Int) {
-        reshow()
+        refreshDetails()
         notify(number)
     }
 
@@ -441,6 +442,29 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// Applies the window again (its pages' keys may have changed: a cursor learned, a refresh).
     private func reshow() {
         apply { _ in }
+    }
+
+    /// Tells the details the visible rows (none after `stop`), read when they are told: one caller
+    /// tells them at a time and tells them again if the rows changed meanwhile, so a window read
+    /// before a newer `show` never reaches them after it.
+    private func refreshDetails() {
+        let isFirst = state.withLock { state -> Bool in
+            state.detailsPending = true
+            guard !state.tellingDetails else { return false }
+            state.tellingDetails = true
+            return true
+        }
+        guard isFirst else { return }
+        while let visible = state.withLock({ state -> Range<Int>?? in
+            guard state.detailsPending else {
+                state.tellingDetails = false
+                return nil
+            }
+            state.detailsPending = false
+            return .some(state.visible)
+        }) {
+            tellDetails(visible)
+        }
     }
 
     private func tellDetails(_ rows: Range<Int>?) {
