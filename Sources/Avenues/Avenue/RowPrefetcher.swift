@@ -6,7 +6,9 @@
 /// last move and the `behind` rows on the other side at `.prefetch`, and cancels every row that left
 /// that window — so a fling or a jump to the end cancels the work of rows the user skipped. While
 /// the list moves, visible rows are queued from the leading edge (they stay on screen longest);
-/// at rest, in reading order.
+/// at rest, in reading order. With ``Policy/adaptive`` the window is sized from the scroll rate and
+/// the load latency instead (``AdaptiveWindow``); that policy wants a `show` when the list comes to
+/// rest, so call it on every frame, or at least once after the user stops.
 ///
 /// It is UI-free, so any front end (a TUI table, a pager, a test) can drive it, and thread-safe:
 /// `show` and `stop` may be called from any thread, including from the avenue's callbacks. When
@@ -29,8 +31,27 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         case up
     }
 
+    /// How the window around the visible rows is sized.
+    public enum Policy: Sendable, Hashable {
+        /// ``ahead`` rows past the visible ones in the scroll direction, ``behind`` on the other side.
+        case fixed
+        /// Sized from how fast the list moves and how long loads take (see ``AdaptiveWindow``).
+        case adaptive
+    }
+
     /// The avenue whose rows are prepared and cancelled.
     public let avenue: Avenue<Int, Key, Value>
+
+    /// How the window is sized; a change applies from the next ``show(_:)``.
+    public var policy: Policy {
+        get { state.withLock { $0.policy } }
+        set { state.withLock { $0.policy = newValue } }
+    }
+
+    /// What the adaptive policy estimates now (also kept up to date under the fixed policy).
+    public var estimates: AdaptiveWindow.Estimates {
+        state.withLock { $0.adaptive.estimates }
+    }
 
     /// Rows prefetched past the visible ones in the scroll direction; 40 by default. A change (say,
     /// after the window was resized) applies from the next ``show(_:)``.
@@ -54,6 +75,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     }
 
     private let key: @Sendable (Int) -> Key?
+    private let now: @Sendable () -> ContinuousClock.Instant
     private let state: Locked<State>
 
     private enum Request {
@@ -64,6 +86,8 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     private struct State {
         var ahead: Int
         var behind: Int
+        var policy: Policy
+        var adaptive = AdaptiveWindow()
         var maxRows = 4_096
         /// The rows prepared now, with the priority each was prepared at.
         var applied: [Int: LoadPriority] = [:]
@@ -83,17 +107,23 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     ///     (about a screen). In the scroll simulation (`Benchmarks/README.md`) 40/10 wastes 0.30× the
     ///     work of loading visible rows only, 20/5 wastes 0.35× and 10/2 0.39×.
     ///   - behind: rows to prefetch on the other side; 10 by default.
+    ///   - policy: `.fixed` (the default) uses `ahead` and `behind`; `.adaptive` sizes the window
+    ///     from the scroll rate and the load latency.
+    ///   - now: the clock the adaptive policy reads (a simulation passes its own).
     ///   - key: the key of a row, or `nil` for a row that does not exist or needs nothing loaded
     ///     (asked for rows past either end of the list too).
     public init(
         avenue: Avenue<Int, Key, Value>,
         ahead: Int = 40,
         behind: Int = 10,
+        policy: Policy = .fixed,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
         key: @escaping @Sendable (Int) -> Key?
     ) {
         precondition(ahead >= 0 && behind >= 0, "RowPrefetcher ahead and behind must be 0 or more")
         self.avenue = avenue
-        self.state = Locked(State(ahead: ahead, behind: behind))
+        self.state = Locked(State(ahead: ahead, behind: behind, policy: policy))
+        self.now = now
         self.key = key
     }
 
@@ -123,7 +153,9 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
             return true
         }
         guard isFirst else { return }
-        while let wanted = state.withLock({ state in nextWindow(&state) }) {
+        sampleLatencies()
+        let time = now()
+        while let wanted = state.withLock({ state in nextWindow(&state, at: time) }) {
             var next: [Int: LoadPriority] = [:]
             var prepare: [(row: Int, key: Key, priority: LoadPriority)] = []
             for (row, priority) in wanted where row >= 0 && next[row] == nil {
@@ -136,8 +168,23 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
                 return state.applied.keys.filter { next[$0] == nil }.sorted()
             }
             for row in cancel { avenue.cancel(at: row) }
-            for (row, key, priority) in prepare { avenue.prepareItem(for: key, at: row, priority: priority) }
+            var waiting: [Int] = []
+            for (row, key, priority) in prepare {
+                avenue.prepareItem(for: key, at: row, priority: priority)
+                if priority == .visible, avenue.item(at: row) == nil { waiting.append(row) }
+            }
+            state.withLock { $0.adaptive.asked(waiting, at: time) }
         }
+    }
+
+    /// Times the loads of visible rows asked earlier that have arrived since (the latency the
+    /// adaptive window plans with). The avenue is read outside this prefetcher's lock.
+    private func sampleLatencies() {
+        let asked = state.withLock { $0.adaptive.waitingRows }
+        guard !asked.isEmpty else { return }
+        let arrived = asked.filter { avenue.item(at: $0) != nil || avenue.state(at: $0).error != nil }
+        let time = now()
+        state.withLock { $0.adaptive.arrived(arrived, at: time) }
     }
 
     /// The direction of the last move (`.down` until the list first moves).
@@ -150,7 +197,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
 
     /// The rows wanted for the pending request, in the order they should be prepared: visible rows
     /// top to bottom, then prefetches nearest first (empty for a stop). `nil` when nothing is pending.
-    private func nextWindow(_ state: inout State) -> [(row: Int, priority: LoadPriority)]? {
+    private func nextWindow(_ state: inout State, at time: ContinuousClock.Instant) -> [(row: Int, priority: LoadPriority)]? {
         guard let request = state.pending else {
             state.applying = false
             return nil
@@ -174,7 +221,12 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
                 moved = true
             }
         }
+        let previousTop = state.lastVisible?.lowerBound
         state.lastVisible = visible
+        state.adaptive.shown(top: visible.lowerBound, previousTop: previousTop, screen: visible.count, at: time)
+        if state.policy == .adaptive {
+            return state.adaptive.plan(visible: visible, down: state.direction == .down, maxRows: state.maxRows, moved: moved, applied: state.applied)
+        }
 
         let ahead = min(state.ahead, state.maxRows - visible.count)
         let behind = min(state.behind, state.maxRows - visible.count - ahead)

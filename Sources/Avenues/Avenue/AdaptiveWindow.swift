@@ -1,0 +1,183 @@
+/// The adaptive policy of ``RowPrefetcher``: the window follows how fast the list moves and how long
+/// loads take, instead of a fixed number of rows.
+///
+/// - **Rate**: rows per second from the times and positions of `show` calls, smoothed over about a
+///   tenth of a second; a move of more than ten screens at once, or of more than a quarter of a
+///   screen from rest (PgDn), is a step to another place, not speed; no movement for 0.2 s is rest.
+/// - **Latency**: the 25th percentile of the last 32 visible loads, from the `show` that asked for a
+///   row to the first `show` that found it loaded (100 ms until one is measured). A screen's rows
+///   are asked at once and wait for workers, so the slower loads measure the queue; the fastest
+///   quarter is close to the work itself. (With the 90th percentile, 400–1,200 ms in the scroll
+///   simulation against 60 ms of work, a steady 40 rows/s looked like a fling.)
+/// - **Window**: ahead, one screen or twice the rows that pass during one load if that is more, at
+///   most four screens; behind, a quarter of a screen. Loads already asked for rows ahead stay
+///   wanted up to four screens out, so a window that shrinks as the list slows down does not cancel
+///   work the list is heading for.
+/// - **Seek**: while a screen or more passes during one load (a fling, a held key on a slow back
+///   end), nothing new is loaded: every row asked for would have left the screen before its load
+///   landed. Loads asked earlier for rows still ahead go on (the list passes them later). The next
+///   `show` at rest (a front end shows its rows on every frame, or at least once after the user
+///   stops) loads the screen where the list stopped.
+///
+/// In the scroll simulation (`Benchmarks/README.md`) this shows fewer placeholders and starts far
+/// less wasted work than the fixed 40/10 window on the standard script; the table there gives every
+/// workload, including where it does worse.
+public struct AdaptiveWindow: Sendable {
+    /// What the policy estimates and chose at the last `show`.
+    public struct Estimates: Sendable, Hashable, CustomStringConvertible {
+        /// Rows per second in the direction of travel (0 at rest).
+        public var rowsPerSecond: Double
+        /// The load latency planned with.
+        public var latency: Duration
+        /// Rows prefetched ahead.
+        public var ahead: Int
+        /// Rows prefetched behind.
+        public var behind: Int
+        /// Whether rows that would leave the screen before loading are skipped.
+        public var seeking: Bool
+
+        /// `12 rows/s, latency 85 ms, ahead 50, behind 10` (and `seeking`).
+        public var description: String {
+            let milliseconds = Int((latency / .milliseconds(1)).rounded())
+            return "\(Int(rowsPerSecond.rounded())) rows/s, latency \(milliseconds) ms, ahead \(ahead), behind \(behind)" + (seeking ? ", seeking" : "")
+        }
+    }
+
+    static let timeConstant = 0.1
+    static let restAfter = 0.2
+    static let samplesKept = 32
+    static let percentile = 25
+
+    static let defaultLatency = 0.1
+
+    var estimates = Estimates(rowsPerSecond: 0, latency: .milliseconds(100), ahead: 0, behind: 0, seeking: false)
+    /// Signed rows per second (positive: down), smoothed.
+    var velocity = 0.0
+    var lastShow: ContinuousClock.Instant?
+    var lastMove: ContinuousClock.Instant?
+    /// Whether the previous `show` moved the list.
+    var previousMoved = false
+    /// Visible rows asked for and not seen loaded yet, with when they were asked.
+    var waiting: [Int: ContinuousClock.Instant] = [:]
+    /// Latencies measured, in seconds, oldest first.
+    var samples: [Double] = []
+
+    init() {}
+
+    /// A `show` of `screen` rows from `top` at `time`.
+    mutating func shown(top: Int, previousTop: Int?, screen: Int, at time: ContinuousClock.Instant) {
+        defer { lastShow = time }
+        guard let previousTop, let lastShow else { return }
+        let seconds = max(0.001, Self.seconds(time - lastShow))
+        let (moved, overflow) = top.subtractingReportingOverflow(previousTop)
+        let stepped = moved.magnitude > UInt(max(1, screen / 4)) && previousMoved == false
+        defer { previousMoved = moved != 0 }
+        if overflow || moved.magnitude > UInt(max(1, screen)) * 10 || stepped {
+            // A jump, or a step from rest (PgDn, a search hit): the list is somewhere else, not
+            // moving fast; the window around the new place is what is needed.
+            velocity = 0
+            lastMove = nil
+            return
+        }
+        let instant = Double(moved) / seconds
+        let weight = 1 - _exp(-seconds / Self.timeConstant)
+        if moved != 0, (instant > 0) != (velocity > 0) {
+            velocity = instant * weight  // reversed: the old speed says nothing
+        } else {
+            velocity += weight * (instant - velocity)
+        }
+        if moved != 0 { lastMove = time }
+    }
+
+    /// Visible rows asked for at `time` and not loaded then.
+    mutating func asked(_ rows: [Int], at time: ContinuousClock.Instant) {
+        for row in rows where waiting[row] == nil { waiting[row] = time }
+        if waiting.count > 4_096 { waiting.removeAll(keepingCapacity: true) }  // rows nobody shows any more
+    }
+
+    /// The rows whose loads are being timed.
+    var waitingRows: [Int] { waiting.keys.sorted() }  // sorted: the samples kept must not depend on hashing
+
+    /// Rows seen loaded (or failed) at `time`.
+    mutating func arrived(_ rows: [Int], at time: ContinuousClock.Instant) {
+        for row in rows {
+            guard let asked = waiting.removeValue(forKey: row) else { continue }
+            samples.append(Self.seconds(time - asked))
+            if samples.count > Self.samplesKept { samples.removeFirst(samples.count - Self.samplesKept) }
+        }
+    }
+
+    /// The 25th percentile of the latencies measured, in seconds.
+    var latency: Double {
+        guard !samples.isEmpty else { return Self.defaultLatency }
+        let sorted = samples.sorted()
+        return sorted[min(sorted.count - 1, sorted.count * Self.percentile / 100)]
+    }
+
+    /// The rows to prepare for `visible`, in order, with their priorities.
+    mutating func plan(visible: Range<Int>, down: Bool, maxRows: Int, moved: Bool, applied: [Int: LoadPriority]) -> [(row: Int, priority: LoadPriority)] {
+        let screen = max(1, visible.count)
+        var resting = true
+        if let lastMove, let lastShow { resting = Self.seconds(lastShow - lastMove) > Self.restAfter }
+        let speed = resting ? 0 : abs(velocity)
+        let latency = self.latency
+        let lead = speed * latency  // rows that pass during one load
+        let seeking = lead >= Double(screen)
+        var wanted: [(row: Int, priority: LoadPriority)] = []
+        let room = max(0, maxRows - screen)
+
+        if seeking {
+            // Nothing new: every row asked now would have left the screen when its load landed,
+            // and where the list will stop cannot be told yet (loading a guessed landing screen did
+            // worse in the simulation: 22,574 placeholder row-frames against 20,841). Loads asked
+            // earlier for rows still ahead go on; the list passes them later.
+            let path = down ? visible.lowerBound ..< visible.lowerBound + Int(min(lead, Double(4 * screen))) + screen
+                : visible.upperBound - screen - Int(min(lead, Double(4 * screen))) ..< visible.upperBound
+            wanted = applied.keys.filter { path.contains($0) }.sorted().map { ($0, .prefetch) }
+            estimates = Estimates(rowsPerSecond: speed, latency: .seconds(latency), ahead: 0, behind: 0, seeking: true)
+        } else {
+            // Slower than a screen a second, a screen ahead keeps up; faster, twice the rows that
+            // pass during a load.
+            let ahead = min(room, min(4 * screen, speed > Double(screen) ? max(screen, Int(2 * lead)) : screen))
+            let behind = min(room - ahead, screen / 4)
+            let leadingFirst = moved && down
+            wanted = (leadingFirst ? Array(visible.reversed()) : Array(visible)).map { ($0, .visible) }
+            wanted += Self.beyond(visible, count: ahead, down: down).map { ($0, .prefetch) }
+            wanted += Self.beyond(visible, count: behind, down: !down).map { ($0, .prefetch) }
+            // The window shrinks as the list slows down; loads already asked ahead of it go on (the
+            // list is heading their way), up to the largest window.
+            let kept = Self.beyond(visible, count: min(room, 4 * screen), down: down).dropFirst(ahead)
+            let keep = Set(kept)
+            wanted += applied.keys.filter { keep.contains($0) }.sorted().map { ($0, .prefetch) }
+            estimates = Estimates(rowsPerSecond: speed, latency: .seconds(latency), ahead: ahead, behind: behind, seeking: false)
+        }
+        return wanted
+    }
+
+
+    /// `count` rows past `rows` going down (or up), nearest first, cut at the ends of the integers.
+    static func beyond(_ rows: Range<Int>, count: Int, down: Bool) -> [Int] {
+        guard count > 0 else { return [] }
+        if down {
+            let (end, overflow) = rows.upperBound.addingReportingOverflow(count)
+            return Array(rows.upperBound ..< (overflow ? Int.max : end))
+        }
+        let (start, overflow) = rows.lowerBound.subtractingReportingOverflow(count)
+        return Array(((overflow ? Int.min : start) ..< rows.lowerBound).reversed())
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+private func _exp(_ x: Double) -> Double { Glibc.exp(x) }
+#elseif canImport(Darwin)
+import Darwin
+private func _exp(_ x: Double) -> Double { Darwin.exp(x) }
+#elseif canImport(Musl)
+import Musl
+private func _exp(_ x: Double) -> Double { Musl.exp(x) }
+#endif

@@ -1,0 +1,92 @@
+import Testing
+@testable import Avenues
+
+@Suite("Adaptive prefetch window", .timeLimit(.minutes(2)))
+struct AdaptiveWindowTests {
+    /// A 40-row screen over 100,000 rows whose work never finishes, on a clock the test moves.
+    struct Fixture {
+        let work = ControlledWork<String, Int>()
+        let clock = TestClock()
+        let avenue: Avenue<Int, String, Int>
+        let prefetcher: RowPrefetcher<String, Int>
+
+        init(maxConcurrent: Int = 6) {
+            avenue = Avenue(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: maxConcurrent, work))
+            let clock = clock
+            prefetcher = RowPrefetcher(avenue: avenue, policy: .adaptive, now: { clock.now }) { row in
+                (0..<100_000).contains(row) ? "row\(row)" : nil
+            }
+        }
+
+        func rows(_ priority: LoadPriority) -> [Int] {
+            prefetcher.window.filter { $0.value == priority }.map(\.key).sorted()
+        }
+
+        /// Shows a screen from `top` one 16 ms frame after the last.
+        func frame(_ top: Int) {
+            clock.advance(by: .milliseconds(16))
+            prefetcher.show(top..<top + 40)
+        }
+    }
+
+    @Test func atRestTheWindowIsAScreenAheadAndAQuarterBehind() {
+        let f = Fixture()
+        f.frame(1_000)
+        #expect(f.rows(.visible) == Array(1_000..<1_040))
+        #expect(f.rows(.prefetch) == Array(990..<1_000) + Array(1_040..<1_080))
+        #expect(!f.prefetcher.estimates.seeking)
+    }
+
+    @Test func aFlingSeeksAndTheScreenWhereItStopsLoadsAtRest() {
+        let f = Fixture()
+        f.frame(0)
+        var top = 0
+        for _ in 0..<10 {  // 48 rows a frame: 3,000 rows/s
+            top += 48
+            f.frame(top)
+        }
+        let estimates = f.prefetcher.estimates
+        #expect(estimates.seeking, "\(estimates)")
+        #expect(estimates.rowsPerSecond > 2_000)
+        // Too fast to guess where it lands: the rows passing by are not loaded.
+        #expect(f.rows(.visible).allSatisfy { !(top..<top + 40).contains($0) })
+        // The user stops; frames go on showing the same rows.
+        for _ in 0..<15 { f.frame(top) }
+        #expect(!f.prefetcher.estimates.seeking)
+        #expect(f.rows(.visible) == Array(top..<top + 40))
+    }
+
+    @Test func pgDnFromRestIsAStepNotSpeed() {
+        let f = Fixture()
+        f.frame(0)
+        for _ in 0..<5 { f.frame(0) }
+        f.frame(40)  // PgDn
+        #expect(!f.prefetcher.estimates.seeking)
+        #expect(f.prefetcher.estimates.rowsPerSecond == 0)
+        #expect(f.rows(.visible) == Array(40..<80))
+    }
+
+    @Test func aSteadyScrollWidensTheWindowWithTheLatencyMeasured() async {
+        let f = Fixture(maxConcurrent: 100)
+        f.frame(0)
+        // Every visible row's load lands 200 ms after it was asked for.
+        for row in 0..<40 { await f.work.waitUntilStarted("row\(row)") }
+        f.clock.advance(by: .milliseconds(200))
+        for row in 0..<40 { f.work.succeed("row\(row)", with: row) }
+        await eventually("the first screen arrived") { f.avenue.item(at: 39) != nil }
+        f.frame(0)
+        #expect(f.prefetcher.estimates.latency == .milliseconds(216))  // asked at one frame, seen at the frame after it landed
+        var top = 0
+        for step in 1...60 {  // 2 rows a frame, 125 rows/s: 27 rows pass during a load
+            top = step * 2
+            f.frame(top)
+        }
+        let estimates = f.prefetcher.estimates
+        #expect(estimates.rowsPerSecond > 100 && estimates.rowsPerSecond < 130, "\(estimates)")
+        // About 27 rows pass during a load: less than a screen, so no seeking, and the window ahead
+        // is twice that (more than the one screen it is at rest).
+        #expect(!estimates.seeking)
+        #expect(estimates.ahead > 40 && estimates.ahead == Int(2 * estimates.rowsPerSecond * 0.216), "\(estimates)")
+        #expect(f.rows(.prefetch).filter { $0 >= top + 40 } == Array(top + 40 ..< top + 40 + estimates.ahead))
+    }
+}
