@@ -5,14 +5,20 @@ import Synchronization
 public enum Strategy: Sendable, Hashable, CustomStringConvertible {
     /// Prepare the visible rows every frame; optionally cancel rows that left the screen.
     case visibleOnly(cancelling: Bool)
-    /// A ``Avenues/RowPrefetcher`` with this window.
+    /// A ``Avenues/RowPrefetcher`` with this fixed window.
     case prefetcher(ahead: Int, behind: Int)
+    /// A ``Avenues/RowPrefetcher`` with the adaptive policy.
+    case adaptive
+    /// The bound: knows the script and every latency, starts exactly the rows that will be shown,
+    /// in the order they are first needed, as early as the workers allow (``clairvoyant(_:latency:maxConcurrent:)``).
+    case clairvoyant
 
-    /// The strategies compared: visible-only without and with cancel, and three prefetch windows.
+    /// The strategies compared: visible-only without and with cancel, four fixed windows, the
+    /// adaptive window and the clairvoyant bound.
     public static let compared: [Strategy] = [
         .visibleOnly(cancelling: false), .visibleOnly(cancelling: true),
         .prefetcher(ahead: 10, behind: 2), .prefetcher(ahead: 20, behind: 5), .prefetcher(ahead: 40, behind: 10),
-        .prefetcher(ahead: 120, behind: 20),
+        .prefetcher(ahead: 120, behind: 20), .adaptive, .clairvoyant,
     ]
 
     /// A short name for tables.
@@ -21,6 +27,20 @@ public enum Strategy: Sendable, Hashable, CustomStringConvertible {
         case .visibleOnly(false): "visible only, no cancel"
         case .visibleOnly(true): "visible only, cancel"
         case .prefetcher(let ahead, let behind): "RowPrefetcher ahead \(ahead) behind \(behind)"
+        case .adaptive: "RowPrefetcher adaptive"
+        case .clairvoyant: "clairvoyant bound"
+        }
+    }
+
+    /// The name in `--json` output: `visible-only`, `visible-only-cancel`, `fixed-40-10`,
+    /// `adaptive`, `clairvoyant`.
+    public var name: String {
+        switch self {
+        case .visibleOnly(false): "visible-only"
+        case .visibleOnly(true): "visible-only-cancel"
+        case .prefetcher(let ahead, let behind): "fixed-\(ahead)-\(behind)"
+        case .adaptive: "adaptive"
+        case .clairvoyant: "clairvoyant"
         }
     }
 }
@@ -89,6 +109,8 @@ public struct SimulationResult: Sendable, Hashable {
     public var appearancesLeftUnloaded: Int
     /// Summed wait between a row coming into view and its value showing (0 when it was ready).
     public var totalTimeToVisible: Duration
+    /// The 95th percentile of those waits (0 when it was ready), over rows shown with their value.
+    public var p95TimeToVisible: Duration = .zero
 
     /// Wasted work: cancelled after starting, or finished for rows never shown.
     public var worksWasted: Int { worksCancelled + worksUnshown }
@@ -113,6 +135,7 @@ public func simulate(
     reservedForVisible: Int? = nil,
     latency: WorkLatency = .standard
 ) -> SimulationResult {
+    if strategy == .clairvoyant { return clairvoyant(script, latency: latency, maxConcurrent: maxConcurrent) }
     let executor = ManualExecutor()
     let clock = VirtualClock()
     let log = WorkLog()
@@ -129,9 +152,13 @@ public func simulate(
     }
     let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(countLimit: 4_000), processor: processor)
     let prefetcher: RowPrefetcher<Int, Int>?
-    if case .prefetcher(let ahead, let behind) = strategy {
+    let origin = ContinuousClock.now
+    switch strategy {
+    case .prefetcher(let ahead, let behind):
         prefetcher = RowPrefetcher(avenue: avenue, ahead: ahead, behind: behind) { $0 < script.rows ? $0 : nil }
-    } else {
+    case .adaptive:
+        prefetcher = RowPrefetcher(avenue: avenue, policy: .adaptive, now: { origin + clock.now }) { $0 < script.rows ? $0 : nil }
+    case .visibleOnly, .clairvoyant:
         prefetcher = nil
     }
 
@@ -149,10 +176,11 @@ public func simulate(
             if cancelling {
                 for row in visible where !rows.contains(row) { avenue.cancel(at: row) }
             }
-        case .prefetcher:
+        case .prefetcher, .adaptive, .clairvoyant:
             prefetcher?.show(rows)
         }
     }
+    var waits = Waits()
 
     for (index, top) in script.tops.enumerated() {
         let now = script.frame * index
@@ -170,9 +198,10 @@ public func simulate(
             }
             if !visible.contains(row) {
                 result.appearances += 1
-                if !loaded { waitingSince[row] = now }
+                if !loaded { waitingSince[row] = now } else { waits.add(.zero) }
             } else if loaded, let since = waitingSince.removeValue(forKey: row) {
                 result.totalTimeToVisible += now - since
+                waits.add(now - since)
             }
         }
         for row in waitingSince.keys where !rows.contains(row) {
@@ -192,11 +221,22 @@ public func simulate(
     prefetcher?.stop()
     executor.drain()
 
+    result.p95TimeToVisible = waits.p95
     let counts = log.counts
     result.worksStarted = counts.started
     result.worksCancelled = counts.cancelled
     result.worksUnshown = counts.unshown
     return result
+}
+
+/// The waits of rows shown with their value, for the 95th percentile.
+struct Waits {
+    private var waits: [Duration] = []
+    mutating func add(_ wait: Duration) { waits.append(wait) }
+    var p95: Duration {
+        let sorted = waits.sorted()
+        return sorted.isEmpty ? .zero : sorted[min(sorted.count - 1, sorted.count * 95 / 100)]
+    }
 }
 
 /// What the work did, as the simulation saw it.

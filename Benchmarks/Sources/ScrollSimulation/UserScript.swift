@@ -10,6 +10,9 @@ public struct UserScript: Sendable {
         case fling(rowsPerSecond: Double, decay: Double)
         /// Go straight to a row (Home, End).
         case jump(toRow: Int)
+        /// Press a key that moves `rows` at once (PgDn: a screen), `times` times, one press every
+        /// `every` seconds.
+        case press(rows: Int, times: Int, every: Double)
     }
 
     /// Rows in the list.
@@ -20,6 +23,14 @@ public struct UserScript: Sendable {
     public let frame: Duration
     /// The viewport's top row at each frame.
     public let tops: [Int]
+
+    /// A script from its frames.
+    public init(rows: Int, viewport: Int, frame: Duration = .milliseconds(16), tops: [Int]) {
+        self.rows = rows
+        self.viewport = viewport
+        self.frame = frame
+        self.tops = tops
+    }
 
     /// Plays `steps` into frames.
     public init(rows: Int, viewport: Int, frame: Duration = .milliseconds(16), steps: [Step]) {
@@ -52,6 +63,12 @@ public struct UserScript: Sendable {
             case .jump(let row):
                 position = Double(row)
                 emit()
+            case .press(let rows, let times, let every):
+                for _ in 0..<times {
+                    position += Double(rows)
+                    emit()
+                    for _ in 1..<max(1, Int(every / frameSeconds)) { emit() }
+                }
             }
         }
         self.tops = tops

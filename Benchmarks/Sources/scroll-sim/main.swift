@@ -1,48 +1,99 @@
 import Foundation
 import ScrollSimulation
 
-// Plays the standard scroll script (100,000 rows, a 40-row screen, 6 workers, seeded latencies)
-// on a virtual clock under each strategy and prints what each cost. Deterministic: every run
-// prints the same table.
-let script = UserScript.standard
-print("scroll-sim: \(script.rows) rows, \(script.viewport)-row screen, \(script.tops.count) frames of \(script.frame), 6 workers, latency median \(WorkLatency.standard.medianMilliseconds) ms")
-print("")
-let header = ["strategy", "placeholder row-frames", "works started", "works wasted", "(cancelled + unshown)", "mean time-to-visible"]
-var table: [[String]] = [header]
-var results: [SimulationResult] = []
-for strategy in Strategy.compared {
-    let result = simulate(strategy)
-    results.append(result)
-    let milliseconds = Double(result.meanTimeToVisible.components.attoseconds) / 1e15 + Double(result.meanTimeToVisible.components.seconds) * 1_000
-    table.append([
-        strategy.description, String(result.placeholderRowFrames), String(result.worksStarted), String(result.worksWasted),
-        "(\(result.worksCancelled) + \(result.worksUnshown))", String(Int(milliseconds.rounded())) + " ms",
-    ])
+// Plays scripted (or recorded) scrolling on a virtual clock under each strategy and prints what each
+// cost. Deterministic: every run prints the same figures.
+//
+//   scroll-sim                 the tables: every workload × strategy, then admission control
+//   scroll-sim --json          one JSON object per line, per workload and strategy
+//   scroll-sim --trace FILE    a recorded session (see Benchmarks/README.md) under every strategy
+//   scroll-sim --workload NAME only that workload (e.g. standard, jumps/heavy-tail)
+//   scroll-sim --strategies fixed-40-10,adaptive,clairvoyant   only those strategies
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+@MainActor func option(_ name: String) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
 }
-let widths = (0..<header.count).map { column in table.map { $0[column].count }.max() ?? 0 }
-for (index, row) in table.enumerated() {
-    print(row.enumerated().map { column, cell in
-        column == 0 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            : String(repeating: " ", count: widths[column] - cell.count) + cell
-    }.joined(separator: "  "))
-    if index == 0 { print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+let json = arguments.contains("--json")
+var workloads = Workload.all
+if let path = option("--trace") {
+    do {
+        let script = try UserScript(trace: String(contentsOfFile: path, encoding: .utf8))
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        workloads = [Workload(name: name, script: script, latency: .standard), Workload(name: name + "/heavy-tail", script: script, latency: .heavyTail)]
+    } catch {
+        FileHandle.standardError.write(Data("scroll-sim: \(path): \(error)\n".utf8))
+        exit(1)
+    }
 }
-if let baseline = results.first {
-    print("")
-    for result in results.dropFirst() {
-        let placeholders = Double(result.placeholderRowFrames) / Double(max(1, baseline.placeholderRowFrames))
-        let wasted = Double(result.worksWasted) / Double(max(1, baseline.worksWasted))
-        print("\(result.strategy): placeholders \(String(format: "%.2f", placeholders))x, wasted work \(String(format: "%.2f", wasted))x of visible-only without cancel")
+if let name = option("--workload") {
+    workloads = workloads.filter { $0.name == name }
+    if workloads.isEmpty {
+        FileHandle.standardError.write(Data("scroll-sim: no workload \(name); try one of \(Workload.all.map(\.name).joined(separator: ", "))\n".utf8))
+        exit(2)
     }
 }
 
-// Admission control: the 40/10 prefetcher with 0 to 3 of the 6 workers kept from prefetch work.
-print("")
-print("admission control (RowPrefetcher 40/10, 6 workers):")
-for (name, latency) in [("standard", WorkLatency.standard), ("heavy tail", .heavyTail)] {
-    for reserved in 0...3 {
-        let result = simulate(.prefetcher(ahead: 40, behind: 10), reservedForVisible: reserved, latency: latency)
-        let milliseconds = Double(result.meanTimeToVisible.components.attoseconds) / 1e15 + Double(result.meanTimeToVisible.components.seconds) * 1_000
-        print("  \(name), reservedForVisible \(reserved): placeholder row-frames \(result.placeholderRowFrames), started \(result.worksStarted), wasted \(result.worksWasted), mean time-to-visible \(Int(milliseconds.rounded())) ms")
+func milliseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
+}
+
+func printTable(_ rows: [[String]]) {
+    let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+    for (index, row) in rows.enumerated() {
+        print(row.enumerated().map { column, cell in
+            column == 0 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                : String(repeating: " ", count: widths[column] - cell.count) + cell
+        }.joined(separator: "  "))
+        if index == 0 { print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+    }
+}
+
+var strategies = Strategy.compared
+if let names = option("--strategies") {
+    let wanted = Set(names.split(separator: ",").map(String.init))
+    strategies = strategies.filter { wanted.contains($0.name) }
+}
+for workload in workloads {
+    let results = strategies.map { simulate($0, script: workload.script, latency: workload.latency) }
+    if json {
+        for result in results {
+            let object: [String: Any] = [
+                "workload": workload.name, "strategy": result.strategy.name,
+                "placeholder_row_frames": result.placeholderRowFrames, "started": result.worksStarted,
+                "wasted": result.worksWasted,
+                "mean_time_to_visible_ms": (milliseconds(result.meanTimeToVisible) * 10).rounded() / 10,
+                "p95_time_to_visible_ms": (milliseconds(result.p95TimeToVisible) * 10).rounded() / 10,
+            ]
+            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+                print(String(decoding: data, as: UTF8.self))
+            }
+        }
+        continue
+    }
+    let bound = results.last { $0.strategy == .clairvoyant }
+    print("\(workload.name): \(workload.script.rows) rows, \(workload.script.viewport)-row screen, \(workload.script.tops.count) frames, 6 workers")
+    var table = [["strategy", "placeholder row-frames", "vs bound", "started", "wasted", "(cancelled + unshown)", "mean TTV", "p95 TTV"]]
+    for result in results {
+        let gap = bound.map { String(format: "%.2f×", Double(result.placeholderRowFrames) / Double(max(1, $0.placeholderRowFrames))) } ?? ""
+        table.append([
+            result.strategy.description, String(result.placeholderRowFrames), gap, String(result.worksStarted),
+            String(result.worksWasted), "(\(result.worksCancelled) + \(result.worksUnshown))",
+            "\(Int(milliseconds(result.meanTimeToVisible).rounded())) ms", "\(Int(milliseconds(result.p95TimeToVisible).rounded())) ms",
+        ])
+    }
+    printTable(table)
+    print("")
+}
+
+if !json, option("--trace") == nil, option("--workload") == nil {
+    // Admission control: the 40/10 prefetcher with 0 to 3 of the 6 workers kept from prefetch work.
+    print("admission control (RowPrefetcher 40/10, 6 workers, standard script):")
+    for (name, latency) in [("standard", WorkLatency.standard), ("heavy tail", .heavyTail)] {
+        for reserved in 0...3 {
+            let result = simulate(.prefetcher(ahead: 40, behind: 10), reservedForVisible: reserved, latency: latency)
+            print("  \(name), reservedForVisible \(reserved): placeholder row-frames \(result.placeholderRowFrames), started \(result.worksStarted), wasted \(result.worksWasted), mean time-to-visible \(Int(milliseconds(result.meanTimeToVisible).rounded())) ms")
+        }
     }
 }

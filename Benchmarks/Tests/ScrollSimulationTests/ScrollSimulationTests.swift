@@ -30,3 +30,54 @@ struct ScrollSimulationTests {
         #expect(zip(tops, tops.dropFirst()).contains { $1 < $0 })        // scrolling up
     }
 }
+
+@Suite("Adaptive prefetch against the fixed window and the clairvoyant bound")
+struct AdaptivePrefetchTests {
+    @Test func theClairvoyantBoundNeverWastesAndStartsOnlyRowsShown() {
+        let script = UserScript(rows: 5_000, viewport: 40, steps: [.pause(seconds: 0.5), .fling(rowsPerSecond: 1_500, decay: 0.95), .pause(seconds: 1)])
+        let bound = simulate(.clairvoyant, script: script)
+        #expect(bound == simulate(.clairvoyant, script: script))
+        #expect(bound.worksWasted == 0)
+        let shown = Set(script.tops.flatMap { $0..<min(script.rows, $0 + script.viewport) })
+        #expect(bound.worksStarted > 0 && bound.worksStarted <= shown.count)
+        #expect(bound.placeholderRowFrames < simulate(.visibleOnly(cancelling: false), script: script).placeholderRowFrames)
+    }
+
+    /// The targets, on every workload (both latency profiles): adaptive shows no more placeholder
+    /// row-frames and wastes no more work than the fixed 40/10 window.
+    @Test(arguments: Workload.all.map(\.name))
+    func adaptiveIsNoWorseThanTheFixedWindow(workload name: String) throws {
+        let workload = try #require(Workload.all.first { $0.name == name })
+        let fixed = simulate(.prefetcher(ahead: 40, behind: 10), script: workload.script, latency: workload.latency)
+        let adaptive = simulate(.adaptive, script: workload.script, latency: workload.latency)
+        #expect(adaptive.placeholderRowFrames <= fixed.placeholderRowFrames, "placeholders \(adaptive.placeholderRowFrames) vs \(fixed.placeholderRowFrames)")
+        #expect(adaptive.worksWasted <= fixed.worksWasted, "wasted \(adaptive.worksWasted) vs \(fixed.worksWasted)")
+    }
+
+    /// On the standard script: at least half of the gap between 40/10 and the clairvoyant bound is
+    /// closed, and the mean time-to-visible is at most 0.8× that of 40/10.
+    @Test func onTheStandardScriptAdaptiveClosesHalfTheGapToTheBound() {
+        let fixed = simulate(.prefetcher(ahead: 40, behind: 10))
+        let adaptive = simulate(.adaptive)
+        let bound = simulate(.clairvoyant)
+        let gap = fixed.placeholderRowFrames - bound.placeholderRowFrames
+        #expect(gap > 0)
+        #expect((fixed.placeholderRowFrames - adaptive.placeholderRowFrames) * 2 >= gap,
+                "adaptive \(adaptive.placeholderRowFrames), fixed \(fixed.placeholderRowFrames), bound \(bound.placeholderRowFrames)")
+        #expect(adaptive.meanTimeToVisible * 10 <= fixed.meanTimeToVisible * 8, "\(adaptive.meanTimeToVisible) vs \(fixed.meanTimeToVisible)")
+    }
+
+    @Test func aRecordedTraceReplaysFrameByFrame() throws {
+        let trace = """
+            {"rows": 1000, "screen": 20}
+            {"t": 0, "first": 0, "count": 20}
+            {"t": 40, "first": 5, "count": 20}
+            {"t": 100, "first": 990, "count": 20}
+            """
+        let script = try UserScript(trace: trace)
+        #expect(script.rows == 1_000 && script.viewport == 20)
+        #expect(Array(script.tops.prefix(8)) == [0, 0, 0, 5, 5, 5, 5, 980])  // frames of 16 ms; the last row clamps
+        #expect(throws: TraceError.self) { try UserScript(trace: "{\"rows\": 10}\n") }
+        #expect((try? UserScript(trace: "{\"rows\": 10, \"screen\": 5}\n{\"t\": \"soon\"}")) == nil)
+    }
+}

@@ -9,7 +9,7 @@ struct Browse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A full-screen table of every file under a folder (local, or an HTTP folder index); lines, CRC-32 and a preview load as you scroll.",
         discussion: """
-            Keys: ↑/↓ or j/k move, PgUp/PgDn or b/space page, g/G or Home/End jump, q or Ctrl-C quit.
+            Keys: ↑/↓ or j/k move, PgUp/PgDn or b/space page, g/G or Home/End jump, w shows the prefetch window, q or Ctrl-C quit.
             Summaries are cached on disk by path, size and modification time, so a second run shows them at once.
             When standard output is not a terminal, the table is printed as plain text.
             With an http:// or https:// URL of a folder index (nginx autoindex, Apache, python3 -m http.server), the
@@ -42,11 +42,14 @@ struct Browse: AsyncParsableCommand {
     @Option(help: "Summaries computed at once.")
     var concurrency = 6
 
-    @Option(help: "Rows prefetched past the screen in the scroll direction (default: one screen).")
+    @Option(help: "Rows prefetched past the screen in the scroll direction (default: adaptive, from the scroll rate and load times).")
     var ahead: Int?
 
     @Option(help: "The width of plain-text output (default: $COLUMNS, else 120).")
     var width: Int?
+
+    @Option(help: "Record every scroll step to this file, for `scroll-sim --trace` (Benchmarks/README.md).")
+    var recordTrace: String?
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1.") }
@@ -73,7 +76,7 @@ struct Browse: AsyncParsableCommand {
             return
         }
         let root = URL(fileURLWithPath: folder).standardizedFileURL.path
-        var screen = BrowseScreen(table: LocalRows(table: table), title: root, ahead: ahead)
+        var screen = BrowseScreen(table: LocalRows(table: table), title: root, ahead: ahead, trace: try recordTrace.map(TraceRecorder.init))
         await screen.run()
     }
 
@@ -96,7 +99,7 @@ struct Browse: AsyncParsableCommand {
             await table.save()
             return
         }
-        var screen = BrowseScreen(table: RemoteRows(table: table), title: table.root.absoluteString, ahead: ahead)
+        var screen = BrowseScreen(table: RemoteRows(table: table), title: table.root.absoluteString, ahead: ahead, trace: try recordTrace.map(TraceRecorder.init))
         await screen.run()
         await table.save()
     }

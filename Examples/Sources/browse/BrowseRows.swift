@@ -18,12 +18,18 @@ protocol BrowseRows: Sendable {
     func start(_ changed: @escaping @Sendable (Int?) -> Void)
     /// The rows on screen.
     func show(_ rows: Range<Int>)
-    /// The screen holds `pageRows` rows; `ahead` rows are prefetched (default: one screen).
+    /// The screen holds `pageRows` rows; `ahead` rows are prefetched (default: adaptive).
     func resize(pageRows: Int, ahead: Int?)
     /// Stops every load.
     func stop()
     /// The status line's counters.
     var statusFields: [String] { get }
+    /// The prefetch window and the scroll rate, when the rows have a prefetcher that estimates them.
+    var windowDescription: String? { get }
+}
+
+extension BrowseRows {
+    var windowDescription: String? { nil }
 }
 
 /// A local folder's files: a known list, summaries through a `RowPrefetcher`.
@@ -33,8 +39,12 @@ final class LocalRows: BrowseRows {
 
     init(table: FileTable) {
         self.table = table
-        prefetcher = RowPrefetcher(avenue: table.avenue) { [table] in table.key($0) }
+        // Adaptive: in the scroll simulation it shows fewer placeholders and wastes less work than
+        // the fixed window on every workload (Benchmarks/README.md).
+        prefetcher = RowPrefetcher(avenue: table.avenue, policy: .adaptive) { [table] in table.key($0) }
     }
+
+    var windowDescription: String? { "window: " + prefetcher.estimates.description }
 
     var count: RowCount { .exact(table.entries.count) }
 
@@ -51,7 +61,9 @@ final class LocalRows: BrowseRows {
 
     func show(_ rows: Range<Int>) { prefetcher.show(rows) }
 
+    /// `--ahead` fixes the window; without it the window adapts (and sizes itself by the screen).
     func resize(pageRows: Int, ahead: Int?) {
+        prefetcher.policy = ahead == nil ? .adaptive : .fixed
         prefetcher.ahead = ahead ?? pageRows
         prefetcher.behind = max(2, pageRows / 4)
     }

@@ -59,10 +59,26 @@ struct BrowseScreen {
     /// How long each spinner frame shows.
     static let spinnerPause = Duration.milliseconds(80)
 
-    init(table: any BrowseRows, title: String, ahead: Int?) {
+    /// Where `show` calls are recorded (`--record-trace`), for `scroll-sim --trace`.
+    let trace: TraceRecorder?
+    /// Whether the status line shows the prefetch window and the scroll rate (the `w` key).
+    private var showsWindow = false
+    /// When the rows shown last changed: for a while after, every frame shows them again, so the
+    /// adaptive prefetcher sees the list come to rest.
+    private var lastMove = ContinuousClock.now
+
+    init(table: any BrowseRows, title: String, ahead: Int?, trace: TraceRecorder? = nil) {
         self.table = table
         self.title = title
         self.ahead = ahead
+        self.trace = trace
+    }
+
+    /// Tells the rows what the screen shows now.
+    private mutating func showRows() {
+        let rows = top..<top + pageRows
+        table.show(rows)
+        trace?.record(rows, count: count)
     }
 
     private var count: Int { table.count.value }
@@ -93,7 +109,7 @@ struct BrowseScreen {
         }
 
         resize()
-        table.show(top..<top + pageRows)
+        showRows()
         draw()
 
         for await event in events {
@@ -103,11 +119,12 @@ struct BrowseScreen {
                     table.stop()
                     return
                 }
-                table.show(top..<top + pageRows)
+                lastMove = .now
+                showRows()
                 draw()
             case .terminal(.resize):
                 resize()
-                table.show(top..<top + pageRows)
+                showRows()
                 draw()
             case .rowsChanged:
                 let rows = changed.take()
@@ -115,17 +132,18 @@ struct BrowseScreen {
                 dirty = true  // the status line's counters changed, even for rows off screen
                 if table.count.isExact, selected >= count || top > max(0, count - pageRows) {
                     move(to: selected)  // the listing ended before the rows the screen had moved to
-                    table.show(top..<top + pageRows)
+                    showRows()
                 }
                 if followsEnd, selected != count - 1 {
                     move(to: count - 1)
                     followsEnd = !table.count.isExact
-                    table.show(top..<top + pageRows)
+                    showRows()
                 }
                 let visible = top..<top + pageRows
                 // -1: the list itself changed (rows listed, the count).
                 if rows.contains(where: { $0 < 0 || visible.contains($0) }), ContinuousClock.now - lastDraw >= Self.framePause { draw() }
             case .tick:
+                if ContinuousClock.now - lastMove < .seconds(1) { showRows() }
                 let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
                 let spin = spinnerFrame != frame && visibleRowsPending
                 frame = spinnerFrame
@@ -138,6 +156,7 @@ struct BrowseScreen {
     private mutating func handle(_ key: Key) -> Bool {
         followsEnd = false
         switch key {
+        case .character("w"): showsWindow.toggle()
         case .character("q"), .control("c"), .control("d"): return false
         case .up, .character("k"): move(to: selected - 1)
         case .down, .character("j"): move(to: selected + 1)
@@ -215,7 +234,9 @@ struct BrowseScreen {
     /// The counters, then what fits of the extras (first-screen time, the quit key).
     private func statusLine() -> String {
         let shown = count == 0 ? (table.count.isExact ? "no files" : "listing…") : "\(top + 1)–\(min(count, top + pageRows)) of \(table.count)"
-        var line = " " + ([shown, "loaded \(loaded.count)"] + table.statusFields).joined(separator: " │ ")
+        var fields = [shown, "loaded \(loaded.count)"] + table.statusFields
+        if showsWindow, let window = table.windowDescription { fields.insert(window, at: 1) }
+        var line = " " + fields.joined(separator: " │ ")
         var extras: [String] = []
         if let firstScreen { extras.append("first screen \(Int(firstScreen / .milliseconds(1))) ms") }
         extras.append("q quit")
