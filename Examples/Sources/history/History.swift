@@ -25,6 +25,9 @@ struct History: AsyncParsableCommand {
     @Option(help: "Where diff stats are cached across runs (default: avenues-examples/history-stats in the user's cache folder).")
     var cache: String?
 
+    @Option(help: "Record every scroll step to this file, for `scroll-sim --trace` (Benchmarks/README.md).")
+    var recordTrace: String?
+
     @Flag(help: "Do not read or write the disk cache.")
     var noCache = false
 
@@ -62,7 +65,7 @@ struct History: AsyncParsableCommand {
             return
         }
         let title = URL(fileURLWithPath: repository).standardizedFileURL.path
-        var screen = HistoryScreen(rows: rows, log: log, title: title)
+        var screen = HistoryScreen(rows: rows, log: log, title: title, trace: try recordTrace.map(TraceRecorder.init))
         await screen.run()
     }
 }

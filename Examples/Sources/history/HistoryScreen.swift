@@ -45,10 +45,14 @@ struct HistoryScreen {
     private var wantsEnd = false
     private var counting: Task<Void, Never>?
 
-    init(rows: HistoryRows, log: GitLog, title: String) {
+    /// Where `show` calls are recorded (`--record-trace`), for `scroll-sim --trace`.
+    let trace: TraceRecorder?
+
+    init(rows: HistoryRows, log: GitLog, title: String, trace: TraceRecorder? = nil) {
         self.rows = rows
         self.log = log
         self.title = title
+        self.trace = trace
     }
 
     /// The rows' count, or git's once it counted (the pages learn it only as they load).
@@ -124,6 +128,7 @@ struct HistoryScreen {
 
     private func show() {
         rows.commits.show(top ..< top + pageRows)
+        trace?.record(top ..< top + pageRows, count: count.value)
     }
 
     private mutating func resize() {

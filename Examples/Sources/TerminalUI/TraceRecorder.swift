@@ -4,13 +4,13 @@ import Synchronization
 /// Writes a screen's `show` calls as a trace `scroll-sim --trace` replays (JSON Lines: a first line
 /// `{"rows": N, "screen": R}`, then `{"t": MILLISECONDS_SINCE_START, "first": ROW, "count": ROWS}` per
 /// call; Benchmarks/README.md). Calls that show the same rows as the last one are not written.
-final class TraceRecorder: Sendable {
+public final class TraceRecorder: Sendable {
     private let file: FileHandle
     private let started = ContinuousClock.now
     private let last = Mutex<Range<Int>?>(nil)
 
     /// Creates (or empties) the file at `path`.
-    init(path: String) throws {
+    public init(path: String) throws {
         guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
         }
@@ -20,7 +20,7 @@ final class TraceRecorder: Sendable {
     deinit { try? file.close() }
 
     /// Records that `rows` of a list of `count` rows are shown now.
-    func record(_ rows: Range<Int>, count: Int) {
+    public func record(_ rows: Range<Int>, count: Int) {
         let isFirst = last.withLock { last -> Bool? in
             guard last != rows else { return nil }
             defer { last = rows }
