@@ -65,8 +65,8 @@ extension UserScript {
         .pause(seconds: 1), .press(rows: 40, times: 20, every: 3),
     ])
 
-    /// A recorded session: a first line `{"rows": N, "screen": R}` (N may be 0 or too small for a
-    /// list whose length was not known yet; the rows shown then bound it), then one line per `show`,
+    /// A recorded session: a first line `{"rows": N, "screen": R}` (N is 0 for a list whose length
+    /// was not known yet; the rows shown then bound it), then one line per `show`,
     /// `{"t": MILLISECONDS_SINCE_START, "first": ROW, "count": ROWS}` (JSON Lines). Played in frames
     /// of 16 ms: each frame shows the latest `first` recorded by then.
     public init(trace: String) throws {
@@ -84,9 +84,9 @@ extension UserScript {
             shows.append(show)
         }
         shows.sort { $0.t < $1.t }
-        // A list whose length was not known when recording began (paged rows) says 0 or too few:
-        // the rows shown bound it.
-        let rows = shows.reduce(header.rows) { max($0, $1.first.addingReportingOverflow($1.count).partialValue) }
+        // A list whose length was not known when recording began (paged rows) says 0: the rows
+        // shown bound it.
+        let rows = header.rows > 0 ? header.rows : shows.reduce(0) { max($0, $1.first.addingReportingOverflow($1.count).partialValue) }
         let frameMilliseconds = 16.0
         let end = (shows.last?.t ?? 0) + 1_000
         var tops: [Int] = []
