@@ -77,6 +77,9 @@ struct AdaptivePrefetchTests {
         let script = try UserScript(trace: trace)
         #expect(script.rows == 1_000 && script.viewport == 20)
         #expect(Array(script.tops.prefix(8)) == [0, 0, 0, 5, 5, 5, 5, 980])  // frames of 16 ms; the last row clamps
+        // A length unknown when recording began (0) is bounded by the rows shown.
+        let paged = try UserScript(trace: "{\"rows\": 0, \"screen\": 20}\n{\"t\": 0, \"first\": 0, \"count\": 20}\n{\"t\": 50, \"first\": 60, \"count\": 20}")
+        #expect(paged.rows == 80 && paged.tops.last == 60)
         #expect(throws: TraceError.self) { try UserScript(trace: "{\"rows\": 10}\n") }
         #expect((try? UserScript(trace: "{\"rows\": 10, \"screen\": 5}\n{\"t\": \"soon\"}")) == nil)
     }
