@@ -12,6 +12,7 @@ final class Fixtures: Sendable {
     let avenue = Mutex<Avenue<Int, Int, Int>?>(nil)
     let pagedRows = Mutex<(PagedRows<CountingSource>, Range<Int>)?>(nil)
     let reference = LockedDictionaryReference(count: 10_000)
+    let asyncMux = AsyncMuxHitReference(count: 100)
     let multiplexer = Multiplexer<Int> { 42 }
     let map = MultiplexerMap<Int, Int> { $0 }
     let server = Mutex<LocalServer?>(nil)
@@ -177,7 +178,17 @@ let benchmarks: @Sendable () -> Void = {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    // MARK: Multiplexer cache hits (ns)
+    // MARK: Multiplexer cache hits (ns) — targets: ≤ 0.5× AsyncMux's hit path, ≤ 4× the Mutex read
+
+    Benchmark("cache hit reference: AsyncMux (actor, Date expiry), one key", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        let reference = Fixtures.shared.asyncMux
+        for _ in benchmark.scaledIterations { blackHole(await reference.request(key: 0)) }
+    }
+
+    Benchmark("cache hit reference: AsyncMux (actor, Date expiry), 100 keys", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        let reference = Fixtures.shared.asyncMux
+        for index in benchmark.scaledIterations { blackHole(await reference.request(key: index % 100)) }
+    }
 
     Benchmark("Multiplexer.request() cache hit", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
         let multiplexer = Fixtures.shared.multiplexer

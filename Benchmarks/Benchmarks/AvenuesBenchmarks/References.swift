@@ -55,6 +55,28 @@ final class LockedDictionaryReference: Sendable {
     }
 }
 
+/// The reference for the multiplexers' cache hits: AsyncMux's hit path as its `MultiplexerMap`
+/// has it — an actor holding a dictionary of entries, each with a `Date` expiry, asked with `await`
+/// (the actor hop, the dictionary lookup and a wall-clock read per request).
+actor AsyncMuxHitReference {
+    struct Entry {
+        var value: Int
+        var expiresAt: Date
+    }
+
+    private var entries: [Int: Entry] = [:]
+
+    init(count: Int) {
+        let expiry = Date().addingTimeInterval(30 * 60)
+        for key in 0..<count { entries[key] = Entry(value: key, expiresAt: expiry) }
+    }
+
+    func request(key: Int) -> Int? {
+        guard let entry = entries[key], entry.expiresAt > Date() else { return nil }
+        return entry.value
+    }
+}
+
 /// The reference for DiskStorage: a temporary file written with `open`/`write`/`close` and renamed into
 /// place, then `Data(contentsOf:)`. POSIX calls, because Foundation's `Data.write(to:)` calls `fsync` on
 /// Linux, which DiskStorage deliberately does not (see its crash-safety note) and would make the

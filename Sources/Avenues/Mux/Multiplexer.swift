@@ -24,7 +24,7 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
     /// The name of the disk copy, if the value is kept on disk.
     public let cacheKey: String?
 
-    private let core: MuxCore<MuxSingleKey, T>
+    @usableFromInline let core: MuxCore<MuxSingleKey, T>
 
     /// Creates a multiplexer.
     ///
@@ -59,8 +59,12 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
     ///
     /// - Throws: the fetch's error when there is nothing to fall back on (a ``SilenceableError`` is
     ///   unwrapped), or `CancellationError` if the caller's task is cancelled or ``clear()`` runs.
+    @inlinable
     public func request() async throws -> T {
-        try await core.request(.only)
+        // The hit path specializes in the caller (a fresh memory copy: one lock, no generic
+        // dispatch); everything else is the core's.
+        if let value = core.cache.freshValue(for: .only) { return value }
+        return try await core.request(.only)
     }
 
     /// Soft refresh: the next ``request()`` fetches. The memory and disk copies stay, so a
@@ -137,6 +141,8 @@ extension Multiplexer: MuxRepositoryMember {
 }
 
 /// The only key of a single ``Multiplexer``.
+@usableFromInline
 struct MuxSingleKey: Hashable, Sendable {
-    static let only = MuxSingleKey()
+    @usableFromInline static let only = MuxSingleKey()
+    @inlinable init() {}
 }

@@ -21,7 +21,7 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     /// The name of the disk copies, if values are kept on disk.
     public let cacheKey: String?
 
-    let core: MuxCore<K, T>
+    @usableFromInline let core: MuxCore<K, T>
 
     /// Creates a map.
     ///
@@ -59,8 +59,10 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     public var timeToLive: Duration { core.cache.timeToLive }
 
     /// The value for `key`; see ``Multiplexer/request()`` for the policy.
+    @inlinable
     public func request(key: K) async throws -> T {
-        try await core.request(key)
+        if let value = core.cache.freshValue(for: key) { return value }  // the hit, specialized here
+        return try await core.request(key)
     }
 
     /// Same as ``request(key:)``, so the map can serve an ``Avenue``.

@@ -10,19 +10,22 @@ import Foundation
 /// - other failures are thrown and leave every copy as it was;
 /// - every refresh and clear moves the affected keys to a new **epoch**; a value fetched in an older
 ///   epoch is never stored (a fetch that began before a refresh or clear cannot overwrite it).
+@usableFromInline
 final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendable {
+    @usableFromInline
     struct Entry {
-        var value: Value
-        var fetchedAt: ContinuousClock.Instant
+        @usableFromInline var value: Value
+        @usableFromInline var fetchedAt: ContinuousClock.Instant
         /// The refresh generation the value was fetched in; an older one is stale.
-        var generation: UInt64
+        @usableFromInline var generation: UInt64
         /// Set by a soft refresh of this key alone.
-        var stale: Bool
+        @usableFromInline var stale: Bool
     }
 
-    private struct State {
-        var memory = LRUTable<Key, Entry>()
-        var generation: UInt64 = 0
+    @usableFromInline
+    struct State {
+        @usableFromInline var memory = LRUTable<Key, Entry>()
+        @usableFromInline var generation: UInt64 = 0
         /// Disk copies written before this are not fresh: a refresh of every key happened then.
         var refreshedAt: Date?
         /// Keys refreshed one by one: their next run fetches even if a fresh disk copy exists.
@@ -37,11 +40,11 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         var keyEpochs: [Key: UInt64] = [:]
     }
 
-    let timeToLive: Duration
-    let clock: MuxClock
+    @usableFromInline let timeToLive: Duration
+    @usableFromInline let clock: MuxClock
     let memoryLimit: Int
     let disk: DiskStorage<Key>?
-    private let state = Locked(State())
+    @usableFromInline let state = Locked(State())
     /// Held while copies are saved to disk or cleared, so a save racing a clear cannot leave files.
     private let persistence = Locked(())
 
@@ -56,7 +59,9 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     // MARK: Reading
 
-    /// The memory copy if it is fresh. The hot path of every request: one lock, no disk.
+    /// The memory copy if it is fresh. The hot path of every request: one lock, no disk; inlinable
+    /// so it runs specialized in the caller.
+    @inlinable
     func freshValue(for key: Key) -> Value? {
         let now = clock.monotonic()
         return state.withLock { state in
@@ -250,7 +255,8 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     // MARK: Helpers
 
-    private func isFresh(_ entry: Entry, in state: State, now: ContinuousClock.Instant) -> Bool {
+    @inlinable
+    func isFresh(_ entry: Entry, in state: State, now: ContinuousClock.Instant) -> Bool {
         !entry.stale && entry.generation == state.generation && now - entry.fetchedAt < timeToLive
     }
 

@@ -4,8 +4,9 @@
 /// A run is keyed by the key and its **epoch** (``MuxCache/epoch(for:)``), which a refresh or clear
 /// of the key moves on: a request made after a refresh never joins a fetch that started before it,
 /// and that older fetch gives its value to its own callers without storing it.
+@usableFromInline
 final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendable {
-    let cache: MuxCache<Key, Value>
+    @usableFromInline let cache: MuxCache<Key, Value>
     let fetcher: AutoProcessor<MuxRunKey<Key>, Value>
     /// Keys whose back end asked to wait (a ``RetryAfterError``).
     let gate = RetryGate<Key>()
@@ -22,6 +23,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
 
     /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at the
     /// priority of the avenue row asking, if one is.
+    @usableFromInline
     func request(_ key: Key) async throws -> Value {
         if let value = cache.freshValue(for: key) { return value }
         if let error = gate.blocked(key) {
