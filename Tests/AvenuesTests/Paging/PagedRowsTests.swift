@@ -321,8 +321,8 @@ struct PagedRowsDetailTests {
     /// Reading rows in order while pages and details arrive on other threads (as `browse URL`
     /// streams), every row's detail is asked for and arrives.
     @Test func streamingInOrderAsksEveryRowsDetail() async {
-        for round in 0..<30 {
-            let source = ScriptedSource(count: 2_000)
+        for round in 0..<8 {
+            let source = ScriptedSource(count: 1_000)
             let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, prefetchDistance: 100))
             let details = rows.detail(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: 6) { (row: Int) in
                 await Task.yield()
@@ -333,17 +333,17 @@ struct PagedRowsDetailTests {
             details.onStateChange = { _ in wake.yield() }
             var iterator = wakes.makeAsyncIterator()
             var next = 0
-            while next < 2_000 {
+            while next < 1_000 {
                 rows.show(next..<next + 24)
                 let shown = next
                 while rows.item(at: next) != nil, details.item(at: next) != nil { next += 1 }
-                if next == 2_000 { break }
+                if next == 1_000 { break }
                 if next != shown { continue }  // show the rows from the new one before waiting
                 // A row whose detail nobody asked for never changes again: no event comes, and the
                 // test fails by its time limit.
                 await iterator.next()
             }
-            #expect(next == 2_000, "round \(round)")
+            #expect(next == 1_000, "round \(round)")
             rows.stop()
         }
     }

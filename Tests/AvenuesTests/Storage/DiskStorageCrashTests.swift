@@ -62,12 +62,13 @@ struct DiskStorageCrashTests {
         return reported
     }
 
-    @Test func aWriterKilledPartWayLeavesEveryKeyAbsentOrExact() throws {
+    @Test func aWriterKilledPartWayLeavesEveryKeyAbsentOrExact() async throws {
         let folder = TemporaryFolder()
         let directory = folder.child("cache")
         var sawPartialRun = false
         for killAfter in [600, 2_500, 5_000] {
-            let lastFinished = try Self.runWriterAndKill(folder: directory.path, killAfter: killAfter)
+            let path = directory.path
+            let lastFinished = try await onOwnThread { try Self.runWriterAndKill(folder: path, killAfter: killAfter) }
             #expect(lastFinished >= killAfter - 1)
 
             let storage = DiskStorage<String>(directory: directory)
@@ -97,7 +98,7 @@ struct DiskStorageCrashTests {
         #expect(sawPartialRun, "every kill came after the writer had finished; the test proved nothing")
     }
 
-    @Test func threeProcessesSharingOneFolderKeepItsSizeLimit() throws {
+    @Test func threeProcessesSharingOneFolderKeepItsSizeLimit() async throws {
         let folder = TemporaryFolder()
         let directory = folder.child("shared").path
         let limit = 60_000, writers = 3, largestEntry = DiskEntryFormat.headerSize + 7 + 4_096
@@ -111,9 +112,13 @@ struct DiskStorageCrashTests {
         }
         var peaks: [Int] = []
         for process in processes {
-            let output = (process.standardOutput as? Pipe)?.fileHandleForReading.readDataToEndOfFile() ?? Data()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
+            let pipe = process.standardOutput as? Pipe
+            let (output, status) = await onOwnThread { () -> (Data, Int32) in
+                let output = pipe?.fileHandleForReading.readDataToEndOfFile() ?? Data()
+                process.waitUntilExit()
+                return (output, process.terminationStatus)
+            }
+            #expect(status == 0)
             let line = String(decoding: output, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("peak ") }
             peaks.append(line.flatMap { Int($0.dropFirst(5)) } ?? .max)
         }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 /// Waits until `condition` holds, re-checking as other tasks make progress. Used only for states
@@ -23,5 +24,22 @@ func eventually(
         } else {
             try? await Task.sleep(for: .milliseconds(1))
         }
+    }
+}
+
+/// Runs blocking `body` (reading a child's pipe, waiting for it to exit) on a thread of its own, so
+/// it does not hold one of the few cooperative threads every other test's tasks need: a test that
+/// blocks one for half a minute under ThreadSanitizer starves the rest of the suite. Keep
+/// expectations outside `body` (they need the test's task).
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// ``onOwnThread(_:)`` for a body that does not throw.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
     }
 }
