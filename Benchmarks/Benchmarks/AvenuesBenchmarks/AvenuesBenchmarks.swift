@@ -226,4 +226,6 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("AsyncMedia download 256 MiB", configuration: media, closure: { _ in
         await download(256 << 20)
     }, setup: startServer)
+
+    regressionGates()
 }
