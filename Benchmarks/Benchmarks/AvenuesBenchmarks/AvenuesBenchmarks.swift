@@ -1,6 +1,9 @@
 import Avenues
 import Benchmark
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Synchronization
 
 // Each benchmark measures one thing and sits beside its reference in the same run; the figure that
@@ -225,6 +228,27 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("AsyncMedia download 256 MiB", configuration: media, closure: { _ in
         await download(256 << 20)
+    }, setup: startServer)
+
+    // References for the wire speed — targets: ≥ 0.9× a bare URLSession download, ≥ 0.7× curl.
+    Benchmark("AsyncMedia reference: URLSession.download(from:) 256 MiB", configuration: media, closure: { _ in
+        guard let server = Fixtures.shared.server.withLock({ $0 }) else { return }
+        let session = URLSession(configuration: .ephemeral)
+        if let (file, _) = try? await session.download(from: server.url("/bytes/\(256 << 20)")) {
+            try? FileManager.default.removeItem(at: file)
+        }
+        session.invalidateAndCancel()
+    }, setup: startServer)
+
+    Benchmark("AsyncMedia reference: curl to a file 256 MiB", configuration: media, closure: { _ in
+        guard let server = Fixtures.shared.server.withLock({ $0 }) else { return }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bench-curl-\(UUID().uuidString)")
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        curl.arguments = ["curl", "-s", "-o", file.path, server.url("/bytes/\(256 << 20)").absoluteString]
+        try? curl.run()
+        curl.waitUntilExit()
+        try? FileManager.default.removeItem(at: file)
     }, setup: startServer)
 
     regressionGates()
