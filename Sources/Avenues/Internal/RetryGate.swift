@@ -1,6 +1,7 @@
 /// Keys a server asked to leave alone for a while (HTTP 429 or 503 with `Retry-After`, or any
 /// ``RetryAfterError``): until then, asking for the key again answers with the same error without
 /// going to the server. Bounded: expired entries are dropped as new ones arrive.
+@usableFromInline
 final class RetryGate<Key: Hashable & Sendable>: Sendable {
     private struct Closed {
         let until: ContinuousClock.Instant
@@ -15,6 +16,7 @@ final class RetryGate<Key: Hashable & Sendable>: Sendable {
     }
 
     /// The error to answer with while `key` waits, if it does.
+    @usableFromInline
     func blocked(_ key: Key) -> (any Error)? {
         let now = now()
         return closed.withLock { closed in
@@ -28,6 +30,7 @@ final class RetryGate<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Notes a failure of `key`: if it asks for a wait, the key waits.
+    @usableFromInline
     func note(_ error: any Error, for key: Key) {
         guard let delay = error.retryDelay, delay > .zero else { return }
         let now = now()
@@ -38,6 +41,7 @@ final class RetryGate<Key: Hashable & Sendable>: Sendable {
     }
 
     /// `key` loaded: it waits no more.
+    @usableFromInline
     func open(_ key: Key) {
         _ = closed.withLock { $0.removeValue(forKey: key) }
     }

@@ -101,6 +101,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     }
 
     /// The copy served after a silenceable failure: memory, else disk, of any age.
+    @usableFromInline
     func fallbackValue(for key: Key) -> Value? {
         if let value = state.withLock({ $0.memory.peek(key)?.value }) { return value }
         return diskCopy(for: key)?.value

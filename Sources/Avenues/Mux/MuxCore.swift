@@ -7,9 +7,9 @@
 @usableFromInline
 final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendable {
     @usableFromInline let cache: MuxCache<Key, Value>
-    let fetcher: AutoProcessor<MuxRunKey<Key>, Value>
+    @usableFromInline let fetcher: AutoProcessor<MuxRunKey<Key>, Value>
     /// Keys whose back end asked to wait (a ``RetryAfterError``).
-    let gate = RetryGate<Key>()
+    @usableFromInline let gate = RetryGate<Key>()
 
     init(
         cache: MuxCache<Key, Value>, maxConcurrent: Int, rateLimit: RateLimit? = nil,
@@ -22,8 +22,10 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     }
 
     /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at the
-    /// priority of the avenue row asking, if one is.
-    @usableFromInline
+    /// priority of the avenue row asking, if one is. Inlinable, so the `AutoProcessor` it joins
+    /// runs specialized in the caller (unspecialized, 10,000 callers of one fetch took 2.7× a
+    /// plain continuation list).
+    @inlinable
     func request(_ key: Key) async throws -> Value {
         if let value = cache.freshValue(for: key) { return value }
         if let error = gate.blocked(key) {
@@ -42,6 +44,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     }
 
     /// The run a request for `key` would join now.
+    @usableFromInline
     func runKey(for key: Key) -> MuxRunKey<Key> {
         MuxRunKey(key: key, epoch: cache.epoch(for: key))
     }
@@ -87,7 +90,8 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
 }
 
 /// What a multiplexer's processor runs: a key in one refresh epoch.
+@usableFromInline
 struct MuxRunKey<Key: Hashable & Sendable>: Hashable, Sendable {
-    let key: Key
-    let epoch: UInt64
+    @usableFromInline let key: Key
+    @usableFromInline let epoch: UInt64
 }
