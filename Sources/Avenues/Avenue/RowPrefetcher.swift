@@ -48,7 +48,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         set { state.withLock { $0.policy = newValue } }
     }
 
-    /// What the adaptive policy estimates now (also kept up to date under the fixed policy).
+    /// What the adaptive policy estimated and chose at the last ``show(_:)`` it planned.
     public var estimates: AdaptiveWindow.Estimates {
         state.withLock { $0.adaptive.estimates }
     }
@@ -153,9 +153,12 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
             return true
         }
         guard isFirst else { return }
-        sampleLatencies()
-        let time = now()
-        while let wanted = state.withLock({ state in nextWindow(&state, at: time) }) {
+        while true {
+            // The adaptive policy's latency samples and clock; the fixed policy needs neither.
+            let adaptive = state.withLock { $0.policy == .adaptive }
+            if adaptive { sampleLatencies() }
+            let time = now()
+            guard let wanted = state.withLock({ state in nextWindow(&state, at: time) }) else { return }
             var next: [Int: LoadPriority] = [:]
             var prepare: [(row: Int, key: Key, priority: LoadPriority)] = []
             for (row, priority) in wanted where row >= 0 && next[row] == nil {
@@ -171,9 +174,9 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
             var waiting: [Int] = []
             for (row, key, priority) in prepare {
                 avenue.prepareItem(for: key, at: row, priority: priority)
-                if priority == .visible, avenue.item(at: row) == nil { waiting.append(row) }
+                if adaptive, priority == .visible, avenue.item(at: row) == nil { waiting.append(row) }
             }
-            state.withLock { $0.adaptive.asked(waiting, at: time) }
+            if adaptive { state.withLock { $0.adaptive.asked(waiting, at: time, window: next) } }
         }
     }
 
