@@ -59,12 +59,9 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
     ///
     /// - Throws: the fetch's error when there is nothing to fall back on (a ``SilenceableError`` is
     ///   unwrapped), or `CancellationError` if the caller's task is cancelled or ``clear()`` runs.
-    @inlinable
+    @inlinable  // with `MuxCore.request`, so a hit runs specialized in the caller: one lock, no generic dispatch
     public func request() async throws -> T {
-        // The hit path specializes in the caller (a fresh memory copy: one lock, no generic
-        // dispatch); everything else is the core's.
-        if let value = core.cache.freshValue(for: .only) { return value }
-        return try await core.request(.only)
+        try await core.request(.only)
     }
 
     /// Soft refresh: the next ``request()`` fetches. The memory and disk copies stay, so a

@@ -59,10 +59,9 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     public var timeToLive: Duration { core.cache.timeToLive }
 
     /// The value for `key`; see ``Multiplexer/request()`` for the policy.
-    @inlinable
+    @inlinable  // with `MuxCore.request`: the hit runs specialized in the caller
     public func request(key: K) async throws -> T {
-        if let value = core.cache.freshValue(for: key) { return value }  // the hit, specialized here
-        return try await core.request(key)
+        try await core.request(key)
     }
 
     /// Same as ``request(key:)``, so the map can serve an ``Avenue``.
