@@ -33,33 +33,13 @@ public func clairvoyant(_ script: UserScript, latency: WorkLatency, maxConcurren
         finish[row] = done
     }
 
-    var result = SimulationResult(
-        strategy: .clairvoyant, frames: script.tops.count, placeholderRowFrames: 0, worksStarted: finish.count,
-        worksCancelled: 0, worksUnshown: 0, appearances: 0, appearancesLeftUnloaded: 0, totalTimeToVisible: .zero
-    )
-    var visible = 0..<0
-    var waitingSince: [Int: Duration] = [:]
-    var waits = Waits()
+    var score = FrameScore()
     for (index, top) in script.tops.enumerated() {
-        let now = script.frame * index
-        let rows = top..<min(script.rows, top + script.viewport)
-        for row in rows {
-            let loaded = finish[row].map { $0 <= now } ?? false
-            if !loaded { result.placeholderRowFrames += 1 }
-            if !visible.contains(row) {
-                result.appearances += 1
-                if !loaded { waitingSince[row] = now } else { waits.add(.zero) }
-            } else if loaded, let since = waitingSince.removeValue(forKey: row) {
-                result.totalTimeToVisible += now - since
-                waits.add(now - since)
-            }
+        score.frame(top..<min(script.rows, top + script.viewport), at: script.frame * index) { row in
+            finish[row].map { $0 <= script.frame * index } ?? false
         }
-        for row in waitingSince.keys where !rows.contains(row) {
-            result.appearancesLeftUnloaded += 1
-            waitingSince[row] = nil
-        }
-        visible = rows
     }
-    result.p95TimeToVisible = waits.p95
+    var result = score.result(.clairvoyant, frames: script.tops.count)
+    result.worksStarted = finish.count
     return result
 }

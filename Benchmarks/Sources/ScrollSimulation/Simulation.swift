@@ -162,25 +162,19 @@ public func simulate(
         prefetcher = nil
     }
 
-    var result = SimulationResult(
-        strategy: strategy, frames: script.tops.count, placeholderRowFrames: 0, worksStarted: 0,
-        worksCancelled: 0, worksUnshown: 0, appearances: 0, appearancesLeftUnloaded: 0, totalTimeToVisible: .zero
-    )
-    var visible = 0..<0
-    var waitingSince: [Int: Duration] = [:]
+    var score = FrameScore()
 
     func show(_ rows: Range<Int>) {
         switch strategy {
         case .visibleOnly(let cancelling):
             for row in rows { avenue.prepareItem(for: row, at: row, priority: .visible) }
             if cancelling {
-                for row in visible where !rows.contains(row) { avenue.cancel(at: row) }
+                for row in score.visible where !rows.contains(row) { avenue.cancel(at: row) }
             }
         case .prefetcher, .adaptive, .clairvoyant:
             prefetcher?.show(rows)
         }
     }
-    var waits = Waits()
 
     for (index, top) in script.tops.enumerated() {
         let now = script.frame * index
@@ -189,26 +183,11 @@ public func simulate(
         let rows = top..<min(script.rows, top + script.viewport)
         show(rows)
         executor.drain()
-        for row in rows {
+        score.frame(rows, at: now) { row in
             let loaded = avenue.item(at: row) != nil
-            if loaded {
-                log.shown(row)
-            } else {
-                result.placeholderRowFrames += 1
-            }
-            if !visible.contains(row) {
-                result.appearances += 1
-                if !loaded { waitingSince[row] = now } else { waits.add(.zero) }
-            } else if loaded, let since = waitingSince.removeValue(forKey: row) {
-                result.totalTimeToVisible += now - since
-                waits.add(now - since)
-            }
+            if loaded { log.shown(row) }
+            return loaded
         }
-        for row in waitingSince.keys where !rows.contains(row) {
-            result.appearancesLeftUnloaded += 1
-            waitingSince[row] = nil
-        }
-        visible = rows
     }
 
     // The user stops; queued and running work runs out, and what lands on screen counts as shown.
@@ -216,12 +195,12 @@ public func simulate(
     while let deadline = clock.nextDeadline, deadline <= end {
         clock.advance(to: deadline)
         executor.drain()
-        for row in visible where avenue.item(at: row) != nil { log.shown(row) }
+        for row in score.visible where avenue.item(at: row) != nil { log.shown(row) }
     }
     prefetcher?.stop()
     executor.drain()
 
-    result.p95TimeToVisible = waits.p95
+    var result = score.result(strategy, frames: script.tops.count)
     let counts = log.counts
     result.worksStarted = counts.started
     result.worksCancelled = counts.cancelled
@@ -229,13 +208,49 @@ public func simulate(
     return result
 }
 
-/// The waits of rows shown with their value, for the 95th percentile.
-struct Waits {
+/// Scores frames the same way for every strategy, simulated or computed: placeholder row-frames,
+/// rows coming into view, and the wait from a row coming into view to its value showing.
+struct FrameScore {
+    /// The rows of the last frame.
+    private(set) var visible = 0..<0
+    private var placeholderRowFrames = 0
+    private var appearances = 0
+    private var appearancesLeftUnloaded = 0
+    private var totalTimeToVisible = Duration.zero
+    private var waitingSince: [Int: Duration] = [:]
+    /// The wait of every row shown with its value (0 when it was ready), for the 95th percentile.
     private var waits: [Duration] = []
-    mutating func add(_ wait: Duration) { waits.append(wait) }
-    var p95: Duration {
+
+    /// A frame at `now` showing `rows`; `loaded` says whether a row has its value.
+    mutating func frame(_ rows: Range<Int>, at now: Duration, loaded: (Int) -> Bool) {
+        for row in rows {
+            let isLoaded = loaded(row)
+            if !isLoaded { placeholderRowFrames += 1 }
+            if !visible.contains(row) {
+                appearances += 1
+                if !isLoaded { waitingSince[row] = now } else { waits.append(.zero) }
+            } else if isLoaded, let since = waitingSince.removeValue(forKey: row) {
+                totalTimeToVisible += now - since
+                waits.append(now - since)
+            }
+        }
+        for row in waitingSince.keys where !rows.contains(row) {
+            appearancesLeftUnloaded += 1
+            waitingSince[row] = nil
+        }
+        visible = rows
+    }
+
+    /// The scores, with no work counted yet.
+    func result(_ strategy: Strategy, frames: Int) -> SimulationResult {
         let sorted = waits.sorted()
-        return sorted.isEmpty ? .zero : sorted[min(sorted.count - 1, sorted.count * 95 / 100)]
+        var result = SimulationResult(
+            strategy: strategy, frames: frames, placeholderRowFrames: placeholderRowFrames, worksStarted: 0,
+            worksCancelled: 0, worksUnshown: 0, appearances: appearances,
+            appearancesLeftUnloaded: appearancesLeftUnloaded, totalTimeToVisible: totalTimeToVisible
+        )
+        result.p95TimeToVisible = sorted.isEmpty ? .zero : sorted[min(sorted.count - 1, sorted.count * 95 / 100)]
+        return result
     }
 }
 
