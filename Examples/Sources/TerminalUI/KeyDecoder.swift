@@ -92,3 +92,30 @@ public struct KeyDecoder: Sendable {
         }
     }
 }
+
+/// What a key does in a scrolling list, the same in every example's screen: ↑/↓ or j/k, PgUp/PgDn
+/// or b/space/f (and Ctrl-B/Ctrl-F), g/G or Home/End, q or Ctrl-C/Ctrl-D.
+public enum ListCommand: Sendable, Hashable {
+    /// Leave the program.
+    case quit
+    /// One row up or down.
+    case up, down
+    /// One screen up or down.
+    case pageUp, pageDown
+    /// The first or the last row.
+    case first, last
+
+    /// The command `key` gives, or `nil` for a key lists do not use.
+    public init?(_ key: Key) {
+        switch key {
+        case .character("q"), .control("c"), .control("d"): self = .quit
+        case .up, .character("k"): self = .up
+        case .down, .character("j"): self = .down
+        case .pageDown, .space, .character("f"), .control("f"): self = .pageDown
+        case .pageUp, .character("b"), .control("b"): self = .pageUp
+        case .home, .character("g"): self = .first
+        case .end, .character("G"): self = .last
+        default: return nil
+        }
+    }
+}

@@ -155,22 +155,25 @@ struct BrowseScreen {
     /// Applies a key; `false` to quit.
     private mutating func handle(_ key: Key) -> Bool {
         followsEnd = false
-        switch key {
-        case .character("w"): showsWindow.toggle()
-        case .character("q"), .control("c"), .control("d"): return false
-        case .up, .character("k"): move(to: selected - 1)
-        case .down, .character("j"): move(to: selected + 1)
-        case .pageDown, .space, .character("f"), .control("f"):
+        if key == .character("w") {
+            showsWindow.toggle()
+            return true
+        }
+        switch ListCommand(key) {
+        case .quit?: return false
+        case .up?: move(to: selected - 1)
+        case .down?: move(to: selected + 1)
+        case .pageDown?:
             top += pageRows
             move(to: selected + pageRows)
-        case .pageUp, .character("b"), .control("b"):
+        case .pageUp?:
             top -= pageRows
             move(to: selected - pageRows)
-        case .home, .character("g"): move(to: 0)
-        case .end, .character("G"):
+        case .first?: move(to: 0)
+        case .last?:
             move(to: count - 1)
             followsEnd = !table.count.isExact
-        default: break
+        case nil: break
         }
         return true
     }

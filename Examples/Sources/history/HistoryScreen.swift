@@ -147,18 +147,22 @@ struct HistoryScreen {
         }
         message = nil
         wantsEnd = false
-        switch key {
-        case .character("q"), .control("c"), .control("d"): return false
-        case .up, .character("k"): move(to: selected - 1)
-        case .down, .character("j"): move(to: selected + 1)
-        case .pageDown, .space, .character("f"), .control("f"):
+        if key == .character("/") {
+            typing = ""
+            return true
+        }
+        switch ListCommand(key) {
+        case .quit?: return false
+        case .up?: move(to: selected - 1)
+        case .down?: move(to: selected + 1)
+        case .pageDown?:
             top += pageRows
             move(to: selected + pageRows)
-        case .pageUp, .character("b"), .control("b"):
+        case .pageUp?:
             top -= pageRows
             move(to: selected - pageRows)
-        case .home, .character("g"): move(to: 0)
-        case .end, .character("G"):
+        case .first?: move(to: 0)
+        case .last?:
             if count.isExact {
                 move(to: count.value - 1)
             } else {
@@ -166,8 +170,7 @@ struct HistoryScreen {
                 message = "counting commits…"
                 startCounting(sink: sink)
             }
-        case .character("/"): typing = ""
-        default: break
+        case nil: break
         }
         return true
     }
