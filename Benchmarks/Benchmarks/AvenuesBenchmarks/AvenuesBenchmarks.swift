@@ -16,6 +16,7 @@ final class Fixtures: Sendable {
     let pagedRows = Mutex<(PagedRows<CountingSource>, Range<Int>)?>(nil)
     let reference = LockedDictionaryReference(count: 10_000)
     let asyncMux = AsyncMuxHitReference(count: 100)
+    let asyncMuxStructure = AsyncMuxStructureReference { $0 }
     let multiplexer = Multiplexer<Int> { 42 }
     let map = MultiplexerMap<Int, Int> { $0 }
     let server = Mutex<LocalServer?>(nil)
@@ -142,6 +143,18 @@ let benchmarks: @Sendable () -> Void = {
         await waitForChanges(changes, count: 100_000)
     }
 
+    // 100,000 distinct keys, one task, instant fetch: every request a miss — target ≥ 2× the reference
+
+    Benchmark("100,000 distinct keys: MultiplexerMap.request(key:)", configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(5), maxIterations: 20)) { _ in
+        let map = MultiplexerMap<Int, Int> { $0 }
+        for key in 0..<100_000 { blackHole(try? await map.request(key: key)) }
+    }
+
+    Benchmark("100,000 distinct keys reference: AsyncMux structure", configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(5), maxIterations: 20)) { _ in
+        let reference = AsyncMuxStructureReference { $0 }
+        for key in 0..<100_000 { blackHole(try? await reference.request(key: key)) }
+    }
+
     // MARK: MemoryStorage with eviction vs a plain Dictionary
 
     Benchmark("MemoryStorage set+get, 1,000-entry limit, evicting", configuration: distinct) { benchmark in
@@ -192,6 +205,13 @@ let benchmarks: @Sendable () -> Void = {
         let reference = Fixtures.shared.asyncMux
         for index in benchmark.scaledIterations { blackHole(await reference.request(key: index % 100)) }
     }
+
+    Benchmark("cache hit reference: AsyncMux structure (actor, fetcher per key), 100 keys", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
+        let reference = Fixtures.shared.asyncMuxStructure
+        for index in benchmark.scaledIterations { blackHole(try? await reference.request(key: index % 100)) }
+    }, setup: {
+        for key in 0..<100 { _ = try await Fixtures.shared.asyncMuxStructure.request(key: key) }
+    })
 
     Benchmark("Multiplexer.request() cache hit", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
         let multiplexer = Fixtures.shared.multiplexer

@@ -3,30 +3,29 @@
 /// going to the server. Bounded: expired entries are dropped as new ones arrive.
 @usableFromInline
 final class RetryGate<Key: Hashable & Sendable>: Sendable {
-    private struct Closed {
-        let until: ContinuousClock.Instant
-        let error: any Error
+    @usableFromInline
+    struct Closed {
+        @usableFromInline let until: ContinuousClock.Instant
+        @usableFromInline let error: any Error
     }
 
-    private let closed = Locked([Key: Closed]())
-    private let now: @Sendable () -> ContinuousClock.Instant
+    @usableFromInline let closed = Locked([Key: Closed]())
+    @usableFromInline let now: @Sendable () -> ContinuousClock.Instant
 
     init(now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.now = now
     }
 
     /// The error to answer with while `key` waits, if it does.
-    @usableFromInline
+    @inlinable
     func blocked(_ key: Key) -> (any Error)? {
-        let now = now()
-        return closed.withLock { closed in
-            guard let entry = closed[key] else { return nil }
-            guard now < entry.until else {
-                closed[key] = nil
-                return nil
-            }
-            return entry.error
+        // The clock is read only for a key that waits: every miss asks.
+        guard let entry = closed.withLock({ $0[key] }) else { return nil }
+        if now() < entry.until { return entry.error }
+        closed.withLock { closed in
+            if closed[key]?.until == entry.until { closed[key] = nil }
         }
+        return nil
     }
 
     /// Notes a failure of `key`: if it asks for a wait, the key waits.
@@ -41,7 +40,7 @@ final class RetryGate<Key: Hashable & Sendable>: Sendable {
     }
 
     /// `key` loaded: it waits no more.
-    @usableFromInline
+    @inlinable
     func open(_ key: Key) {
         _ = closed.withLock { $0.removeValue(forKey: key) }
     }

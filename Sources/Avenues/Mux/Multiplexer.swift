@@ -34,20 +34,29 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
     ///   - directory: the folder for disk copies; ``MuxRepository/defaultDirectory`` by default.
     ///   - clock: the clocks read for ages; the system's by default.
     ///   - onFetch: fetches the value; should honour task cancellation.
-    public init(
+    @inlinable  // only to make the run closure here, specialized: see `MuxCore.runner(fetch:)`
+    public convenience init(
         cacheKey: String? = nil,
         timeToLive: Duration = .seconds(30 * 60),
         directory: URL? = nil,
         clock: MuxClock = .system,
         onFetch: @escaping @Sendable () async throws -> T
     ) {
+        self.init(
+            cacheKey: cacheKey, timeToLive: timeToLive, directory: directory, clock: clock,
+            runner: MuxCore.runner { _ in try await onFetch() }
+        )
+    }
+
+    @usableFromInline
+    init(cacheKey: String?, timeToLive: Duration, directory: URL?, clock: MuxClock, runner: @escaping MuxCore<MuxSingleKey, T>.Runner) {
         self.cacheKey = cacheKey
         let disk = cacheKey.flatMap { cacheKey in
             MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (_: MuxSingleKey) in cacheKey }
         }
         let cache = MuxCache<MuxSingleKey, T>(timeToLive: timeToLive, clock: clock, memoryLimit: 1, disk: disk)
         // More than one slot: a fetch after a refresh must not wait behind a slow one from before it.
-        core = MuxCore(cache: cache, maxConcurrent: 4) { _ in try await onFetch() }
+        core = MuxCore(cache: cache, maxConcurrent: 4, runner: runner)
         if cacheKey != nil { MuxRepository.register(self) }
     }
 

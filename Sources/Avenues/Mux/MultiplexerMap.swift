@@ -35,7 +35,8 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     ///   - directory: the folder for disk copies; ``MuxRepository/defaultDirectory`` by default.
     ///   - clock: the clocks read for ages; the system's by default.
     ///   - onFetch: fetches the value for a key; should honour task cancellation.
-    public init(
+    @inlinable  // only to make the run closure here, specialized: see `MuxCore.runner(fetch:)`
+    public convenience init(
         cacheKey: String? = nil,
         timeToLive: Duration = .seconds(30 * 60),
         memoryLimit: Int = 1_000,
@@ -45,13 +46,24 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
         clock: MuxClock = .system,
         onFetch: @escaping @Sendable (K) async throws -> T
     ) {
+        self.init(
+            cacheKey: cacheKey, timeToLive: timeToLive, memoryLimit: memoryLimit, maxConcurrentFetches: maxConcurrentFetches,
+            rateLimit: rateLimit, directory: directory, clock: clock, runner: MuxCore.runner(fetch: onFetch)
+        )
+    }
+
+    @usableFromInline
+    init(
+        cacheKey: String?, timeToLive: Duration, memoryLimit: Int, maxConcurrentFetches: Int, rateLimit: RateLimit?,
+        directory: URL?, clock: MuxClock, runner: @escaping MuxCore<K, T>.Runner
+    ) {
         self.cacheKey = cacheKey
         let disk = cacheKey.flatMap { cacheKey in
             // The map's name is part of each entry's key, so two maps never read each other's copies.
             MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (key: K) in cacheKey + "\u{1F}" + key.description }
         }
         let cache = MuxCache<K, T>(timeToLive: timeToLive, clock: clock, memoryLimit: memoryLimit, disk: disk)
-        core = MuxCore(cache: cache, maxConcurrent: maxConcurrentFetches, rateLimit: rateLimit, fetch: onFetch)
+        core = MuxCore(cache: cache, maxConcurrent: maxConcurrentFetches, rateLimit: rateLimit, runner: runner)
         if cacheKey != nil { MuxRepository.register(self) }
     }
 

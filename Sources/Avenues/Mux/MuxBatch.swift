@@ -1,5 +1,6 @@
 /// One multi-key fetch that the per-key runs of its keys wait on, so a key is never fetched twice
 /// while a ``MultiRequester`` is fetching it.
+@usableFromInline
 final class MuxBatch<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private enum State {
         case pending(next: UInt64, waiters: [UInt64: UnsafeContinuation<[Key: Value], any Error>])
@@ -19,6 +20,7 @@ final class MuxBatch<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The value for `key` once the batch is done. Honours cancellation of the waiting run.
+    @usableFromInline
     func value(for key: Key) async throws -> Value {
         let answer = try await results()
         guard let value = answer[key] else { throw MissingValueError(key: "\(key)") }

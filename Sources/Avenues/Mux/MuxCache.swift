@@ -20,6 +20,9 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         @usableFromInline var generation: UInt64
         /// Set by a soft refresh of this key alone.
         @usableFromInline var stale: Bool
+        @inlinable init(value: Value, fetchedAt: ContinuousClock.Instant, generation: UInt64, stale: Bool) {
+            (self.value, self.fetchedAt, self.generation, self.stale) = (value, fetchedAt, generation, stale)
+        }
     }
 
     @usableFromInline
@@ -29,25 +32,26 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         /// Disk copies written before this are not fresh: a refresh of every key happened then.
         var refreshedAt: Date?
         /// Keys refreshed one by one: their next run fetches even if a fresh disk copy exists.
-        var forced: Set<Key> = []
+        @usableFromInline var forced: Set<Key> = []
         /// Keys a multi-key request is fetching; their runs wait for it instead of fetching alone.
-        var batches: [Key: MuxBatch<Key, Value>] = [:]
+        @usableFromInline var batches: [Key: MuxBatch<Key, Value>] = [:]
         /// Counts refreshes and clears; the epoch of a key is the count at its latest one.
-        var epochs: UInt64 = 0
+        @usableFromInline var epochs: UInt64 = 0
         /// The epoch of the latest refresh or clear of every key.
-        var everyKeyEpoch: UInt64 = 0
+        @usableFromInline var everyKeyEpoch: UInt64 = 0
         /// Epochs of keys refreshed or cleared one by one since then.
-        var keyEpochs: [Key: UInt64] = [:]
+        @usableFromInline var keyEpochs: [Key: UInt64] = [:]
     }
 
     @usableFromInline let timeToLive: Duration
     @usableFromInline let clock: MuxClock
-    let memoryLimit: Int
-    let disk: DiskStorage<Key>?
+    @usableFromInline let memoryLimit: Int
+    @usableFromInline let disk: DiskStorage<Key>?
     @usableFromInline let state = Locked(State())
     /// Held while copies are saved to disk or cleared, so a save racing a clear cannot leave files.
     private let persistence = Locked(())
 
+    @usableFromInline
     init(timeToLive: Duration, clock: MuxClock, memoryLimit: Int, disk: DiskStorage<Key>?) {
         precondition(timeToLive >= .zero, "A multiplexer's timeToLive must not be negative")
         precondition(memoryLimit >= 1, "A multiplexer map's memoryLimit must be at least 1")
@@ -71,19 +75,28 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     }
 
     /// The epoch a request for `key` belongs to now.
+    @inlinable
     func epoch(for key: Key) -> UInt64 {
         state.withLock { Self.epoch(of: key, in: $0) }
     }
 
-    private static func epoch(of key: Key, in state: State) -> UInt64 {
+    @inlinable
+    static func epoch(of key: Key, in state: State) -> UInt64 {
         max(state.everyKeyEpoch, state.keyEpochs[key] ?? 0)
     }
 
     /// The fresh memory copy, else a fresh disk copy (which becomes the memory copy, if `epoch` is
     /// still the key's). Runs inside a fetch run, so the disk is read off the caller's thread, once
     /// for all callers of the key.
+    @inlinable
     func freshValueFromMemoryOrDisk(for key: Key, epoch: UInt64) -> Value? {
         if let value = freshValue(for: key) { return value }
+        return disk == nil ? nil : freshDiskCopy(for: key, epoch: epoch)
+    }
+
+    /// A fresh disk copy, unless memory has an older copy or the key was refreshed.
+    @usableFromInline
+    func freshDiskCopy(for key: Key, epoch: UInt64) -> Value? {
         let mayUseDisk = state.withLock { state in state.memory.peek(key) == nil && !state.forced.contains(key) }
         guard mayUseDisk, let (value, storedAt) = diskCopy(for: key) else { return nil }
         let wallNow = clock.wall()
@@ -130,6 +143,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     }
 
     /// The batch fetching `key`, if a multi-key request is.
+    @inlinable
     func batch(for key: Key) -> MuxBatch<Key, Value>? {
         state.withLock { $0.batches[key] }
     }
@@ -143,6 +157,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     /// A value fetched in `epoch`: the fresh memory copy, unless the key was refreshed or cleared
     /// since that fetch began (then the value goes only to that fetch's callers).
+    @inlinable
     func store(_ value: Value, for key: Key, epoch: UInt64?) {
         let now = clock.monotonic()
         state.withLock { state in
@@ -261,7 +276,8 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         !entry.stale && entry.generation == state.generation && now - entry.fetchedAt < timeToLive
     }
 
-    private func insert(_ entry: Entry, for key: Key, in state: inout State) {
+    @inlinable
+    func insert(_ entry: Entry, for key: Key, in state: inout State) {
         state.memory.set(entry, for: key, cost: 1)
         while state.memory.count > memoryLimit { _ = state.memory.removeLeastRecentlyUsed() }
     }

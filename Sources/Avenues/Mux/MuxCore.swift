@@ -11,14 +11,27 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     /// Keys whose back end asked to wait (a ``RetryAfterError``).
     @usableFromInline let gate = RetryGate<Key>()
 
-    init(
-        cache: MuxCache<Key, Value>, maxConcurrent: Int, rateLimit: RateLimit? = nil,
-        fetch: @escaping @Sendable (Key) async throws -> Value
-    ) {
+    /// What the fetcher runs for each run key: ``run(_:cache:fetch:)`` bound to a fetch.
+    @usableFromInline
+    typealias Runner = @Sendable (MuxRunKey<Key>, MuxCache<Key, Value>) async throws -> Value
+
+    /// A core whose runs are `runner`: pass ``runner(fetch:)`` made in the client's inlined
+    /// initializer, so the miss path runs specialized there too.
+    @usableFromInline
+    init(cache: MuxCache<Key, Value>, maxConcurrent: Int, rateLimit: RateLimit? = nil, runner: @escaping Runner) {
         self.cache = cache
         fetcher = AutoProcessor(maxConcurrent: maxConcurrent, rateLimit: rateLimit) { [cache] run in
-            try await Self.run(run, cache: cache, fetch: fetch)
+            try await runner(run, cache)
         }
+    }
+
+    /// ``run(_:cache:fetch:)`` bound to `fetch`. Inlinable so that a multiplexer's initializer,
+    /// inlined in its client, makes it there: unspecialized, every miss spent a third of its time
+    /// looking up generic metadata (100,000 distinct keys through a map: 442 ms; specialized: see
+    /// Benchmarks/README.md).
+    @inlinable
+    static func runner(fetch: @escaping @Sendable (Key) async throws -> Value) -> Runner {
+        { run, cache in try await Self.run(run, cache: cache, fetch: fetch) }
     }
 
     /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at the
@@ -44,7 +57,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     }
 
     /// The run a request for `key` would join now.
-    @usableFromInline
+    @inlinable
     func runKey(for key: Key) -> MuxRunKey<Key> {
         MuxRunKey(key: key, epoch: cache.epoch(for: key))
     }
@@ -67,7 +80,8 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
 
     /// One run: a copy still fresh (memory, or disk on a cold start), else the fetch (or the batch
     /// fetching this key), else — after a silenceable failure — the fallback copy.
-    private static func run(_ run: MuxRunKey<Key>, cache: MuxCache<Key, Value>, fetch: @Sendable (Key) async throws -> Value) async throws -> Value {
+    @inlinable
+    static func run(_ run: MuxRunKey<Key>, cache: MuxCache<Key, Value>, fetch: @Sendable (Key) async throws -> Value) async throws -> Value {
         let key = run.key
         if let value = cache.freshValueFromMemoryOrDisk(for: key, epoch: run.epoch) { return value }
         do {
@@ -94,4 +108,5 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
 struct MuxRunKey<Key: Hashable & Sendable>: Hashable, Sendable {
     @usableFromInline let key: Key
     @usableFromInline let epoch: UInt64
+    @inlinable init(key: Key, epoch: UInt64) { (self.key, self.epoch) = (key, epoch) }
 }

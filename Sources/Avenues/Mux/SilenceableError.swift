@@ -60,6 +60,7 @@ extension Error {
     }
 
     /// What to throw when a silenceable error has no cached copy to fall back on: the wrapped error.
+    @usableFromInline
     var unwrappingSilenceable: any Error {
         (self as? SilenceableError)?.underlying ?? self
     }
