@@ -179,7 +179,10 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// A stale stored value is shown at once while a load replaces it. A failed row is retried once
     /// its ``retryPolicy`` wait is over (``retry(at:)`` retries at once).
     ///
-    /// - Parameter priority: `.visible` (the default) or `.prefetch`.
+    /// - Parameters:
+    ///   - key: the key whose value the row shows.
+    ///   - index: the row.
+    ///   - priority: `.visible` (the default) or `.prefetch`.
     @inlinable
     public func prepareItem(for key: Key, at index: Index, priority: LoadPriority = .visible) {
         prepare(key, at: index, priority: priority, force: false)

@@ -13,7 +13,7 @@ import FoundationNetworking
 /// - **Streamed, memory bounded, nobody stalled.** The body is written to a hidden temporary file by
 ///   the thread that reads it from the network, so the network goes no faster than the disk and
 ///   nothing piles up in memory, whatever the file's size (256 MiB: within a few MB of a 1 MiB
-///   download). Plain `http` is read from a socket of its own (``SocketTransport``); `https`, proxies
+///   download). Plain `http` is read from a socket of its own (`SocketTransport`, internal); `https`, proxies
 ///   and bodies the server insists on encoding go through URLSession.
 /// - **Only whole files are cached.** A 200 or 203 answer whose body has its announced
 ///   `Content-Length` (checked only when the body is not `gzip`-encoded) is moved into the cache
@@ -128,14 +128,14 @@ public final class AsyncMedia: SchedulingProcessor {
 
     /// The local file for `url`: the cached file at once, else one download shared by every caller.
     ///
-    /// A file this returns existed when it returned; ``clear()`` (or the size limit) may delete it
-    /// later. A request overlapping a ``clear()`` throws `CancellationError`.
+    /// A file this returns existed when it returned; ``clear()-swift.method`` (or the size limit) may
+    /// delete it later. A request overlapping a ``clear()-swift.method`` throws `CancellationError`.
     ///
     /// - Throws: ``AsyncMediaError`` (unsupported scheme, HTTP status, incomplete body, a limit, the
     ///   folder; `.unavailable` for a 429 or 503, repeated without asking the server until its
     ///   `Retry-After` is over), a `URLError` when the network fails (see
-    ///   ``Swift/Error/isSilenceable``), or `CancellationError` if the caller's task is cancelled or
-    ///   ``clear()`` runs meanwhile.
+    ///   `Error.isSilenceable`), or `CancellationError` if the caller's task is cancelled or
+    ///   ``clear()-swift.method`` runs meanwhile.
     public func request(url: URL) async throws -> URL {
         if url.isFileURL { return url }
         let url = try Self.canonical(url)
@@ -154,7 +154,7 @@ public final class AsyncMedia: SchedulingProcessor {
         return file
     }
 
-    /// Same as ``request(url:)``, so AsyncMedia can serve an ``Avenue`` (at the priority of the row
+    /// Same as ``request(url:)-swift.method``, so AsyncMedia can serve an ``Avenue`` (at the priority of the row
     /// asking).
     public func process(_ url: URL) async throws -> URL {
         try await request(url: url)
@@ -167,7 +167,7 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// The progress of `url`'s download, as an async sequence that ends when the download does. A
-    /// cached file reports once, complete. Subscribe before ``request(url:)`` to see the whole
+    /// cached file reports once, complete. Subscribe before ``request(url:)-swift.method`` to see the whole
     /// download; at most the newest value waits for a slow reader.
     public func progress(url: URL) -> AsyncStream<DownloadProgress> {
         let (stream, continuation) = AsyncStream.makeStream(of: DownloadProgress.self, bufferingPolicy: .bufferingNewest(1))

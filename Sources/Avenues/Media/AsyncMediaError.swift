@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Network failures below HTTP (the host cannot be found or reached, the connection drops, no byte
 /// arrives within ``DownloadLimits/idleTimeout``) are `URLError`s, as from URLSession, so
-/// ``Swift/Error/isSilenceable`` treats them as "offline".
+/// `Error.isSilenceable` treats them as "offline".
 public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
     /// Only `http`, `https` and `file` URLs can be requested.
     case unsupportedScheme(URL)

@@ -159,7 +159,9 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// Cancelling the calling task withdraws this caller's claim and throws `CancellationError`;
     /// the run goes on for other callers and is cancelled when none is left.
     ///
-    /// - Parameter priority: `.visible` (the default) or `.prefetch`.
+    /// - Parameters:
+    ///   - key: the key whose value is wanted.
+    ///   - priority: `.visible` (the default) or `.prefetch`.
     @inlinable
     public func value(for key: Key, priority: LoadPriority = .visible) async throws -> Value {
         try await value(for: key, priority: priority, following: nil)

@@ -34,7 +34,7 @@ import Foundation
 ///   files and this library's own abandoned temporary files are ever deleted.
 ///
 /// The ``Storage`` methods never throw: a failed write is a later miss. Use ``write(_:for:storedAt:expiresAt:)``
-/// and ``entry(for:)`` to see why something failed (``DiskStorageError``).
+/// and ``entry(for:includingExpired:)`` to see why something failed (``DiskStorageError``).
 ///
 /// ```swift
 /// let disk = try DiskStorage<String>(name: "my-tool/previews", sizeLimit: 256 << 20)
@@ -205,6 +205,8 @@ public final class DiskStorage<Key: Sendable>: Storage {
     /// Writes `data` for `key`: a temporary file, then `rename(2)` over the entry.
     ///
     /// - Parameters:
+    ///   - data: the bytes to store.
+    ///   - key: the entry's key.
     ///   - storedAt: when the data was produced, if earlier than now (a copy of a value fetched a
     ///     while ago); now by default.
     ///   - expiresAt: when the entry stops being served; by default `timeToLive` after `storedAt`,
