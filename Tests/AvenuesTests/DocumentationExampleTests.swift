@@ -17,7 +17,7 @@ struct DocumentationExampleTests {
         let prefetcher = RowPrefetcher(avenue: avenue, policy: .adaptive) { row in
             paths.indices.contains(row) ? paths[row] : nil   // the key a row shows, if any
         }
-        let changes = avenue.changes
+        let changes = avenue.subscribe()
         prefetcher.show(0..<40)                              // the first screen, then on every scroll
         for await event in changes where (0..<40).contains(event.index) {
             if (0..<40).allSatisfy({ avenue.item(at: $0) != nil }) { break }
@@ -44,7 +44,7 @@ struct DocumentationExampleTests {
         let responsive = Avenue<Int, String, Summary>(storage: MemoryStorage(), processor: summarize.cached(in: disk))
         // DocC memory over disk: end
 
-        let changes = responsive.changes
+        let changes = responsive.subscribe()
         responsive.prepareItem(for: "a/b", at: 0)
         for await _ in changes.prefix(1) {}
         #expect(disk.value(for: "a/b") == Summary(lines: 3))
@@ -62,10 +62,10 @@ struct DocumentationExampleTests {
 
         // DocC multiplexers: begin
         let profiles = MultiplexerMap(timeToLive: .seconds(600), onFetch: fetchProfile)
-        async let first = profiles.request(key: "42")      // two callers, one fetch
-        async let second = profiles.request(key: "42")
+        async let first = profiles.value(for: "42")      // two callers, one fetch
+        async let second = profiles.value(for: "42")
         let (a, b) = try await (first, second)
-        let again = try await profiles.refresh(key: "42").request(key: "42")   // soft: fetches again
+        let again = try await profiles.refresh(for: "42").value(for: "42")   // soft: fetches again
         // DocC multiplexers: end
 
         #expect(a == b && a == again)
@@ -83,7 +83,7 @@ struct DocumentationExampleTests {
             },
             retryPolicy: RetryPolicy(attempts: 5, base: .milliseconds(1), cap: .milliseconds(10))
         )
-        let changes = avenue.changes
+        let changes = avenue.subscribe()
         avenue.prepareItem(for: "row zero", at: 0)
         for await event in changes {
             switch avenue.state(at: event.index) {

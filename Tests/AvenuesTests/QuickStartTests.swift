@@ -15,7 +15,7 @@ struct QuickStartTests {
                 try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count
             }
         )
-        let changes = avenue.changes                     // subscribe before asking
+        let changes = avenue.subscribe()                     // subscribe before asking
         for (row, path) in files.enumerated() {
             avenue.prepareItem(for: path, at: row)       // starts, joins or finds each row's load
         }

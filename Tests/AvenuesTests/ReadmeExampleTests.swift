@@ -20,7 +20,7 @@ struct ReadmeExampleTests {
         let prefetcher = RowPrefetcher(avenue: avenue, ahead: 20, behind: 5) { row in
             urls.indices.contains(row) ? urls[row] : nil
         }
-        let changes = avenue.changes
+        let changes = avenue.subscribe()
         prefetcher.show(0..<10)     // rows 0–9 queue at .visible, 10–29 at .prefetch, in media's queue
         prefetcher.show(50..<60)    // a jump: rows 0–29 are released, their downloads stopped or never started
         for await event in changes where (50..<60).contains(event.index) {
@@ -50,7 +50,7 @@ struct ReadmePagingTests {
     @Test func aPagedListInTwentyLines() async {
         // README a paged list: begin
         let rows = PagedRows(source: Numbers(), configuration: PagingConfiguration(pageSize: 100))
-        let changes = rows.changes                                  // pages as they arrive
+        let changes = rows.subscribe()                                  // pages as they arrive
         rows.show(0..<40)                                           // the first screen (300 rows load)
         for await change in changes where change.rows.contains(39) {
             print(rows.count, rows.item(at: 0) ?? "…", rows.item(at: 39) ?? "…")   // 10000 row 0 row 39

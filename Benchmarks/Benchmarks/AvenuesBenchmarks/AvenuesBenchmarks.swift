@@ -47,7 +47,7 @@ let benchmarks: @Sendable () -> Void = {
         for index in benchmark.scaledIterations { blackHole(avenue.item(at: index % rows)) }
     }, setup: {
         let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: ClosureProcessor { $0 * 2 })
-        let changes = avenue.changes
+        let changes = avenue.subscribe()
         for row in 0..<rows { avenue.prepareItem(for: row, at: row) }
         await waitForChanges(changes, count: rows)
         Fixtures.shared.avenue.withLock { $0 = avenue }
@@ -68,7 +68,7 @@ let benchmarks: @Sendable () -> Void = {
         // Scrolled down 1,000 rows of 10,000,000, a screen at a time: pages of 50, at most 1,000
         // rows resident.
         let paged = PagedRows(source: CountingSource(count: 10_000_000))
-        let changes = paged.changes
+        let changes = paged.subscribe()
         var iterator = changes.makeAsyncIterator()
         for top in stride(from: 0, through: 960, by: 40) {
             paged.show(top..<top + 40)
@@ -112,10 +112,10 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    Benchmark("10,000 waiters: Multiplexer.request()", configuration: waiters) { _ in
+    Benchmark("10,000 waiters: Multiplexer.value()", configuration: waiters) { _ in
         let multiplexer = Multiplexer<Int> { await sleep10ms() }
         await withTaskGroup(of: Int.self) { group in
-            for _ in 0..<10_000 { group.addTask { (try? await multiplexer.request()) ?? 0 } }
+            for _ in 0..<10_000 { group.addTask { (try? await multiplexer.value()) ?? 0 } }
             for await value in group { blackHole(value) }
         }
     }
@@ -138,16 +138,16 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("100,000 distinct keys: Avenue rows", configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(5), maxIterations: 50)) { _ in
         let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: ClosureProcessor { $0 })
-        let changes = avenue.changes
+        let changes = avenue.subscribe()
         for row in 0..<100_000 { avenue.prepareItem(for: row, at: row) }
         await waitForChanges(changes, count: 100_000)
     }
 
     // 100,000 distinct keys, one task, instant fetch: every request a miss — target ≥ 2× the reference
 
-    Benchmark("100,000 distinct keys: MultiplexerMap.request(key:)", configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(5), maxIterations: 20)) { _ in
+    Benchmark("100,000 distinct keys: MultiplexerMap.value(for:)", configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(5), maxIterations: 20)) { _ in
         let map = MultiplexerMap<Int, Int> { $0 }
-        for key in 0..<100_000 { blackHole(try? await map.request(key: key)) }
+        for key in 0..<100_000 { blackHole(try? await map.value(for: key)) }
     }
 
     Benchmark("100,000 distinct keys reference: AsyncMux structure", configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(5), maxIterations: 20)) { _ in
@@ -213,18 +213,18 @@ let benchmarks: @Sendable () -> Void = {
         for key in 0..<100 { _ = try await Fixtures.shared.asyncMuxStructure.request(key: key) }
     })
 
-    Benchmark("Multiplexer.request() cache hit", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
+    Benchmark("Multiplexer.value() cache hit", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
         let multiplexer = Fixtures.shared.multiplexer
-        for _ in benchmark.scaledIterations { blackHole(try? await multiplexer.request()) }
+        for _ in benchmark.scaledIterations { blackHole(try? await multiplexer.value()) }
     }, setup: {
-        _ = try await Fixtures.shared.multiplexer.request()
+        _ = try await Fixtures.shared.multiplexer.value()
     })
 
-    Benchmark("MultiplexerMap.request(key:) cache hit", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
+    Benchmark("MultiplexerMap.value(for:) cache hit", configuration: .init(scalingFactor: .kilo), closure: { benchmark in
         let map = Fixtures.shared.map
-        for index in benchmark.scaledIterations { blackHole(try? await map.request(key: index % 100)) }
+        for index in benchmark.scaledIterations { blackHole(try? await map.value(for: index % 100)) }
     }, setup: {
-        for key in 0..<100 { _ = try await Fixtures.shared.map.request(key: key) }
+        for key in 0..<100 { _ = try await Fixtures.shared.map.value(for: key) }
     })
 
     // MARK: AsyncMedia from a local server: throughput and peak memory — target: growth ≤ 32 MiB
@@ -234,7 +234,7 @@ let benchmarks: @Sendable () -> Void = {
         guard let server = Fixtures.shared.server.withLock({ $0 }) else { return }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bench-media-\(UUID().uuidString)")
         let downloader = AsyncMedia(directory: folder)
-        blackHole(try? await downloader.request(url: server.url("/bytes/\(size)")))
+        blackHole(try? await downloader.file(for: server.url("/bytes/\(size)")))
         try? FileManager.default.removeItem(at: folder)
     }
     let startServer: Benchmark.BenchmarkSetupHook = {

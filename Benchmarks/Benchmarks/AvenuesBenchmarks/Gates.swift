@@ -19,7 +19,7 @@ func regressionGates() {
     }, setup: {
         if Fixtures.shared.avenue.withLock({ $0 }) != nil { return }
         let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: ClosureProcessor { $0 * 2 })
-        let changes = avenue.changes
+        let changes = avenue.subscribe()
         for row in 0..<rows { avenue.prepareItem(for: row, at: row) }
         await waitForChanges(changes, count: rows)
         Fixtures.shared.avenue.withLock { $0 = avenue }
@@ -27,16 +27,16 @@ func regressionGates() {
 
     Benchmark("gate-multiplexer-hit", configuration: exact, closure: { benchmark in
         let multiplexer = Fixtures.shared.multiplexer
-        for _ in benchmark.scaledIterations { blackHole(try? await multiplexer.request()) }
+        for _ in benchmark.scaledIterations { blackHole(try? await multiplexer.value()) }
     }, setup: {
-        _ = try await Fixtures.shared.multiplexer.request()
+        _ = try await Fixtures.shared.multiplexer.value()
     })
 
     Benchmark("gate-multiplexer-map-hit", configuration: exact, closure: { benchmark in
         let map = Fixtures.shared.map
-        for index in benchmark.scaledIterations { blackHole(try? await map.request(key: index % 100)) }
+        for index in benchmark.scaledIterations { blackHole(try? await map.value(for: index % 100)) }
     }, setup: {
-        for key in 0..<100 { _ = try await Fixtures.shared.map.request(key: key) }
+        for key in 0..<100 { _ = try await Fixtures.shared.map.value(for: key) }
     })
 
     // A claim allocates its waiter's callback and the worker's job; the count per key must not grow.

@@ -54,7 +54,7 @@ func median(_ values: [Double]) -> Double {
 /// Scrolls 1,000,000 rows of 10,000,000, a 40-row screen at a time.
 func memoryBenchmark() async {
     let rows = PagedRows(source: Synthetic())
-    let changes = rows.changes
+    let changes = rows.subscribe()
     let screen = 40
     await showAndWait(rows, 0 ..< screen, changes)
     let first = memory()
@@ -91,7 +91,7 @@ func historyBenchmark(repository: String, rounds: Int) async throws {
         let started = ContinuousClock.now
         let log = GitLog(repository: repository)
         let rows = HistoryRows(log: log, statsFolder: nil)
-        let changes = rows.commits.changes
+        let changes = rows.commits.subscribe()
         await showAndWait(rows.commits, 0 ..< screen, changes)
         firstScreens.append(milliseconds(ContinuousClock.now - started))
         count = await log.total() ?? 0  // counted after the first page, as history does
@@ -125,7 +125,7 @@ func historyBenchmark(repository: String, rounds: Int) async throws {
 
 /// Shows `commits` rows a screen at a time, waiting for each screen's items.
 func pageThrough<S: PageSource>(_ rows: PagedRows<S>, screen: Int, commits: Int) async -> (Duration, (resident: Double, peak: Double)) {
-    let changes = rows.changes
+    let changes = rows.subscribe()
     let started = ContinuousClock.now
     var top = 0
     while top < commits {

@@ -12,7 +12,7 @@ public func streamRowsInOrder(
     emit: (Int, RowContent) -> Void
 ) async {
     let avenue = table.avenue
-    let changes = avenue.changes  // subscribed before anything is prepared, so no change is missed
+    let changes = avenue.subscribe()  // subscribed before anything is prepared, so no change is missed
     var iterator = changes.makeAsyncIterator()
     let prefetcher = RowPrefetcher(avenue: avenue, ahead: max(0, ahead - 1), behind: 0) { table.key($0) }
     var next = 0

@@ -57,7 +57,7 @@ public final class HistoryRows: Sendable {
     /// Prints every commit in order, as the rows arrive, holding at most `ahead` rows beyond the one
     /// to print: the whole log streams in bounded memory through the same paged rows.
     public func printAll(ahead: Int = 400, emit: (Commit) -> Void) async {
-        let changes = commits.changes
+        let changes = commits.subscribe()
         var iterator = changes.makeAsyncIterator()
         var next = 0
         while true {

@@ -117,7 +117,7 @@ public final class RemoteTable: Sendable {
         for task in stopped { task.cancel() }
         for url in started {
             let task = Task { [weak self, media] in
-                for await update in media.progress(url: url) {
+                for await update in media.progress(for: url) {
                     self?.progress.withLock { $0[url] = update }
                     changed()
                 }
@@ -133,8 +133,8 @@ public final class RemoteTable: Sendable {
     }
 
     /// Writes the folder listings seen to disk, for the next run (and for it to work offline).
-    public func save() async {
-        await tree.listings.save()
+    public func save() {
+        tree.listings.save()
     }
 
     /// Stops loading and watching.

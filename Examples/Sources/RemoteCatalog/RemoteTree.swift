@@ -66,7 +66,7 @@ public struct RemoteTree: PageSource {
         self.maxFiles = maxFiles
         listings = MultiplexerMap(
             cacheKey: listingsFolder == nil ? nil : "browse-listings", timeToLive: Self.listingTimeToLive,
-            memoryLimit: 2_000, maxConcurrentFetches: 4, directory: listingsFolder
+            countLimit: 2_000, maxConcurrentFetches: 4, directory: listingsFolder
         ) { folder in
             guard let url = URL(string: folder) else { throw URLError(.badURL) }
             return try DirectoryIndex.parse(try await connection.get(url, inside: root), folder: url)
@@ -76,7 +76,7 @@ public struct RemoteTree: PageSource {
     /// The root folder's listing: asked before the screen starts, so a URL that is not a folder
     /// index, or a server that cannot be reached with nothing cached, is one clear line.
     public func checkRoot() async throws {
-        _ = try await listings.request(key: root.absoluteString)
+        _ = try await listings.value(for: root.absoluteString)
     }
 
     public func page(_ request: PageRequest<Cursor>) async throws -> Page<Cursor, RemoteFile> {
@@ -87,7 +87,7 @@ public struct RemoteTree: PageSource {
             let folderURL = url(of: frame.folder, isFolder: true)
             let entries: [IndexEntry]
             do {
-                entries = try await listings.request(key: folderURL.absoluteString)
+                entries = try await listings.value(for: folderURL.absoluteString)
             } catch {
                 // The root's failure is the list's (retried by the paged rows); a subfolder's is a row.
                 if frame.folder.isEmpty || error is CancellationError { throw error }

@@ -96,11 +96,11 @@ struct Browse: AsyncParsableCommand {
             await table.streamInOrder(ahead: concurrency * 4) { file, size, content in
                 print(layout.row(path: file.path, size: size, content))
             }
-            await table.save()
+            table.save()
             return
         }
         var screen = BrowseScreen(table: RemoteRows(table: table), title: table.root.absoluteString, ahead: ahead, trace: try recordTrace.map(TraceRecorder.init))
         await screen.run()
-        await table.save()
+        table.save()
     }
 }

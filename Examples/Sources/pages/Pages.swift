@@ -92,7 +92,7 @@ struct Pages: AsyncParsableCommand {
         }
         render.printHeader()
         await table.streamInOrder(ahead: ahead) { file, size, content in render.print(path: file.path, size: size, content) }
-        await table.save()
+        table.save()
     }
 }
 
@@ -153,7 +153,7 @@ struct Pager {
         let keys = Terminal.startInteractive(fullScreen: false)
         defer { Terminal.restore() }
         var keyIterator = keys.makeAsyncIterator()
-        let changes = table.avenue.changes
+        let changes = table.avenue.subscribe()
         // The next page is the "ahead" window, so it loads while this one is read.
         let prefetcher = RowPrefetcher(avenue: table.avenue, ahead: pageSize, behind: 0) { [table] in table.key($0) }
         let count = table.entries.count

@@ -207,7 +207,7 @@ struct RemoteTreeTests {
                 await table.streamInOrder(ahead: 8) { file, size, content in
                     first.append("\(file.path) \(size.map(String.init) ?? "?") \(content)")
                 }
-                await table.save()
+                table.save()
             }
             var expected: [String] = []
             for entry in local {

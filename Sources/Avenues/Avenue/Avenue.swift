@@ -19,7 +19,7 @@ import Synchronization
 /// ```
 ///
 /// Every method is thread-safe and returns without waiting for work or for callbacks. A row is told
-/// once per change (`onStateChange`, ``changes``), after its value is readable with ``item(at:)``;
+/// once per change (`onStateChange`, ``subscribe()``), after its value is readable with ``item(at:)``;
 /// callbacks of one avenue never run concurrently and may call back into the avenue. Once
 /// ``cancel(at:)`` returns, the row is told nothing more about the load it cancelled — with one
 /// exception: a callback another thread had already decided to make (see ``cancel(at:)``).
@@ -149,12 +149,12 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         set { handlers.withLock { $0.onError = newValue } }
     }
 
-    /// The rows' changes as an async sequence, for front ends that `for await`. Each access makes a
-    /// new subscription that receives the changes from then on; it ends when the avenue is released
-    /// or the sequence and its iterators are. A reader that falls behind gets each row's newest
-    /// change (never more than one event per row is buffered), and an event for a row released
-    /// before it is read is skipped.
-    public var changes: AvenueChanges<Index> {
+    /// A new subscription to the rows' changes, as an async sequence for front ends that
+    /// `for await`: it receives the changes from this call on, and ends when the avenue is released
+    /// or the sequence and its iterators are. Subscribe before preparing rows, so no change is
+    /// missed. A reader that falls behind gets each row's newest change (never more than one event
+    /// per row is buffered), and an event for a row released before it is read is skipped.
+    public func subscribe() -> AvenueChanges<Index> {
         let buffer = ChangeSubscription<Index> { [weak self] index, ticket in
             self?.state.withLock { $0.isCurrent(index, ticket: ticket) } ?? false
         }
@@ -266,7 +266,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// Releases row `index`: drops its claim (the work stops if no other row or caller wants the key)
     /// and forgets the row. The value stays in storage.
     ///
-    /// After this returns, no callback about the row's cancelled load is made, and ``changes`` skips
+    /// After this returns, no callback about the row's cancelled load is made, and ``subscribe()`` skips
     /// any event for it not read yet — exactly, when it is called from a callback or from the queue
     /// or actor the callbacks run on. From another thread, a callback that a delivery on another
     /// thread had already checked and was about to make (or was making) may still arrive: this never
@@ -284,7 +284,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// Stops loading `key` for every row of this avenue; those rows are forgotten. Other users of a
     /// shared processor keep their claims.
     @inlinable
-    public func cancelProcessing(of key: Key) {
+    public func cancel(for key: Key) {
         finishCancelling(state.withLock { machine in apply(machine.cancelLoad(of: key), to: &machine) })
     }
 
@@ -300,8 +300,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// Sizes of the avenue's tables: assigned rows and loads in flight.
-    public var tableSizes: (rows: Int, loads: Int) {
-        state.withLock { ($0.rows.count, $0.loads.count) }
+    public var tableSizes: AvenueTableSizes {
+        state.withLock { AvenueTableSizes(rows: $0.rows.count, loads: $0.loads.count) }
     }
 
     // MARK: Internals
@@ -399,4 +399,15 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             }
         }
     }
+
+    // MARK: Earlier names
+
+    /// ``cancel(for:)``: a key is labelled `for:` and a row `at:` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "cancel(for:)")
+    public func cancelProcessing(of key: Key) { cancel(for: key) }
+
+    /// ``subscribe()``: a property that made a new subscription on every access read as if it
+    /// returned one shared sequence.
+    @available(*, deprecated, renamed: "subscribe()")
+    public var changes: AvenueChanges<Index> { subscribe() }
 }

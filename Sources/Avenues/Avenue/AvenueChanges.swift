@@ -1,4 +1,4 @@
-/// The changes of an ``Avenue``'s rows, as an async sequence; see ``Avenue/changes``.
+/// The changes of an ``Avenue``'s rows, as an async sequence; see ``Avenue/subscribe()``.
 ///
 /// An event is skipped if, by the time it is read, its row was released or moved to another load,
 /// so a front end never hears about a row it already let go. A reader that falls behind gets the
@@ -36,12 +36,13 @@ public struct AvenueChanges<Index: Hashable & Sendable>: AsyncSequence, Sendable
         self.subscription = subscription
     }
 
-    /// Makes the iterator.
+    /// An iterator over this subscription's events. Iterate once: the events are buffered per
+    /// subscription, so a second iterator would share (and split) them.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(subscription: subscription)
     }
 
-    /// Reads the changes one by one.
+    /// Reads the changes one by one, suspending while none is waiting; ends when the avenue is gone.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let subscription: Subscription
 

@@ -1,4 +1,4 @@
-/// A change of one row of an ``Avenue``, as delivered by ``Avenue/changes``.
+/// A change of one row of an ``Avenue``, as delivered by ``Avenue/subscribe()``.
 public struct AvenueEvent<Index: Sendable>: Sendable {
     /// What happened to the row.
     public enum Change: Sendable {

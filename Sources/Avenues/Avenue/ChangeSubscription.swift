@@ -1,4 +1,4 @@
-/// One subscriber's buffer of row changes (see ``Avenue/changes``): the newest event per row, in the
+/// One subscriber's buffer of row changes (see ``Avenue/subscribe()``): the newest event per row, in the
 /// order rows first changed, so a reader that falls behind — or never reads — holds at most one
 /// event per row. When the buffer grows, events of rows that were released or moved to another load
 /// since (which the reader would skip anyway) are dropped, so it holds at most one event per row the

@@ -34,8 +34,8 @@ import FoundationNetworking
 ///
 /// ```swift
 /// let media = AsyncMedia(directory: cacheFolder)
-/// let file = try await media.request(url: imageURL)
-/// for await progress in media.progress(url: videoURL) { print(progress) }
+/// let file = try await media.file(for: imageURL)
+/// for await progress in media.progress(for: videoURL) { print(progress) }
 /// ```
 public final class AsyncMedia: SchedulingProcessor {
     /// What is asked for: a remote (or `file:`) URL.
@@ -136,7 +136,7 @@ public final class AsyncMedia: SchedulingProcessor {
     ///   `Retry-After` is over), a `URLError` when the network fails (see
     ///   `Error.isSilenceable`), or `CancellationError` if the caller's task is cancelled or
     ///   ``clear()-swift.method`` runs meanwhile.
-    public func request(url: URL) async throws -> URL {
+    public func file(for url: URL) async throws -> URL {
         if url.isFileURL { return url }
         let url = try Self.canonical(url)
         let generation = folder.generation
@@ -154,27 +154,27 @@ public final class AsyncMedia: SchedulingProcessor {
         return file
     }
 
-    /// Same as ``request(url:)-swift.method``, so AsyncMedia can serve an ``Avenue`` (at the priority of the row
+    /// Same as ``file(for:)``, so AsyncMedia can serve an ``Avenue`` (at the priority of the row
     /// asking).
     public func process(_ url: URL) async throws -> URL {
-        try await request(url: url)
+        try await file(for: url)
     }
 
     /// The cached file for `url`, if it was downloaded; never downloads. A `file:` URL is itself.
-    public func cachedValue(url: URL) -> URL? {
+    public func cachedFile(for url: URL) -> URL? {
         if url.isFileURL { return url }
         return (try? Self.canonical(url)).flatMap(folder.cachedFile(for:))
     }
 
     /// The progress of `url`'s download, as an async sequence that ends when the download does. A
-    /// cached file reports once, complete. Subscribe before ``request(url:)-swift.method`` to see the whole
+    /// cached file reports once, complete. Subscribe before ``file(for:)`` to see the whole
     /// download; at most the newest value waits for a slow reader.
-    public func progress(url: URL) -> AsyncStream<DownloadProgress> {
+    public func progress(for url: URL) -> AsyncStream<DownloadProgress> {
         let (stream, continuation) = AsyncStream.makeStream(of: DownloadProgress.self, bufferingPolicy: .bufferingNewest(1))
         let key = (try? Self.canonical(url)) ?? url
         progress.subscribe(continuation, to: key)
         // Checked after subscribing, so a download that just finished is not missed.
-        if let file = cachedValue(url: url) {
+        if let file = cachedFile(for: url) {
             let size = Int64((try? FileSystem.linkStatus(file.path).size) ?? 0)
             continuation.yield(DownloadProgress(received: size, expected: size, isComplete: true))
             continuation.finish()
@@ -183,13 +183,16 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// Cancels every download in flight and deletes every downloaded file. The instance stays usable.
-    public func clear() async {
+    public func clear() {
         downloader.cancelAll()
         folder.removeAll()
     }
 
     /// Downloaded files and their total size in bytes.
-    public var usage: (count: Int, size: Int) { folder.usage }
+    public var usage: DiskUsage {
+        let usage = folder.usage
+        return DiskUsage(count: usage.count, size: usage.size)
+    }
 
     /// Whether no download is queued or running (for tests).
     var downloaderIsIdle: Bool { downloader.tableSizes.isIdle }
@@ -197,14 +200,32 @@ public final class AsyncMedia: SchedulingProcessor {
     /// Downloads queued and running now.
     public var activity: AutoProcessorActivity { downloader.activity }
 
-    // MARK: The seeds' static spelling
+    // MARK: Earlier names
 
-    /// `AsyncMedia.shared.request(url:)`, as the later AsyncMux seed spells it.
-    public static func request(url: URL) async throws -> URL { try await shared.request(url: url) }
-    /// `AsyncMedia.shared.cachedValue(url:)`.
-    public static func cachedValue(url: URL) -> URL? { shared.cachedValue(url: url) }
+    /// ``file(for:)``: a URL is a key, labelled `for:` everywhere (CONTRIBUTING.md); AsyncMux's name.
+    @available(*, deprecated, renamed: "file(for:)")
+    public func request(url: URL) async throws -> URL { try await file(for: url) }
+
+    /// ``cachedFile(for:)``: a URL is a key, labelled `for:` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "cachedFile(for:)")
+    public func cachedValue(url: URL) -> URL? { cachedFile(for: url) }
+
+    /// ``progress(for:)``: a URL is a key, labelled `for:` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "progress(for:)")
+    public func progress(url: URL) -> AsyncStream<DownloadProgress> { progress(for: url) }
+
+    /// Downloads through ``shared``, as AsyncMux spells it: `AsyncMedia.shared.file(for: url)`.
+    @available(*, deprecated, message: "use AsyncMedia.shared.file(for:), or an instance with a folder of your own")
+    public static func request(url: URL) async throws -> URL { try await shared.file(for: url) }
+
+    /// The file ``shared`` holds for `url`, as AsyncMux spells it: `AsyncMedia.shared.cachedFile(for: url)`.
+    @available(*, deprecated, message: "use AsyncMedia.shared.cachedFile(for:)")
+    public static func cachedValue(url: URL) -> URL? { shared.cachedFile(for: url) }
+
+    /// Deletes every file ``shared`` downloaded and cancels its downloads, as AsyncMux spells it:
     /// `AsyncMedia.shared.clear()`.
-    public static func clear() async { await shared.clear() }
+    @available(*, deprecated, message: "use AsyncMedia.shared.clear()")
+    public static func clear() { shared.clear() }
 
     // MARK: Downloading
 

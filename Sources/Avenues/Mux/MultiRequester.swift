@@ -1,32 +1,32 @@
 /// Fetches many keys of a ``MultiplexerMap`` with one call to a back end that accepts several ids
 /// (`/profiles/[id1,id2]`), sharing the map's cache and de-duplication.
 ///
-/// ``request(keys:)`` serves keys the map has fresh, joins keys the map is already fetching, and asks
+/// ``values(for:)`` serves keys the map has fresh, joins keys the map is already fetching, and asks
 /// the back end **once** for only the rest. While that call runs, single requests for those keys
-/// (`map.request(key:)`) wait for it instead of fetching again. Every value lands in the map.
+/// (`map.value(for:)`) wait for it instead of fetching again. Every value lands in the map.
 ///
 /// ```swift
 /// let profiles = MultiplexerMap<String, Profile>(onFetch: api.profile)
 /// let many = MultiRequester(map: profiles, onFetch: api.profiles)   // ([String]) -> [String: Profile]
-/// let outcome = await many.request(keys: ids)
+/// let outcome = await many.values(for: ids)
 /// ```
-public final class MultiRequester<K: LosslessStringConvertible & Hashable & Sendable, T: Codable & Sendable>: Sendable {
+public final class MultiRequester<Key: LosslessStringConvertible & Hashable & Sendable, Value: Codable & Sendable>: Sendable {
     /// What a request gave: every value it has, and the first error if something failed.
     public struct Outcome: Sendable {
         /// The values found, joined or fetched, by key.
-        public var values: [K: T]
+        public var values: [Key: Value]
         /// The first failure, if any key could not be had (the back end's, if its call failed).
         public var error: (any Error)?
         /// The keys asked for that have no value.
-        public var missing: [K]
+        public var missing: [Key]
     }
 
     /// The map whose cache is shared.
-    public let map: MultiplexerMap<K, T>
-    private let onFetch: @Sendable ([K]) async throws -> [K: T]
+    public let map: MultiplexerMap<Key, Value>
+    private let onFetch: @Sendable ([Key]) async throws -> [Key: Value]
 
     /// Creates a requester over `map`; `onFetch` asks the back end for several keys at once.
-    public init(map: MultiplexerMap<K, T>, onFetch: @escaping @Sendable ([K]) async throws -> [K: T]) {
+    public init(map: MultiplexerMap<Key, Value>, onFetch: @escaping @Sendable ([Key]) async throws -> [Key: Value]) {
         self.map = map
         self.onFetch = onFetch
     }
@@ -34,13 +34,13 @@ public final class MultiRequester<K: LosslessStringConvertible & Hashable & Send
     /// The values for `keys`: cached ones at once, in-flight ones joined, and the rest from one back
     /// end call. On failure, returns what it has with the error (silenceable failures fall back to
     /// each key's cached copy, as in the map).
-    public func request(keys: [K]) async -> Outcome {
-        var seen = Set<K>()
+    public func values(for keys: [Key]) async -> Outcome {
+        var seen = Set<Key>()
         let unique = keys.filter { seen.insert($0).inserted }
         let cache = map.core.cache
-        var values: [K: T] = [:]
-        var joining: [K] = []
-        var fetching: [K] = []
+        var values: [Key: Value] = [:]
+        var joining: [Key] = []
+        var fetching: [Key] = []
         for key in unique {
             if let value = cache.freshValue(for: key) {
                 values[key] = value
@@ -51,17 +51,17 @@ public final class MultiRequester<K: LosslessStringConvertible & Hashable & Send
             }
         }
 
-        let batch = MuxBatch<K, T>()
+        let batch = MuxBatch<Key, Value>()
         if !fetching.isEmpty { cache.register(batch, for: fetching) }
         var firstError: (any Error)?
-        await withTaskGroup(of: (K, Result<T, any Error>)?.self) { group in
+        await withTaskGroup(of: (Key, Result<Value, any Error>)?.self) { group in
             if !fetching.isEmpty {
                 group.addTask { [onFetch, map, fetching] in
                     do {
                         let answer = try await onFetch(fetching)
                         // Into the map at once (keys the back end added unasked too): a run that has
                         // not started yet finds the value fresh.
-                        for (key, value) in answer { map.store(value, for: key) }
+                        for (key, value) in answer { map.set(value, for: key) }
                         batch.finish(.success(answer))
                     } catch {
                         batch.finish(.failure(error))
@@ -72,7 +72,7 @@ public final class MultiRequester<K: LosslessStringConvertible & Hashable & Send
             for key in joining + fetching {
                 group.addTask { [map] in
                     do {
-                        return (key, .success(try await map.request(key: key)))
+                        return (key, .success(try await map.value(for: key)))
                     } catch {
                         return (key, .failure(error))
                     }
@@ -91,4 +91,9 @@ public final class MultiRequester<K: LosslessStringConvertible & Hashable & Send
         if !fetching.isEmpty { cache.unregister(batch, for: fetching) }
         return Outcome(values: values, error: firstError, missing: unique.filter { values[$0] == nil })
     }
+
+    /// ``values(for:)``: keys are labelled `for:` and values asked for with `value` everywhere
+    /// (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "values(for:)")
+    public func request(keys: [Key]) async -> Outcome { await values(for: keys) }
 }

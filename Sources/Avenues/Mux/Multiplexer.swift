@@ -5,11 +5,11 @@ import Foundation
 ///
 /// ```swift
 /// let myProfile = Multiplexer(onFetch: Backend.fetchMyProfile)
-/// let profile = try await myProfile.request()
-/// let fresh = try await myProfile.refresh().request()
+/// let profile = try await myProfile.value()
+/// let fresh = try await myProfile.refresh().value()
 /// ```
 ///
-/// **Policy.** `request()` returns the memory copy while it is fresh (30 minutes by default, on a
+/// **Policy.** ``value()`` returns the memory copy while it is fresh (30 minutes by default, on a
 /// monotonic clock). Otherwise one fetch runs, whatever the number of callers; callers that arrive
 /// meanwhile join it. With a `cacheKey`, a disk copy written by ``save()`` (or
 /// ``MuxRepository/saveAll()``) answers a cold start while it is within the time-to-live, and
@@ -20,11 +20,11 @@ import Foundation
 ///
 /// A multiplexer with a `cacheKey` registers itself with ``MuxRepository`` before `init` returns
 /// (weakly). It is thread-safe.
-public final class Multiplexer<T: Codable & Sendable>: Sendable {
+public final class Multiplexer<Value: Codable & Sendable>: Sendable {
     /// The name of the disk copy, if the value is kept on disk.
     public let cacheKey: String?
 
-    @usableFromInline let core: MuxCore<MuxSingleKey, T>
+    @usableFromInline let core: MuxCore<MuxSingleKey, Value>
 
     /// Creates a multiplexer.
     ///
@@ -40,7 +40,7 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
         timeToLive: Duration = .seconds(30 * 60),
         directory: URL? = nil,
         clock: MuxClock = .system,
-        onFetch: @escaping @Sendable () async throws -> T
+        onFetch: @escaping @Sendable () async throws -> Value
     ) {
         self.init(
             cacheKey: cacheKey, timeToLive: timeToLive, directory: directory, clock: clock,
@@ -49,12 +49,12 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
     }
 
     @usableFromInline
-    init(cacheKey: String?, timeToLive: Duration, directory: URL?, clock: MuxClock, runner: @escaping MuxCore<MuxSingleKey, T>.Runner) {
+    init(cacheKey: String?, timeToLive: Duration, directory: URL?, clock: MuxClock, runner: @escaping MuxCore<MuxSingleKey, Value>.Runner) {
         self.cacheKey = cacheKey
         let disk = cacheKey.flatMap { cacheKey in
             MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (_: MuxSingleKey) in cacheKey }
         }
-        let cache = MuxCache<MuxSingleKey, T>(timeToLive: timeToLive, clock: clock, memoryLimit: 1, disk: disk)
+        let cache = MuxCache<MuxSingleKey, Value>(timeToLive: timeToLive, clock: clock, countLimit: 1, disk: disk)
         // More than one slot: a fetch after a refresh must not wait behind a slow one from before it.
         core = MuxCore(cache: cache, maxConcurrent: 4, runner: runner)
         if cacheKey != nil { MuxRepository.register(self) }
@@ -69,21 +69,21 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
     /// - Throws: the fetch's error when there is nothing to fall back on (a ``SilenceableError`` is
     ///   unwrapped), or `CancellationError` if the caller's task is cancelled or ``clear()`` runs.
     @inlinable  // with `MuxCore.request`, so a hit runs specialized in the caller: one lock, no generic dispatch
-    public func request() async throws -> T {
+    public func value() async throws -> Value {
         try await core.request(.only)
     }
 
-    /// Soft refresh: the next ``request()`` fetches. The memory and disk copies stay, so a
-    /// silenceable failure still returns the old value. Returns `self`, for `refresh().request()`.
+    /// Soft refresh: the next ``value()`` fetches. The memory and disk copies stay, so a
+    /// silenceable failure still returns the old value. Returns `self`, for `refresh().value()`.
     @discardableResult
-    public func refresh() -> Multiplexer<T> {
+    public func refresh() -> Multiplexer<Value> {
         core.cache.refresh(nil)
         return self
     }
 
     /// Hard clear: the memory and disk copies are removed and a fetch in flight is cancelled (its
     /// callers receive `CancellationError`). The next request fetches and, offline, fails.
-    public func clear() async {
+    public func clear() {
         core.clear(nil)
     }
 
@@ -96,20 +96,30 @@ public final class Multiplexer<T: Codable & Sendable>: Sendable {
     ///
     /// - Returns: the failures, if any; the copy on disk is then unchanged.
     @discardableResult
-    public func save() async -> [DiskStorageError] {
+    public func save() -> [DiskStorageError] {
         core.cache.save()
     }
 
     /// The cached value of any age — memory, else disk — without fetching.
-    public var cachedValue: T? {
+    public var cachedValue: Value? {
         core.cache.cachedValue(for: .only)
     }
 
     /// Makes `value` the fresh memory copy, as if it had just been fetched (a value pushed by a
     /// server, say).
-    public func store(_ value: T) {
+    public func set(_ value: Value) {
         core.cache.store(value, for: .only)
     }
+}
+
+extension Multiplexer {
+    /// ``value()``: a value is asked for with `value` everywhere (CONTRIBUTING.md); AsyncMux's name.
+    @available(*, deprecated, renamed: "value()")
+    public func request() async throws -> Value { try await value() }
+
+    /// ``set(_:)``: a value is put with `set` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "set(_:)")
+    public func store(_ value: Value) { set(value) }
 }
 
 extension Multiplexer: Hashable {
@@ -122,14 +132,14 @@ extension Multiplexer: Hashable {
 
 extension Multiplexer {
     /// The processor behind the multiplexer (tests count its waiters).
-    var fetcher: AutoProcessor<MuxRunKey<MuxSingleKey>, T> { core.fetcher }
+    var fetcher: AutoProcessor<MuxRunKey<MuxSingleKey>, Value> { core.fetcher }
 }
 
 extension Multiplexer {
     /// Registers with ``MuxRepository`` (the earlier seed's explicit step; a `cacheKey` already
     /// registers). Returns `self`, so it chains after `init`.
     @discardableResult
-    public func register() -> Multiplexer<T> {
+    public func register() -> Multiplexer<Value> {
         MuxRepository.register(self)
         return self
     }

@@ -5,30 +5,25 @@ import Foundation
 ///
 /// ```swift
 /// let userProfiles = MultiplexerMap(onFetch: Backend.fetchUserProfile)
-/// let profile = try await userProfiles.request(key: "user_8cJOiRXbugFccrUhmCX2")
+/// let profile = try await userProfiles.value(for: "user_8cJOiRXbugFccrUhmCX2")
 /// ```
 ///
 /// The policy is ``Multiplexer``'s, per key. Any key is safe on disk (`/`, `..`, long or unicode
-/// keys are hashed into file names). Memory copies are bounded (`memoryLimit`, least recently used
+/// keys are hashed into file names). Memory copies are bounded (`countLimit`, least recently used
 /// out). A map is a ``SchedulingProcessor``, so an ``Avenue`` can load rows through it and share its
 /// cache, with one queue: its `maxConcurrentFetches`, ordered by the priority of the rows asking.
-public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Sendable, T: Codable & Sendable>: SchedulingProcessor {
-    /// The map's keys.
-    public typealias Key = K
-    /// The map's values.
-    public typealias Value = T
-
+public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Sendable, Value: Codable & Sendable>: SchedulingProcessor {
     /// The name of the disk copies, if values are kept on disk.
     public let cacheKey: String?
 
-    @usableFromInline let core: MuxCore<K, T>
+    @usableFromInline let core: MuxCore<Key, Value>
 
     /// Creates a map.
     ///
     /// - Parameters:
     ///   - cacheKey: names the disk copies; `nil` (the default) keeps values in memory only.
     ///   - timeToLive: how long a fetched value is served without fetching again; 30 minutes by default.
-    ///   - memoryLimit: the most values kept in memory; 1,000 by default.
+    ///   - countLimit: the most values kept in memory; 1,000 by default.
     ///   - maxConcurrentFetches: the most fetches running at once; 16 by default.
     ///   - rateLimit: how many fetches may start per second (an API's quota); `nil` (the default)
     ///     for no limit.
@@ -39,30 +34,30 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     public convenience init(
         cacheKey: String? = nil,
         timeToLive: Duration = .seconds(30 * 60),
-        memoryLimit: Int = 1_000,
+        countLimit: Int = 1_000,
         maxConcurrentFetches: Int = 16,
         rateLimit: RateLimit? = nil,
         directory: URL? = nil,
         clock: MuxClock = .system,
-        onFetch: @escaping @Sendable (K) async throws -> T
+        onFetch: @escaping @Sendable (Key) async throws -> Value
     ) {
         self.init(
-            cacheKey: cacheKey, timeToLive: timeToLive, memoryLimit: memoryLimit, maxConcurrentFetches: maxConcurrentFetches,
+            cacheKey: cacheKey, timeToLive: timeToLive, countLimit: countLimit, maxConcurrentFetches: maxConcurrentFetches,
             rateLimit: rateLimit, directory: directory, clock: clock, runner: MuxCore.runner(fetch: onFetch)
         )
     }
 
     @usableFromInline
     init(
-        cacheKey: String?, timeToLive: Duration, memoryLimit: Int, maxConcurrentFetches: Int, rateLimit: RateLimit?,
-        directory: URL?, clock: MuxClock, runner: @escaping MuxCore<K, T>.Runner
+        cacheKey: String?, timeToLive: Duration, countLimit: Int, maxConcurrentFetches: Int, rateLimit: RateLimit?,
+        directory: URL?, clock: MuxClock, runner: @escaping MuxCore<Key, Value>.Runner
     ) {
         self.cacheKey = cacheKey
         let disk = cacheKey.flatMap { cacheKey in
             // The map's name is part of each entry's key, so two maps never read each other's copies.
-            MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (key: K) in cacheKey + "\u{1F}" + key.description }
+            MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (key: Key) in cacheKey + "\u{1F}" + key.description }
         }
-        let cache = MuxCache<K, T>(timeToLive: timeToLive, clock: clock, memoryLimit: memoryLimit, disk: disk)
+        let cache = MuxCache<Key, Value>(timeToLive: timeToLive, clock: clock, countLimit: countLimit, disk: disk)
         core = MuxCore(cache: cache, maxConcurrent: maxConcurrentFetches, rateLimit: rateLimit, runner: runner)
         if cacheKey != nil { MuxRepository.register(self) }
     }
@@ -70,38 +65,40 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     /// How long a fetched value is served without fetching again.
     public var timeToLive: Duration { core.cache.timeToLive }
 
-    /// The value for `key`; see ``Multiplexer/request()`` for the policy.
+    /// The value for `key`; see ``Multiplexer/value()`` for the policy.
     @inlinable  // with `MuxCore.request`: the hit runs specialized in the caller
-    public func request(key: K) async throws -> T {
+    public func value(for key: Key) async throws -> Value {
         try await core.request(key)
     }
 
-    /// Same as ``request(key:)``, so the map can serve an ``Avenue``.
-    public func process(_ key: K) async throws -> T {
-        try await request(key: key)
+    /// Same as ``value(for:)``, so the map can serve an ``Avenue``.
+    public func process(_ key: Key) async throws -> Value {
+        try await value(for: key)
     }
 
     /// Soft refresh of every key: each key's next request fetches; old values stay as fallbacks.
     @discardableResult
-    public func refresh() -> MultiplexerMap<K, T> {
+    public func refresh() -> MultiplexerMap<Key, Value> {
         core.cache.refresh(nil)
         return self
     }
 
-    /// Soft refresh of `key`.
+    /// Soft refresh of `key`: its next request fetches, and its copies stay as fallbacks until a
+    /// fetch succeeds. Returns `self`, for `refresh(for: key).value(for: key)`.
     @discardableResult
-    public func refresh(key: K) -> MultiplexerMap<K, T> {
+    public func refresh(for key: Key) -> MultiplexerMap<Key, Value> {
         core.cache.refresh(key)
         return self
     }
 
     /// Hard clear of every key: memory and disk copies gone, fetches in flight cancelled.
-    public func clear() async {
+    public func clear() {
         core.clear(nil)
     }
 
-    /// Hard clear of `key`.
-    public func clear(key: K) async {
+    /// Hard clear of `key`: its memory and disk copies are gone and its fetch in flight is cancelled
+    /// (those callers receive `CancellationError`).
+    public func clear(for key: Key) {
         core.clear(key)
     }
 
@@ -114,26 +111,66 @@ public final class MultiplexerMap<K: LosslessStringConvertible & Hashable & Send
     ///
     /// - Returns: the failures, if any.
     @discardableResult
-    public func save() async -> [DiskStorageError] {
+    public func save() -> [DiskStorageError] {
         core.cache.save()
     }
 
     /// The cached value for `key` of any age — memory, else disk — without fetching.
-    public func cachedValue(for key: K) -> T? {
+    public func cachedValue(for key: Key) -> Value? {
         core.cache.cachedValue(for: key)
     }
 
     /// Makes `value` the fresh memory copy for `key`.
-    public func store(_ value: T, for key: K) {
+    public func set(_ value: Value, for key: Key) {
         core.cache.store(value, for: key)
     }
+}
+
+extension MultiplexerMap {
+    /// Creates a map; ``init(cacheKey:timeToLive:countLimit:maxConcurrentFetches:rateLimit:directory:clock:onFetch:)``
+    /// with `memoryLimit` for `countLimit` (a count is a `countLimit` everywhere, CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "init(cacheKey:timeToLive:countLimit:maxConcurrentFetches:rateLimit:directory:clock:onFetch:)")
+    @inlinable
+    public convenience init(
+        cacheKey: String? = nil,
+        timeToLive: Duration = .seconds(30 * 60),
+        memoryLimit: Int,
+        maxConcurrentFetches: Int = 16,
+        rateLimit: RateLimit? = nil,
+        directory: URL? = nil,
+        clock: MuxClock = .system,
+        onFetch: @escaping @Sendable (Key) async throws -> Value
+    ) {
+        self.init(
+            cacheKey: cacheKey, timeToLive: timeToLive, countLimit: memoryLimit, maxConcurrentFetches: maxConcurrentFetches,
+            rateLimit: rateLimit, directory: directory, clock: clock, onFetch: onFetch
+        )
+    }
+
+    /// ``value(for:)``: a value is asked for with `value(for:)` everywhere (CONTRIBUTING.md);
+    /// AsyncMux's name.
+    @available(*, deprecated, renamed: "value(for:)")
+    public func request(key: Key) async throws -> Value { try await value(for: key) }
+
+    /// ``refresh(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "refresh(for:)")
+    @discardableResult
+    public func refresh(key: Key) -> MultiplexerMap<Key, Value> { refresh(for: key) }
+
+    /// ``clear(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "clear(for:)")
+    public func clear(key: Key) { clear(for: key) }
+
+    /// ``set(_:for:)``: a value is put with `set` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "set(_:for:)")
+    public func store(_ value: Value, for key: Key) { set(value, for: key) }
 }
 
 extension MultiplexerMap {
     /// Registers with ``MuxRepository`` (the earlier seed's explicit step; a `cacheKey` already
     /// registers). Returns `self`, so it chains after `init`.
     @discardableResult
-    public func register() -> MultiplexerMap<K, T> {
+    public func register() -> MultiplexerMap<Key, Value> {
         MuxRepository.register(self)
         return self
     }

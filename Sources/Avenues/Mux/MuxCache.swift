@@ -45,19 +45,19 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     @usableFromInline let timeToLive: Duration
     @usableFromInline let clock: MuxClock
-    @usableFromInline let memoryLimit: Int
+    @usableFromInline let countLimit: Int
     @usableFromInline let disk: DiskStorage<Key>?
     @usableFromInline let state = Locked(State())
     /// Held while copies are saved to disk or cleared, so a save racing a clear cannot leave files.
     private let persistence = Locked(())
 
     @usableFromInline
-    init(timeToLive: Duration, clock: MuxClock, memoryLimit: Int, disk: DiskStorage<Key>?) {
+    init(timeToLive: Duration, clock: MuxClock, countLimit: Int, disk: DiskStorage<Key>?) {
         precondition(timeToLive >= .zero, "A multiplexer's timeToLive must not be negative")
-        precondition(memoryLimit >= 1, "A multiplexer map's memoryLimit must be at least 1")
+        precondition(countLimit >= 1, "A multiplexer map's countLimit must be at least 1")
         self.timeToLive = timeToLive
         self.clock = clock
-        self.memoryLimit = memoryLimit
+        self.countLimit = countLimit
         self.disk = disk
     }
 
@@ -171,7 +171,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     /// when they pile up, which costs at most a few extra fetches of keys in flight.
     private func advanceEpoch(of key: Key?, in state: inout State) {
         state.epochs &+= 1
-        if let key, state.keyEpochs.count < 4 * memoryLimit + 64 {
+        if let key, state.keyEpochs.count < 4 * countLimit + 64 {
             state.keyEpochs[key] = state.epochs
         } else {
             state.everyKeyEpoch = state.epochs
@@ -279,7 +279,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     @inlinable
     func insert(_ entry: Entry, for key: Key, in state: inout State) {
         state.memory.set(entry, for: key, cost: 1)
-        while state.memory.count > memoryLimit { _ = state.memory.removeLeastRecentlyUsed() }
+        while state.memory.count > countLimit { _ = state.memory.removeLeastRecentlyUsed() }
     }
 
     private func diskCopy(for key: Key) -> (value: Value, storedAt: Date)? {

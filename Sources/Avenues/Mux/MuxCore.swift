@@ -64,7 +64,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
 
     /// Whether a fetch of `key` that a request made now would join is queued or running.
     func isInFlight(_ key: Key) -> Bool {
-        fetcher.state(of: runKey(for: key)) != .none
+        fetcher.state(for: runKey(for: key)) != .idle
     }
 
     /// Hard clear, including fetches in flight: their callers receive `CancellationError`, and a

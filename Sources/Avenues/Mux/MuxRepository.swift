@@ -31,14 +31,14 @@ public enum MuxRepository {
     ///
     /// - Returns: the failures, if any.
     @discardableResult
-    public static func saveAll() async -> [DiskStorageError] {
+    public static func saveAll() -> [DiskStorageError] {
         live().flatMap { $0.saveToDisk() }
     }
 
     /// Removes every registered multiplexer's memory and disk copies (cancelling fetches in flight),
     /// and every other multiplexer's disk copy in the same folders — including those of multiplexers
     /// not created yet in this run — so nothing of the signed-out user is left.
-    public static func clearAll() async {
+    public static func clearAll() {
         let members = live()
         for member in members { member.clearEverything() }
         let roots = Set(members.compactMap { $0.diskFolder?.deletingLastPathComponent().standardizedFileURL })
@@ -51,7 +51,7 @@ public enum MuxRepository {
     }
 
     /// Drops every registered multiplexer's memory copies (on memory pressure); disk copies stay.
-    public static func clearMemory() async {
+    public static func clearMemory() {
         for member in live() { member.clearMemory() }
     }
 
@@ -68,17 +68,21 @@ public enum MuxRepository {
     }
 
     /// The earlier AsyncMux seed's spelling, `MuxRepository.shared.saveAll()`: the same operations.
+    @available(*, deprecated, message: "call MuxRepository.saveAll(), clearAll() and clearMemory() directly")
     public static let shared = Shared()
 
     /// Forwards to ``MuxRepository``'s static operations (the earlier, actor-based API's names).
     public struct Shared: Sendable {
-        /// ``MuxRepository/saveAll()``.
+        /// Saves every registered multiplexer's memory copies to disk and returns the failures — the
+        /// same as ``MuxRepository/saveAll()``, spelled as AsyncMux's actor-based API spells it.
         @discardableResult
-        public func saveAll() async -> [DiskStorageError] { await MuxRepository.saveAll() }
-        /// ``MuxRepository/clearAll()``.
-        public func clearAll() async { await MuxRepository.clearAll() }
+        public func saveAll() -> [DiskStorageError] { MuxRepository.saveAll() }
+        /// Deletes every registered multiplexer's memory and disk copies and cancels their fetches —
+        /// the same as ``MuxRepository/clearAll()``.
+        public func clearAll() { MuxRepository.clearAll() }
+        /// Drops every registered multiplexer's memory copies, keeping the disk copies — the same as
         /// ``MuxRepository/clearMemory()``.
-        public func clearMemory() async { await MuxRepository.clearMemory() }
+        public func clearMemory() { MuxRepository.clearMemory() }
     }
 
     // MARK: Internals

@@ -8,26 +8,26 @@
 ///
 /// Reads never fetch: a fresh copy is fresh, an older one (memory, else disk) is stale. Writes store
 /// a fresh memory copy; removals are the map's hard clear of that key (memory and disk).
-public struct MuxStorage<K: LosslessStringConvertible & Hashable & Sendable, T: Codable & Sendable>: Storage {
-    let core: MuxCore<K, T>
+public struct MuxStorage<Key: LosslessStringConvertible & Hashable & Sendable, Value: Codable & Sendable>: Storage {
+    let core: MuxCore<Key, Value>
 
     /// The fresh copy of `key`, if there is one.
-    public func value(for key: K) -> T? {
+    public func value(for key: Key) -> Value? {
         core.cache.lookup(key).flatMap { $0.isStale ? nil : $0.value }
     }
 
     /// The copy of `key` of any age, marked stale when it is past its time-to-live or was refreshed.
-    public func lookup(_ key: K) -> StoredValue<T>? {
+    public func lookup(_ key: Key) -> StoredValue<Value>? {
         core.cache.lookup(key).map { StoredValue($0.value, isStale: $0.isStale) }
     }
 
     /// Makes `value` the fresh memory copy of `key`.
-    public func set(_ value: T, for key: K) {
+    public func set(_ value: Value, for key: Key) {
         core.cache.store(value, for: key)
     }
 
     /// Removes the memory and disk copies of `key`.
-    public func removeValue(for key: K) {
+    public func removeValue(for key: Key) {
         core.cache.clear(key)
     }
 
@@ -40,7 +40,7 @@ public struct MuxStorage<K: LosslessStringConvertible & Hashable & Sendable, T: 
 extension MultiplexerMap {
     /// The map's copies as a ``Storage``, for an ``Avenue`` over the map: stale copies show at once
     /// while a fresh one is fetched. See ``MuxStorage``.
-    public var storage: MuxStorage<K, T> {
+    public var storage: MuxStorage<Key, Value> {
         MuxStorage(core: core)
     }
 }

@@ -93,7 +93,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         var onChange: (@Sendable (PagedRowsChange) -> Void)?
         var details: [UInt64: @Sendable (Range<Int>?) -> Void] = [:]
         var nextDetail: UInt64 = 0
-        /// The ``changes`` subscriptions, by page number.
+        /// The ``subscribe()`` subscriptions, by page number.
         var subscriptions: [UInt64: ChangeSubscription<Int>] = [:]
         var nextSubscription: UInt64 = 0
     }
@@ -429,7 +429,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         notify(number)
     }
 
-    /// Tells the ``onChange`` callback and every ``changes`` reader that page `number` changed.
+    /// Tells the ``onChange`` callback and every ``subscribe()`` reader that page `number` changed.
     private func notify(_ number: Int) {
         let size = configuration.pageSize
         let change = PagedRowsChange(rows: number * size ..< (number + 1) * size, count: count)

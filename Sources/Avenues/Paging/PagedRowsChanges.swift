@@ -1,5 +1,5 @@
 /// The changes of a ``PagedRows``, as an async sequence of page-sized row ranges; see
-/// ``PagedRows/changes``. A reader that falls behind holds at most one event per page.
+/// ``PagedRows/subscribe()``. A reader that falls behind holds at most one event per page.
 public struct PagedRowsChanges: AsyncSequence, Sendable {
     /// Rows whose page changed, with the count then.
     public typealias Element = PagedRowsChange
@@ -10,12 +10,13 @@ public struct PagedRowsChanges: AsyncSequence, Sendable {
     let pageSize: Int
     let count: @Sendable () -> RowCount
 
-    /// Makes the iterator.
+    /// An iterator over this subscription's changes. Iterate once: the changes are buffered per
+    /// subscription, so a second iterator would share (and split) them.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(pages: pages.makeAsyncIterator(), pageSize: pageSize, count: count)
     }
 
-    /// Reads the changes one by one.
+    /// Reads the changes one by one, suspending while none is waiting; ends when the rows are gone.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var pages: AvenueChanges<Int>.AsyncIterator
         let pageSize: Int
@@ -36,10 +37,10 @@ public struct PagedRowsChanges: AsyncSequence, Sendable {
 }
 
 extension PagedRows {
-    /// The rows' changes — a page loaded, failed or was cancelled, or the count changed — as an
-    /// async sequence of the page's rows. Each access makes a new subscription from then on; it
-    /// ends when the rows are released.
-    public var changes: PagedRowsChanges {
+    /// A new subscription to the rows' changes — a page loaded, failed or was cancelled, or the
+    /// count changed — as an async sequence of the page's rows, from this call on; it ends when the
+    /// rows are released. Subscribe before showing rows, so no change is missed.
+    public func subscribe() -> PagedRowsChanges {
         let buffer = ChangeSubscription<Int> { _, _ in true }  // pages are told whether shown or not
         let id = listeners.withLock { listeners -> UInt64 in
             listeners.nextSubscription &+= 1
@@ -53,4 +54,9 @@ extension PagedRows {
             self?.count ?? .atLeast(0)
         }
     }
+
+    /// ``subscribe()``: a property that made a new subscription on every access read as if it
+    /// returned one shared sequence.
+    @available(*, deprecated, renamed: "subscribe()")
+    public var changes: PagedRowsChanges { subscribe() }
 }

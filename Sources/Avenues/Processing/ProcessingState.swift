@@ -1,8 +1,8 @@
 /// Where a key stands in an ``AutoProcessor``.
 public enum ProcessingState: Sendable, Hashable, CustomStringConvertible {
-    /// Nothing is queued, running or being delivered for the key. A finished key reads `.none` once
+    /// Nothing is queued, running or being delivered for the key. A finished key reads `.idle` once
     /// its result has been handed out, because finished runs leave the processor's tables.
-    case none
+    case idle
     /// Waiting for a free worker.
     case queued
     /// The work is running.
@@ -14,14 +14,18 @@ public enum ProcessingState: Sendable, Hashable, CustomStringConvertible {
     /// starts a new run (failures are never cached).
     case failed
 
-    /// The state's name.
+    /// The case's name, for logs: `idle`, `queued`, `running`, `completed` or `failed`.
     public var description: String {
         switch self {
-        case .none: "none"
+        case .idle: "idle"
         case .queued: "queued"
         case .running: "running"
         case .completed: "completed"
         case .failed: "failed"
         }
     }
+
+    /// The seeds' name of ``idle``, which read ambiguously beside `Optional.none`.
+    @available(*, deprecated, renamed: "idle")
+    public static var none: ProcessingState { .idle }
 }

@@ -137,7 +137,7 @@ struct AvenueStressTests {
             }
         }
         // No claim leaks: nothing in flight anywhere, and exactly the claimed rows are assigned.
-        #expect(avenue.tableSizes == (rows: claimedRows, loads: 0))
+        #expect(avenue.tableSizes == AvenueTableSizes(rows: claimedRows, loads: 0))
         #expect(violations.withLock { $0 } == [])
         let statistics = avenue.statistics
         #expect(statistics.loadsInFlight == 0)

@@ -64,7 +64,7 @@ struct AvenueTests {
         f.avenue.prepareItem(for: "k", at: 2)
         await f.work.waitUntilStarted("k")
         f.avenue.cancel(at: 1)
-        #expect(f.avenue.processor.state(of: "k") == .running)
+        #expect(f.avenue.processor.state(for: "k") == .running)
         #expect(f.work.cancellationsSeen(by: "k") == 0)
         f.work.succeed("k", with: 3)
         await f.told.wait(for: 2)
@@ -115,8 +115,8 @@ struct AvenueTests {
         for row in 0..<5 { f.avenue.prepareItem(for: "k\(row)", at: row) }
         await f.work.waitUntilStarted("k0")
         f.avenue.cancelAll()
-        #expect(f.avenue.tableSizes == (0, 0))
-        for row in 0..<5 { #expect(f.avenue.processor.state(of: "k\(row)") == .none) }
+        #expect(f.avenue.tableSizes.isIdle)
+        for row in 0..<5 { #expect(f.avenue.processor.state(for: "k\(row)") == .idle) }
         f.avenue.prepareItem(for: "k0", at: 0)
         await f.work.waitUntilStarted("k0", times: 2)
         f.work.succeed("k0", with: 5)
@@ -177,7 +177,7 @@ struct AvenueTests {
         // Work that started was cancelled before it finished, except when it finished before the
         // cancel reached it: a handful at most on a loaded machine, never thousands.
         #expect(finishedUncancelled.value <= started.value)
-        #expect(avenue.tableSizes == (rows: 0, loads: 0))
+        #expect(avenue.tableSizes == AvenueTableSizes(rows: 0, loads: 0))
     }
 
     @Test func rowsOnCanonicallyEquivalentKeysOverADiskStorageShareOneLoadAndBothReadIt() async throws {
@@ -273,7 +273,7 @@ struct AvenueTests {
         f.avenue.prepareItem(for: "k", at: 3)
         #expect(f.avenue.item(at: 3) == 5)
         #expect(f.avenue.state(at: 3).isLoaded)
-        #expect(f.avenue.processor.state(of: "k") == .none)
+        #expect(f.avenue.processor.state(for: "k") == .idle)
         #expect(f.work.totalStarts == 0)
         #expect(f.avenue.statistics.cacheHits == 1)
         #expect(f.told.count == 0)
@@ -305,10 +305,10 @@ struct AvenueTests {
         mine.prepareItem(for: "k", at: 2)
         theirs.prepareItem(for: "k", at: 9)
         await work.waitUntilStarted("k")
-        mine.cancelProcessing(of: "k")
+        mine.cancel(for: "k")
         #expect(mine.key(at: 1) == nil)
         #expect(mine.key(at: 2) == nil)
-        #expect(shared.state(of: "k") == .running)  // the other avenue still wants it
+        #expect(shared.state(for: "k") == .running)  // the other avenue still wants it
         work.succeed("k", with: 4)
         await theirTold.wait(for: 9)
         #expect(theirs.item(at: 9) == 4)
@@ -337,7 +337,7 @@ struct AvenueTests {
         let f = AvenueFixture()
         f.avenue.prepareItem(for: "k", at: 0)
         await f.work.waitUntilStarted("k")
-        f.avenue.processor.cancel("k")
+        f.avenue.processor.cancel(for: "k")
         await f.told.wait(for: 0)
         #expect(f.avenue.state(at: 0).description == "empty")
         #expect(f.errors.count == 0)
@@ -355,10 +355,10 @@ struct AvenueTests {
         await eventually("the workers left") { processor.tableSizes.workers == 0 }
         #expect(processor.tableSizes.isIdle)
         // No load is in flight; what remains is only the row → key assignment the front end made.
-        #expect(avenue.tableSizes == (rows: 10_000, loads: 0))
+        #expect(avenue.tableSizes == AvenueTableSizes(rows: 10_000, loads: 0))
         #expect(avenue.item(at: 9_999) == 10_000)
         for row in 0..<10_000 { avenue.cancel(at: row) }
-        #expect(avenue.tableSizes == (rows: 0, loads: 0))
+        #expect(avenue.tableSizes == AvenueTableSizes(rows: 0, loads: 0))
     }
 
     @Test func aCallbackCanReadItsRowAndCancelItWithoutDeadlock() async {
@@ -488,7 +488,7 @@ struct AvenueTests {
             changes.append("\(row): \(avenue.state(at: row))")
             // Another row of this avenue waits on "k": before the fix, its cancellation was
             // delivered on this thread inside this delivery ("Recursive call to lock Mutex").
-            if row == 0 { if all { avenue.processor.cancelAll() } else { avenue.processor.cancel("k") } }
+            if row == 0 { if all { avenue.processor.cancelAll() } else { avenue.processor.cancel(for: "k") } }
         }
         f.avenue.prepareItem(for: "a", at: 0)
         f.avenue.prepareItem(for: "k", at: 1)
@@ -563,7 +563,7 @@ struct AvenueTests {
 
     @Test func changesDeliverEachRowOnceAndSkipRowsReleasedBeforeTheEventIsRead() async {
         let f = AvenueFixture()
-        var iterator = f.avenue.changes.makeAsyncIterator()
+        var iterator = f.avenue.subscribe().makeAsyncIterator()
         f.avenue.prepareItem(for: "a", at: 0)
         f.avenue.prepareItem(for: "b", at: 1)
         f.avenue.prepareItem(for: "c", at: 2)
@@ -589,7 +589,7 @@ struct AvenueTests {
 
     @Test func aReaderThatFallsBehindGetsTheNewestEventOfEachRow() async {
         let f = AvenueFixture()
-        let changes = f.avenue.changes
+        let changes = f.avenue.subscribe()
         f.avenue.prepareItem(for: "k", at: 0)
         await f.work.waitUntilStarted("k")
         f.work.fail("k", with: TestError("first try"))
@@ -607,8 +607,8 @@ struct AvenueTests {
 
     @Test func anIdleSubscriberHoldsAtMostOneEventPerRowTheAvenueStillHas() async {
         let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(countLimit: 100), processor: ClosureProcessor { $0 })
-        let idle = (0..<3).map { _ in avenue.changes }  // subscribed, never read
-        let reader = avenue.changes
+        let idle = (0..<3).map { _ in avenue.subscribe() }  // subscribed, never read
+        let reader = avenue.subscribe()
         var iterator = reader.makeAsyncIterator()
         // A list scrolled through 10,000 rows: each row loads, then is let go.
         for row in 0..<10_000 {
@@ -624,7 +624,7 @@ struct AvenueTests {
 
     @Test func theChangesStreamEndsWhenTheAvenueIsReleased() async {
         var avenue: Avenue<Int, String, Int>? = Avenue(storage: MemoryStorage(), processor: ClosureProcessor { _ in 1 })
-        let changes = avenue?.changes
+        let changes = avenue?.subscribe()
         avenue = nil
         var count = 0
         if let changes { for await _ in changes { count += 1 } }

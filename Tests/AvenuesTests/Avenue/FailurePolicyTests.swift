@@ -140,12 +140,12 @@ struct FailurePolicyTests {
             fetches.withLock { $0 += 1 }
             throw Throttled(retryAfter: .seconds(60))
         }
-        await #expect(throws: Throttled(retryAfter: .seconds(60))) { try await map.request(key: "k") }
-        await #expect(throws: Throttled(retryAfter: .seconds(60))) { try await map.request(key: "k") }
+        await #expect(throws: Throttled(retryAfter: .seconds(60))) { try await map.value(for: "k") }
+        await #expect(throws: Throttled(retryAfter: .seconds(60))) { try await map.value(for: "k") }
         #expect(fetches.value == 1)
-        map.store(5, for: "k")
-        map.refresh(key: "k")  // stale now: the refresh would fetch, but the back end asked to wait
-        #expect(try await map.request(key: "k") == 5)
+        map.set(5, for: "k")
+        map.refresh(for: "k")  // stale now: the refresh would fetch, but the back end asked to wait
+        #expect(try await map.value(for: "k") == 5)
         #expect(fetches.value == 1)
     }
 
@@ -211,7 +211,7 @@ struct FailurePolicyTests {
         let clock = ManualClock()
         let work = ControlledWork<String, Int>()
         let map = MultiplexerMap<String, Int>(timeToLive: .seconds(60), clock: clock.muxClock) { try await work.process($0) }
-        map.store(1, for: "k")
+        map.set(1, for: "k")
         clock.advance(by: .seconds(61))
         let avenue = Avenue<Int, String, Int>(storage: map.storage, processor: map)
         let told = EventLog<Int>()

@@ -152,7 +152,7 @@ struct RowPrefetcherTests {
         #expect(avenue.key(at: 0) == "row0")
         prefetcher = nil
         #expect(avenue.key(at: 0) == nil)
-        #expect(avenue.tableSizes == (0, 0))
+        #expect(avenue.tableSizes.isIdle)
     }
 
     @Test func stopWhileAnotherThreadAppliesAWindowLeavesNoClaims() async {

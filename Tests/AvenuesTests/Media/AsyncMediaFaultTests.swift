@@ -54,7 +54,7 @@ final class AsyncMediaFaultTests: Sendable {
         let (data, _) = try await URLSession.shared.data(from: server.url("/bytes/100"))
         #expect(data == MediaServer.body(100))
         let other = AsyncMedia(directory: folder.child("other-\(UUID().uuidString)"))
-        let file = try await other.request(url: server.url("/bytes/5000"))
+        let file = try await other.file(for: server.url("/bytes/5000"))
         #expect(try Data(contentsOf: file) == MediaServer.body(5_000))
         #expect(await Task.detached { 42 }.value == 42)
     }
@@ -75,19 +75,19 @@ final class AsyncMediaFaultTests: Sendable {
             written.store(0, ordering: .relaxed)
             let url = server.url("/bytes/\(size)")
             await #expect {
-                try await media.request(url: url)
+                try await media.file(for: url)
             } throws: { error in
                 guard case .cannotStore(_, let reason)? = error as? AsyncMediaError else { return false }
                 return reason.reason == .diskFull && "\(error)".contains("Free some space")
             }
-            #expect(media.cachedValue(url: url) == nil)
+            #expect(media.cachedFile(for: url) == nil)
             await eventually("the temporary file is gone") { self.files().temporary.isEmpty }
         }
         // Before the fix the process's networking was dead from here on (the delegate's cancel()
         // waited for libcurl's queue, blocked on the delegate).
         try await networkingStillWorks()
         written.store(0, ordering: .relaxed)  // space was freed
-        let after = try await media.request(url: server.url("/bytes/1000"))
+        let after = try await media.file(for: server.url("/bytes/1000"))
         #expect(try Data(contentsOf: after) == MediaServer.body(1_000))
     }
 
@@ -115,14 +115,14 @@ final class AsyncMediaFaultTests: Sendable {
             let media = media(transport, directory: directory)
             for size in [3_000_000, 20_000_000] {
                 await #expect {
-                    try await media.request(url: server.url("/bytes/\(size)"))
+                    try await media.file(for: server.url("/bytes/\(size)"))
                 } throws: { error in
                     guard case .cannotStore(_, let reason)? = error as? AsyncMediaError else { return false }
                     return reason.reason == .diskFull
                 }
                 await eventually("the temporary file is gone") { self.files(in: directory).temporary.isEmpty }
             }
-            let small = try await media.request(url: server.url("/bytes/2000"))
+            let small = try await media.file(for: server.url("/bytes/2000"))
             #expect(try Data(contentsOf: small) == MediaServer.body(2_000))
         }
         try await networkingStillWorks()
@@ -135,12 +135,12 @@ final class AsyncMediaFaultTests: Sendable {
         // The server gzips whatever it is asked; before the fix its Content-Length (of the encoded
         // body) was compared with the decoded size: incompleteBody on every try.
         let media = media(transport)
-        let file = try await media.request(url: server.url("/gzip/200000"))
+        let file = try await media.file(for: server.url("/gzip/200000"))
         #expect(try Data(contentsOf: file) == MediaServer.body(200_000))
     }
 
     @Test func theSocketTransportAsksForTheFileAsItIs() async throws {
-        _ = try await media(.sockets).request(url: server.url("/bytes/1000"))
+        _ = try await media(.sockets).file(for: server.url("/bytes/1000"))
         let asked = try await server.headers()["/bytes/1000"]
         #expect(asked?["accept-encoding"] == "identity")
         #expect(asked?["range"] == "")
@@ -150,8 +150,8 @@ final class AsyncMediaFaultTests: Sendable {
     func partialAndEmptyAnswersAreNeverCached(transport: MediaTransport, status: Int) async throws {
         let media = media(transport)
         let url = server.url("/status/\(status)")
-        await #expect(throws: AsyncMediaError.httpStatus(status, url: url)) { try await media.request(url: url) }
-        #expect(media.cachedValue(url: url) == nil)
+        await #expect(throws: AsyncMediaError.httpStatus(status, url: url)) { try await media.file(for: url) }
+        #expect(media.cachedFile(for: url) == nil)
         #expect(files().media.isEmpty && files().temporary.isEmpty)
     }
 
@@ -159,7 +159,7 @@ final class AsyncMediaFaultTests: Sendable {
     func chunkedCloseDelimitedAndRedirectedBodiesArriveWhole(transport: MediaTransport) async throws {
         let media = media(transport)
         for path in ["/chunked/123457", "/close/54321", "/redirect/bytes/7777"] {
-            let file = try await media.request(url: server.url(path))
+            let file = try await media.file(for: server.url(path))
             let size = Int(path.split(separator: "/").last ?? "0") ?? 0
             #expect(try Data(contentsOf: file) == MediaServer.body(size), "\(path)")
         }
@@ -172,7 +172,7 @@ final class AsyncMediaFaultTests: Sendable {
         let media = media(transport, limits: DownloadLimits(idleTimeout: .seconds(5), totalTimeout: .milliseconds(800)))
         let url = server.url("/endless?pause_ms=10")
         await #expect(throws: AsyncMediaError.tookTooLong(try AsyncMedia.canonical(url), limit: .milliseconds(800))) {
-            try await media.request(url: url)
+            try await media.file(for: url)
         }
         #expect(files().media.isEmpty)
         await eventually("the temporary file is gone") { self.files().temporary.isEmpty }
@@ -183,7 +183,7 @@ final class AsyncMediaFaultTests: Sendable {
     func aServerThatStopsSendingIsStoppedByTheIdleTimeout(transport: MediaTransport) async throws {
         let media = media(transport, limits: DownloadLimits(idleTimeout: .milliseconds(700)))
         await #expect {
-            try await media.request(url: server.url("/stall/100000"))
+            try await media.file(for: server.url("/stall/100000"))
         } throws: { error in
             (error as? URLError)?.code == .timedOut && error.isSilenceable
         }
@@ -194,9 +194,9 @@ final class AsyncMediaFaultTests: Sendable {
     @Test func aBodyLargerThanTheMaximumSizeIsStoppedEarly() async throws {
         let media = media(limits: DownloadLimits(maximumSize: 10_000))
         let url = server.url("/bytes/5000000")
-        await #expect(throws: AsyncMediaError.tooLarge(url, limit: 10_000)) { try await media.request(url: url) }
+        await #expect(throws: AsyncMediaError.tooLarge(url, limit: 10_000)) { try await media.file(for: url) }
         let endless = server.url("/close/5000000")  // no announced length: stopped when it passes the limit
-        await #expect(throws: AsyncMediaError.tooLarge(endless, limit: 10_000)) { try await media.request(url: endless) }
+        await #expect(throws: AsyncMediaError.tooLarge(endless, limit: 10_000)) { try await media.file(for: endless) }
         #expect(files().media.isEmpty)
     }
 
@@ -207,23 +207,23 @@ final class AsyncMediaFaultTests: Sendable {
         let base = "127.0.0.1:\(server.port)/bytes/4321"
         let urls = try ["HTTP://\(base)", "http://\(base)#first", "http://\(base)#second"].map { try #require(URL(string: $0)) }
         var files: [URL] = []
-        for url in urls { files.append(try await media.request(url: url)) }
+        for url in urls { files.append(try await media.file(for: url)) }
         #expect(Set(files).count == 1)
         #expect(try await server.counts().requests["/bytes/4321"] == 1)
-        #expect(media.cachedValue(url: urls[2]) == files[0])
+        #expect(media.cachedFile(for: urls[2]) == files[0])
         let withPort = try #require(URL(string: "http://EXAMPLE.com:80/a#b"))
         #expect(try AsyncMedia.canonical(withPort).absoluteString == "http://example.com/a")
     }
 
     @Test func aDeletedFolderIsCreatedAgain() async throws {
         let media = media()
-        _ = try await media.request(url: server.url("/bytes/1000"))
+        _ = try await media.file(for: server.url("/bytes/1000"))
         try FileManager.default.removeItem(at: media.directory)
-        let file = try await media.request(url: server.url("/bytes/2000"))  // before the fix: failed for ever
+        let file = try await media.file(for: server.url("/bytes/2000"))  // before the fix: failed for ever
         #expect(try Data(contentsOf: file) == MediaServer.body(2_000))
-        await media.clear()
+        media.clear()
         try FileManager.default.removeItem(at: media.directory)
-        #expect(try await media.request(url: server.url("/bytes/3000")).path.hasPrefix(media.directory.path))
+        #expect(try await media.file(for: server.url("/bytes/3000")).path.hasPrefix(media.directory.path))
     }
 
     @Test func aRequestNeverReturnsAFileThatAClearHadAlreadyDeleted() async throws {
@@ -233,11 +233,11 @@ final class AsyncMediaFaultTests: Sendable {
         for round in 0..<300 {
             let url = server.url("/bytes/\(1_000 + round % 7)")
             async let requested: (URL, Int)? = {
-                guard let file = try? await media.request(url: url) else { return nil }
+                guard let file = try? await media.file(for: url) else { return nil }
                 return (file, tick.withLock { $0 += 1; return $0 })
             }()
             async let cleared: Int = {
-                await media.clear()
+                media.clear()
                 return tick.withLock { $0 += 1; return $0 }
             }()
             let (request, clearDone) = await (requested, cleared)
@@ -264,7 +264,7 @@ final class AsyncMediaFaultTests: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<60 {
                 group.addTask {
-                    let file = try await media.request(url: self.server.url("/bytes/\(4_000 + index)"))
+                    let file = try await media.file(for: self.server.url("/bytes/\(4_000 + index)"))
                     #expect(try Data(contentsOf: file).count == 4_000 + index)
                 }
             }
@@ -297,7 +297,7 @@ final class AsyncMediaFaultTests: Sendable {
                 let url = server.url("/drip/\(item.size)?chunk=65536&pause_ms=1&n=\(index)")
                 let callers = item.cancel.map { cancel in
                     Task { () -> Void in
-                        if let file = try? await media.request(url: url) {
+                        if let file = try? await media.file(for: url) {
                             #expect(FileManager.default.fileExists(atPath: file.path))
                         }
                         _ = cancel
@@ -322,8 +322,8 @@ final class AsyncMediaFaultTests: Sendable {
         let media = media(transport)
         let url = server.url("/busy/30")
         let busy = AsyncMediaError.unavailable(status: 503, url: url, retryAfter: .seconds(30))
-        await #expect(throws: busy) { try await media.request(url: url) }
-        await #expect(throws: busy) { try await media.request(url: url) }  // answered without asking
+        await #expect(throws: busy) { try await media.file(for: url) }
+        await #expect(throws: busy) { try await media.file(for: url) }  // answered without asking
         #expect(try await server.counts().requests["/busy/30"] == 1)
         #expect(busy.retryAfter == .seconds(30))
         #expect(Transfer.delay(retryAfter: "Wed, 21 Oct 2015 07:28:30 GMT", now: Date(timeIntervalSince1970: 1_445_412_480)) == .seconds(30))

@@ -101,7 +101,7 @@ final class AsyncMediaTests {
         let media = media()
         let url = server.url("/bytes/300000.bin")
         let files = try await withThrowingTaskGroup(of: URL.self) { group in
-            for _ in 0..<20 { group.addTask { try await media.request(url: url) } }
+            for _ in 0..<20 { group.addTask { try await media.file(for: url) } }
             return try await group.reduce(into: [URL]()) { $0.append($1) }
         }
         #expect(Set(files).count == 1)
@@ -111,10 +111,10 @@ final class AsyncMediaTests {
         #expect(try await server.counts().requests["/bytes/300000.bin"] == 1)
 
         // Later requests are served from the folder, without asking the server.
-        #expect(try await media.request(url: url) == file)
-        #expect(media.cachedValue(url: url) == file)
+        #expect(try await media.file(for: url) == file)
+        #expect(media.cachedFile(for: url) == file)
         let again = AsyncMedia(directory: folder.child("media"))  // a restart
-        #expect(try await again.request(url: url) == file)
+        #expect(try await again.file(for: url) == file)
         #expect(try await server.counts().requests["/bytes/300000.bin"] == 1)
     }
 
@@ -122,24 +122,24 @@ final class AsyncMediaTests {
     func anErrorStatusIsATypedErrorAndNothingIsCached(status: Int) async throws {
         let media = media()
         let url = server.url("/status/\(status)")
-        await #expect(throws: AsyncMediaError.httpStatus(status, url: url)) { try await media.request(url: url) }
-        #expect(media.cachedValue(url: url) == nil)
+        await #expect(throws: AsyncMediaError.httpStatus(status, url: url)) { try await media.file(for: url) }
+        #expect(media.cachedFile(for: url) == nil)
         #expect(files().media.isEmpty && files().temporary.isEmpty)
     }
 
     @Test func aBodyShorterThanItsContentLengthIsAnErrorAndNothingIsCached() async throws {
         let media = media()
         let url = server.url("/short/100000")
-        await #expect(throws: (any Error).self) { try await media.request(url: url) }
-        #expect(media.cachedValue(url: url) == nil)
+        await #expect(throws: (any Error).self) { try await media.file(for: url) }
+        #expect(media.cachedFile(for: url) == nil)
         #expect(files().media.isEmpty && files().temporary.isEmpty)
     }
 
     @Test func whenEveryCallerCancelsTheTransferStopsAndLeavesNoFile() async throws {
         let media = media()
         let url = server.url("/drip/5000000?chunk=16384&pause_ms=10")
-        let progress = media.progress(url: url)
-        let callers = (0..<3).map { _ in Task { try await media.request(url: url) } }
+        let progress = media.progress(for: url)
+        let callers = (0..<3).map { _ in Task { try await media.file(for: url) } }
         var iterator = progress.makeAsyncIterator()
         let first = await iterator.next()  // bytes are flowing into the temporary file
         #expect((first?.received ?? 0) > 0)
@@ -157,35 +157,35 @@ final class AsyncMediaTests {
         }
         await eventually("the temporary file was deleted") { self.files().temporary.isEmpty }
         #expect(files().media.isEmpty)
-        #expect(media.cachedValue(url: url) == nil)
+        #expect(media.cachedFile(for: url) == nil)
         #expect(try await server.counts().requests["/drip/5000000"] == 1)
     }
 
     @Test func progressReachesTheExpectedSize() async throws {
         let media = media()
         let url = server.url("/bytes/2000000")
-        let progress = media.progress(url: url)
-        let file = try await media.request(url: url)
+        let progress = media.progress(for: url)
+        let file = try await media.file(for: url)
         var seen: [DownloadProgress] = []
         for await value in progress { seen.append(value) }
         #expect(seen.last == DownloadProgress(received: 2_000_000, expected: 2_000_000, isComplete: true))
         #expect(seen.last?.fractionCompleted == 1)
         #expect(try Data(contentsOf: file).count == 2_000_000)
         var cached: [DownloadProgress] = []
-        for await value in media.progress(url: url) { cached.append(value) }
+        for await value in media.progress(for: url) { cached.append(value) }
         #expect(cached == [DownloadProgress(received: 2_000_000, expected: 2_000_000, isComplete: true)])
     }
 
     @Test("Avenues 0.1 fault: cancelAll invalidated the URL session; clear() leaves AsyncMedia usable", .tags(.anchorFault))
     func clearEmptiesTheFolderAndTheInstanceStaysUsable() async throws {
         let media = media()
-        _ = try await media.request(url: server.url("/bytes/1000"))
-        _ = try await media.request(url: server.url("/bytes/2000.txt"))
+        _ = try await media.file(for: server.url("/bytes/1000"))
+        _ = try await media.file(for: server.url("/bytes/2000.txt"))
         #expect(files().media.count == 2)
-        await media.clear()
+        media.clear()
         #expect(files().media.isEmpty)
         #expect(media.usage.count == 0)
-        let file = try await media.request(url: server.url("/bytes/1000"))
+        let file = try await media.file(for: server.url("/bytes/1000"))
         #expect(try Data(contentsOf: file) == MediaServer.body(1_000))
         #expect(try await server.counts().requests["/bytes/1000"] == 2)
     }
@@ -193,21 +193,21 @@ final class AsyncMediaTests {
     @Test func fileURLsAreReturnedAsTheyAreAndOtherSchemesAreATypedError() async throws {
         let media = media()
         let local = URL(fileURLWithPath: "/etc/hostname")
-        #expect(try await media.request(url: local) == local)
+        #expect(try await media.file(for: local) == local)
         let ftp = try #require(URL(string: "ftp://example.com/file.bin"))
-        await #expect(throws: AsyncMediaError.unsupportedScheme(ftp)) { try await media.request(url: ftp) }
+        await #expect(throws: AsyncMediaError.unsupportedScheme(ftp)) { try await media.file(for: ftp) }
     }
 
     @Test func aSizeLimitSweepsTheLeastRecentlyUsedFiles() async throws {
         let media = media(sizeLimit: 250_000)
         let first = server.url("/bytes/100000.a"), second = server.url("/bytes/100000.b"), third = server.url("/bytes/100000.c")
-        _ = try await media.request(url: first)
-        _ = try await media.request(url: second)
-        _ = media.cachedValue(url: first)  // used: the second is now the least recent
-        _ = try await media.request(url: third)  // 300 KB > 250 KB: down to 200 KB
-        #expect(media.cachedValue(url: first) != nil)
-        #expect(media.cachedValue(url: second) == nil)
-        #expect(media.cachedValue(url: third) != nil)
+        _ = try await media.file(for: first)
+        _ = try await media.file(for: second)
+        _ = media.cachedFile(for: first)  // used: the second is now the least recent
+        _ = try await media.file(for: third)  // 300 KB > 250 KB: down to 200 KB
+        #expect(media.cachedFile(for: first) != nil)
+        #expect(media.cachedFile(for: second) == nil)
+        #expect(media.cachedFile(for: third) != nil)
         #expect(files().media.count == 2)
     }
 

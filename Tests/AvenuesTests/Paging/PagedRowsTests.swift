@@ -104,7 +104,7 @@ struct PagedRowsTests {
         let work = ControlledWork<Int, Int>()
         let source = ScriptedSource(count: 200, knowsEnd: false, gate: work)
         let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, initialLoadSize: 100))
-        var changes = rows.changes.makeAsyncIterator()
+        var changes = rows.subscribe().makeAsyncIterator()
         rows.show(0..<200)
         await work.waitUntilStarted(0)
         work.succeed(0, with: 0)

@@ -44,7 +44,7 @@ struct AutoProcessorStateMachineTests {
             Issue.record("a cancelled worker kept working")
             return
         }
-        #expect(machine.state(of: "k") == .running)
+        #expect(machine.state(for: "k") == .running)
         guard case .deliver(let waiters, .success(2)) = machine.finish(newJob, worker: second, result: .success(2)) else {
             Issue.record("the newer run did not deliver its own result")
             return
@@ -61,9 +61,9 @@ struct AutoProcessorStateMachineTests {
             Issue.record("no delivery")
             return
         }
-        #expect(machine.state(of: "k") == .completed)
+        #expect(machine.state(for: "k") == .completed)
         _ = machine.claim("k", id: 2, priority: .visible, waiter: ignore)
-        #expect(machine.state(of: "k") == .queued)
+        #expect(machine.state(for: "k") == .queued)
         let again = try #require(job(machine.endDelivery(of: work, worker: worker)))
         #expect(again.key == "k")
         #expect(again.token != work.token)
@@ -74,9 +74,9 @@ struct AutoProcessorStateMachineTests {
         let worker = try #require(spawned(machine.claim("k", id: 1, priority: .visible, waiter: ignore)))
         let work = try #require(job(machine.start(worker: worker)))
         _ = machine.finish(work, worker: worker, result: .failure(TestError("x")))
-        #expect(machine.state(of: "k") == .failed)
+        #expect(machine.state(for: "k") == .failed)
         _ = machine.claim("k", id: 2, priority: .visible, waiter: ignore)
-        #expect(machine.state(of: "k") == .queued)
+        #expect(machine.state(for: "k") == .queued)
         // The delivering worker must not remove the new run; it picks it up instead.
         let retry = try #require(job(machine.endDelivery(of: work, worker: worker)))
         #expect(retry.key == "k")

@@ -49,7 +49,7 @@ struct AutoProcessorTests {
         leaving.cancel()
         await #expect(throws: CancellationError.self) { try await leaving.value }
         #expect(work.cancellationsSeen(by: "k") == 0)
-        #expect(processor.state(of: "k") == .running)
+        #expect(processor.state(for: "k") == .running)
         work.succeed("k", with: 1)
         #expect(try await staying.value == 1)
     }
@@ -92,11 +92,11 @@ struct AutoProcessorTests {
         let callers = (0..<3).map { _ in Task { try await processor.value(for: "k") } }
         await work.waitUntilStarted("k")
         await eventually("all joined") { processor.tableSizes.waiters == 3 }
-        processor.cancel("k")
+        processor.cancel(for: "k")
         for caller in callers {
             await #expect(throws: CancellationError.self) { try await caller.value }
         }
-        #expect(processor.state(of: "k") == .none)
+        #expect(processor.state(for: "k") == .idle)
         await eventually("the work saw the cancellation") { work.cancellationsSeen(by: "k") == 1 }
     }
 
@@ -112,7 +112,7 @@ struct AutoProcessorTests {
         for caller in callers {
             await #expect(throws: CancellationError.self) { try await caller.value }
         }
-        for key in 0..<5 { #expect(processor.state(of: key) == .none) }
+        for key in 0..<5 { #expect(processor.state(for: key) == .idle) }
         // Usable afterwards: a new request runs.
         async let again = processor.value(for: 0)
         await work.waitUntilStarted(0, times: 2)
@@ -134,11 +134,11 @@ struct AutoProcessorTests {
 
         let newer = Task { try await processor.value(for: "k") }
         await work.waitUntilStarted("k", times: 2)
-        #expect(processor.state(of: "k") == .running)
+        #expect(processor.state(for: "k") == .running)
         work.succeed("k", with: 1)  // the old, cancelled run finishes late
         await eventually("the old worker left") { processor.tableSizes.workers == 1 }
         // The newer run is untouched: still running, not cancelled, not given the old value.
-        #expect(processor.state(of: "k") == .running)
+        #expect(processor.state(for: "k") == .running)
         #expect(work.cancellationsSeen(by: "k") == 1)
         work.succeed("k", with: 2)
         #expect(try await newer.value == 2)
@@ -219,7 +219,7 @@ struct AutoProcessorTests {
         processor.release(released)
         work.succeed("k", with: 1)
         await called.wait(for: "kept")
-        await eventually("run left") { processor.state(of: "k") == .none }
+        await eventually("run left") { processor.state(for: "k") == .idle }
         #expect(called.elements == ["kept"])
     }
 
@@ -241,22 +241,22 @@ struct AutoProcessorTests {
     @Test func stateFollowsARunThroughQueuedRunningAndBackToNone() async throws {
         let work = ControlledWork<String, Int>()
         let processor = AutoProcessor(maxConcurrent: 1, work)
-        #expect(processor.state(of: "b") == .none)
+        #expect(processor.state(for: "b") == .idle)
         processor.claim("a") { _ in }
         await work.waitUntilStarted("a")
         let observed = Locked<ProcessingState?>(nil)
         processor.claim("b") { [processor] _ in
             // Inside the delivery, the run is `.completed` (its value is being handed out).
-            observed.withLock { $0 = processor.state(of: "b") }
+            observed.withLock { $0 = processor.state(for: "b") }
         }
-        #expect(processor.state(of: "a") == .running)
-        #expect(processor.state(of: "b") == .queued)
+        #expect(processor.state(for: "a") == .running)
+        #expect(processor.state(for: "b") == .queued)
         #expect(processor.activity == AutoProcessorActivity(queued: 1, running: 1))
         work.succeed("a", with: 1)
         await work.waitUntilStarted("b")
-        #expect(processor.state(of: "b") == .running)
+        #expect(processor.state(for: "b") == .running)
         work.succeed("b", with: 2)
-        await eventually("b left the tables") { processor.state(of: "b") == .none }
+        await eventually("b left the tables") { processor.state(for: "b") == .idle }
         #expect(processor.activity == AutoProcessorActivity(queued: 0, running: 0))
         #expect(observed.withLock { $0 } == .completed)
     }
@@ -267,7 +267,7 @@ struct AutoProcessorTests {
         let second = EventLog<Int>()
         processor.claim("k") { [processor] _ in
             // Inside the delivery the run is still in the tables; a new claim must not get its value.
-            #expect(processor.state(of: "k") == .completed)
+            #expect(processor.state(for: "k") == .completed)
             processor.claim("k") { result in second.append((try? result.get()) ?? -1) }
         }
         await work.waitUntilStarted("k")

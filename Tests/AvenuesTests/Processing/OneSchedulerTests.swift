@@ -85,7 +85,7 @@ final class OneSchedulerTests: Sendable {
         let media = AsyncMedia(directory: folder.child("cancel"), maxConcurrentDownloads: 1)
         let avenue = Avenue<Int, URL, URL>(storage: MemoryStorage(), processor: media)
         let url = server.url("/drip/5000000?chunk=4096&pause_ms=10")
-        let progress = media.progress(url: url)
+        let progress = media.progress(for: url)
         avenue.prepareItem(for: url, at: 0)
         var iterator = progress.makeAsyncIterator()
         _ = await iterator.next()  // bytes are flowing

@@ -38,7 +38,7 @@ struct RateLimitTests {
         _ = try await processor.value(for: "first")
         let waiting = Task { try await processor.value(for: "waiting") }
         await eventually("the second run waits for its turn") { clock.sleepers == 1 }
-        processor.cancel("waiting")
+        processor.cancel(for: "waiting")
         await #expect(throws: CancellationError.self) { try await waiting.value }
         #expect(clock.sleepers == 0)
         // The cancelled job's turn (at 1 s) is the next one's: not 2 s.
@@ -60,7 +60,7 @@ struct RateLimitTests {
         let prefetches = (0..<5).map { index in Task { try await processor.value(for: "prefetch \(index)", priority: .prefetch) } }
         await eventually("one prefetch holds the worker, waiting its turn") { clock.sleepers == 1 }
         let visible = Task { try await processor.value(for: "visible") }
-        await eventually("the visible request is queued") { processor.state(of: "visible") == .queued }
+        await eventually("the visible request is queued") { processor.state(for: "visible") == .queued }
         clock.advance(by: .seconds(1))  // the waiting prefetch had this turn
         await eventually("the next job waits for its turn") { starts.value.count == 2 && clock.sleepers == 1 }
         clock.advance(by: .seconds(1))

@@ -269,7 +269,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// Stops `key` for everyone: its work is cancelled (or never starts) and every waiter receives
     /// `CancellationError`.
     @inlinable
-    public func cancel(_ key: Key) {
+    public func cancel(for key: Key) {
         carryOut(state.withLock { state in collect(state.machine.cancel(key), from: state) })
     }
 
@@ -286,10 +286,11 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         carryOut(state.withLock { state in collect(state.machine.cancelAll(), from: state) })
     }
 
-    /// Where `key` stands now.
+    /// Where `key` stands now: ``ProcessingState/idle`` unless a run of it is queued, running or
+    /// handing out its result.
     @inlinable
-    public func state(of key: Key) -> ProcessingState {
-        state.withLock { $0.machine.state(of: key) }
+    public func state(for key: Key) -> ProcessingState {
+        state.withLock { $0.machine.state(for: key) }
     }
 
     /// How many keys are queued and running now.
@@ -400,4 +401,14 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
             return step
         }
     }
+
+    // MARK: Earlier names
+
+    /// ``cancel(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "cancel(for:)")
+    public func cancel(_ key: Key) { cancel(for: key) }
+
+    /// ``state(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
+    @available(*, deprecated, renamed: "state(for:)")
+    public func state(of key: Key) -> ProcessingState { state(for: key) }
 }

@@ -456,8 +456,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
 
     /// The state of `key`.
     @inlinable
-    func state(of key: Key) -> ProcessingState {
-        guard let run = runs[key] else { return .none }
+    func state(for key: Key) -> ProcessingState {
+        guard let run = runs[key] else { return .idle }
         switch run.phase {
         case .queued: return .queued
         case .running: return .running

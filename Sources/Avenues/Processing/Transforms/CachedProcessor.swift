@@ -30,7 +30,7 @@ extension Processor {
     ///
     /// ```swift
     /// let disk = DiskStorage<String>(directory: folder).codable(Summary.self)
-    /// let avenue = Avenue(storage: MemoryStorage(), processor: summarize.cached(in: disk))
+    /// let avenue = Avenue<Int, String, Summary>(storage: MemoryStorage(), processor: summarize.cached(in: disk))
     /// ```
     public func cached<Cache: Storage>(in storage: Cache) -> CachedProcessor<Self, Cache>
     where Cache.Key == Key, Cache.Value == Value {

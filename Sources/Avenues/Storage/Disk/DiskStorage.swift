@@ -327,9 +327,9 @@ public final class DiskStorage<Key: Sendable>: Storage {
 
     /// The number of entries and their total size in bytes, as every process sharing the folder
     /// keeps them (the totals in its lock file).
-    public var usage: (count: Int, size: Int) {
+    public var usage: DiskUsage {
         let totals = folder.totals
-        return (totals.count, totals.size)
+        return DiskUsage(count: totals.count, size: totals.size)
     }
 
     /// The file name used for `key` (for tests and diagnostics).

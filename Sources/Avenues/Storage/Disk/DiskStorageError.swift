@@ -10,7 +10,8 @@ import Musl
 
 /// Why a ``DiskStorage`` operation failed, and what to do about it.
 public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
-    /// The kind of failure.
+    /// The kinds of failure, each with its remedy in ``description``: switch over it to react in
+    /// code (say, free space on `.diskFull`), and show ``description`` to people.
     public enum Reason: Sendable, Hashable {
         /// The storage's folder does not exist and cannot be created (a file is in the way, or a
         /// parent folder is missing or not writable).
@@ -35,7 +36,7 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
         case io
     }
 
-    /// The kind of failure.
+    /// Which kind of failure this is; ``path`` says where, ``description`` what to do.
     public let reason: Reason
     /// The file or folder concerned.
     public let path: String
