@@ -34,12 +34,12 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     public let storage: any Storage<Key, Value>
     /// `storage`'s read and write, captured where its type is known: a call through the existential
     /// would run the storage's generic code unspecialized (about 1 µs instead of 70 ns per read).
-    @usableFromInline let read: @Sendable (Key) -> StoredValue<Value>?
-    @usableFromInline let write: @Sendable (Value, Key) -> Void
+    @usableFromInline let _read: @Sendable (Key) -> StoredValue<Value>?
+    @usableFromInline let _write: @Sendable (Value, Key) -> Void
     /// How failed keys are retried.
     public let retryPolicy: RetryPolicy
     /// The clock of retry waits (replaceable in tests).
-    @usableFromInline let now: @Sendable () -> ContinuousClock.Instant
+    @usableFromInline let _now: @Sendable () -> ContinuousClock.Instant
     /// What makes the values; shared de-duplication if it is shared with other avenues.
     public let processor: AutoProcessor<Key, Value>
     /// Where callbacks run.
@@ -71,11 +71,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         @inlinable init() {}
     }
 
-    @usableFromInline let state: Locked<Machine>
-    @usableFromInline let handlers = Locked(Handlers())
-    @usableFromInline let subscribers = Locked(Subscribers())
+    @usableFromInline let _state: Locked<Machine>
+    @usableFromInline let _handlers = Locked(Handlers())
+    @usableFromInline let _subscribers = Locked(Subscribers())
     /// Serializes callbacks without making any thread wait for another's callbacks.
-    @usableFromInline let deliveries = Locked(Deliveries())
+    @usableFromInline let _deliveries = Locked(Deliveries())
 
     /// Creates an avenue.
     ///
@@ -108,11 +108,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         now: @escaping @Sendable () -> ContinuousClock.Instant
     ) {
         self.storage = storage
-        self.read = { storage.lookup($0) }
-        self.write = { storage.set($0, for: $1) }
+        self._read = { storage.lookup($0) }
+        self._write = { storage.set($0, for: $1) }
         self.retryPolicy = retryPolicy
-        self.now = now
-        self.state = Locked(Machine(retryPolicy: retryPolicy))
+        self._now = now
+        self._state = Locked(Machine(retryPolicy: retryPolicy))
         if let shared = processor as? AutoProcessor<Key, Value> {
             self.processor = shared
         } else if processor is any SchedulingProcessor {
@@ -128,9 +128,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     deinit {
-        let claims = state.withLock { $0.releaseAll().release }
+        let claims = _state.withLock { $0.releaseAll().release }
         for claim in claims { processor.release(claim) }
-        let buffers = subscribers.withLock { Array($0.buffers.values) }
+        let buffers = _subscribers.withLock { Array($0.buffers.values) }
         for buffer in buffers { buffer.finish() }
     }
 
@@ -139,14 +139,14 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// Called with a row whose state changed: loaded, failed, or cancelled by a shared processor.
     /// Never called for a row's own `prepareItem` that found its value stored (read it right away).
     public var onStateChange: StateChangeHandler? {
-        get { handlers.withLock { $0.onStateChange } }
-        set { handlers.withLock { $0.onStateChange = newValue } }
+        get { _handlers.withLock { $0.onStateChange } }
+        set { _handlers.withLock { $0.onStateChange = newValue } }
     }
 
     /// Called with the error and the row when a load fails, just before `onStateChange` for that row.
     public var onError: ErrorHandler? {
-        get { handlers.withLock { $0.onError } }
-        set { handlers.withLock { $0.onError = newValue } }
+        get { _handlers.withLock { $0.onError } }
+        set { _handlers.withLock { $0.onError = newValue } }
     }
 
     /// A new subscription to the rows' changes, as an async sequence for front ends that
@@ -156,15 +156,15 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// per row is buffered), and an event for a row released before it is read is skipped.
     public func subscribe() -> AvenueChanges<Index> {
         let buffer = ChangeSubscription<Index> { [weak self] index, ticket in
-            self?.state.withLock { $0.isCurrent(index, ticket: ticket) } ?? false
+            self?._state.withLock { $0.isCurrent(index, ticket: ticket) } ?? false
         }
-        let id = subscribers.withLock { subscribers in
+        let id = _subscribers.withLock { subscribers in
             subscribers.next &+= 1
             subscribers.buffers[subscribers.next] = buffer
             return subscribers.next
         }
         return AvenueChanges(subscription: .init(buffer: buffer) { [weak self] in
-            _ = self?.subscribers.withLock { $0.buffers.removeValue(forKey: id) }
+            _ = self?._subscribers.withLock { $0.buffers.removeValue(forKey: id) }
             buffer.finish()
         })
     }
@@ -192,7 +192,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// "try again" key in a front end.
     @inlinable
     public func retry(at index: Index) {
-        guard let (key, priority) = state.withLock({ machine -> (Key, LoadPriority)? in
+        guard let (key, priority) = _state.withLock({ machine -> (Key, LoadPriority)? in
             guard let row = machine.rows[index] else { return nil }
             machine.forgetFailure(of: row.key)
             if case .waiting(let priority) = row.phase { return (row.key, priority) }
@@ -203,18 +203,18 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     @inlinable
     func prepare(_ key: Key, at index: Index, priority: LoadPriority, force: Bool) {
-        var (waiting, settled, epoch) = state.withLock { machine in
+        var (waiting, settled, epoch) = _state.withLock { machine in
             (machine.isWaiting(at: index, for: key, priority: priority),
              machine.isSettled(at: index, on: key),
              machine.storeEpoch)
         }
         if waiting { return }
-        let now = now()
+        let now = _now()
         while true {
             // Read outside the lock: a storage may be slow (a disk layer) and `item(at:)` must not wait.
-            let found: Machine.Found? = read(key).map { $0.isStale ? .stale : .fresh }
+            let found: Machine.Found? = _read(key).map { $0.isStale ? .stale : .fresh }
             if found == .fresh, settled { return }
-            let outcome: (retryAt: UInt64?, release: [AutoProcessor<Key, Value>.Claim]) = state.withLock { machine in
+            let outcome: (retryAt: UInt64?, release: [AutoProcessor<Key, Value>.Claim]) = _state.withLock { machine in
                 switch machine.prepare(key, at: index, priority: priority, found: found, epoch: epoch, now: now, force: force) {
                 case .retry:
                     return (machine.storeEpoch, [])
@@ -233,25 +233,25 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @inlinable
     public func item(at index: Index) -> Value? {
         guard let key = key(at: index) else { return nil }
-        return read(key)?.value
+        return _read(key)?.value
     }
 
     /// The key row `index` is assigned to, if any.
     @inlinable
     public func key(at index: Index) -> Key? {
-        state.withLock { $0.key(at: index) }
+        _state.withLock { $0.key(at: index) }
     }
 
     /// What row `index` shows now: nothing, a load, a value (fresh or stale), or a failure with when
     /// it is tried again.
     @inlinable
     public func state(at index: Index) -> ItemState {
-        let now = now()
-        guard let (row, retryAt) = state.withLock({ machine -> (Machine.Row, ContinuousClock.Instant?)? in
+        let now = _now()
+        guard let (row, retryAt) = _state.withLock({ machine -> (Machine.Row, ContinuousClock.Instant?)? in
             guard let row = machine.rows[index] else { return nil }
             return (row, machine.retryAt(of: row.key, now: now))
         }) else { return .empty }
-        let found = read(row.key)
+        let found = _read(row.key)
         switch (row.phase, found?.isStale) {
         case (_, false?): return .loaded
         case (.waiting, true?): return .stale(revalidating: true, error: nil)
@@ -278,30 +278,30 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     ///   callbacks take, or from inside a callback of this or another avenue.
     @inlinable
     public func cancel(at index: Index) {
-        finishCancelling(state.withLock { machine in apply(machine.release(index), to: &machine) })
+        finishCancelling(_state.withLock { machine in apply(machine.release(index), to: &machine) })
     }
 
     /// Stops loading `key` for every row of this avenue; those rows are forgotten. Other users of a
     /// shared processor keep their claims.
     @inlinable
     public func cancel(for key: Key) {
-        finishCancelling(state.withLock { machine in apply(machine.cancelLoad(of: key), to: &machine) })
+        finishCancelling(_state.withLock { machine in apply(machine.cancelLoad(of: key), to: &machine) })
     }
 
     /// Releases every row and claim of this avenue. The avenue stays usable.
     @inlinable
     public func cancelAll() {
-        finishCancelling(state.withLock { machine in apply(machine.releaseAll(), to: &machine) })
+        finishCancelling(_state.withLock { machine in apply(machine.releaseAll(), to: &machine) })
     }
 
     /// Counters of what the avenue has done.
     public var statistics: AvenueStatistics {
-        state.withLock { $0.statistics }
+        _state.withLock { $0.statistics }
     }
 
     /// Sizes of the avenue's tables: assigned rows and loads in flight.
     public var tableSizes: AvenueTableSizes {
-        state.withLock { AvenueTableSizes(rows: $0.rows.count, loads: $0.loads.count) }
+        _state.withLock { AvenueTableSizes(rows: $0.rows.count, loads: $0.loads.count) }
     }
 
     // MARK: Internals
@@ -334,7 +334,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         switch result {
         case .success(let value):
             // Stored before rows are told, so `item(at:)` reads it in the callback.
-            write(value, key)
+            _write(value, key)
             outcome = .loaded
         case .failure where cancelledForEveryone:
             outcome = .cancelled
@@ -343,9 +343,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             // gave up, which is a failure (reported, and retried when the row is prepared again).
             outcome = .failed(error)
         }
-        let now = now()
+        let now = _now()
         let random = Double.random(in: 0...1)
-        let deliveries = state.withLock { $0.complete(key, loadID: loadID, outcome: outcome, now: now, random: random) }
+        let deliveries = _state.withLock { $0.complete(key, loadID: loadID, outcome: outcome, now: now, random: random) }
         guard !deliveries.isEmpty else { return }
         callbackMode.run { [self] in deliver(deliveries) }
     }
@@ -356,14 +356,14 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// no thread ever waits for another's callbacks.
     @inlinable
     func deliver(_ batch: [Machine.Delivery]) {
-        let isFirst = deliveries.withLock { deliveries -> Bool in
+        let isFirst = _deliveries.withLock { deliveries -> Bool in
             deliveries.pending += batch
             guard !deliveries.draining else { return false }
             deliveries.draining = true
             return true
         }
         guard isFirst else { return }
-        while let next = deliveries.withLock({ deliveries -> [Machine.Delivery]? in
+        while let next = _deliveries.withLock({ deliveries -> [Machine.Delivery]? in
             guard !deliveries.pending.isEmpty else {
                 deliveries.draining = false
                 return nil
@@ -377,12 +377,12 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     @inlinable
     func tell(_ batch: [Machine.Delivery]) {
-        let handlers = handlers.withLock { $0 }
-        let subscribers = subscribers.withLock { Array($0.buffers.values) }
+        let handlers = _handlers.withLock { $0 }
+        let subscribers = _subscribers.withLock { Array($0.buffers.values) }
         for delivery in batch {
             // Checked before each callback: an earlier callback may have released the row.
             func isCurrent() -> Bool {
-                state.withLock { $0.isCurrent(delivery.index, ticket: delivery.ticket) }
+                _state.withLock { $0.isCurrent(delivery.index, ticket: delivery.ticket) }
             }
             let event: AvenueEvent<Index>.Change
             switch delivery.change {

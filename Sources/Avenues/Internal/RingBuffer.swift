@@ -56,21 +56,3 @@ struct RingBuffer<Element> {
         head = 0
     }
 }
-
-extension RingBuffer: Sequence {
-    @usableFromInline
-    struct Iterator: IteratorProtocol {
-        @usableFromInline let buffer: RingBuffer
-        @usableFromInline var offset = 0
-        @inlinable init(buffer: RingBuffer) { self.buffer = buffer }
-        @inlinable
-        mutating func next() -> Element? {
-            guard offset < buffer.count else { return nil }
-            defer { offset += 1 }
-            return buffer.storage[(buffer.head + offset) % buffer.storage.count]
-        }
-    }
-
-    @inlinable
-    func makeIterator() -> Iterator { Iterator(buffer: self) }
-}

@@ -37,14 +37,14 @@ public final class MultiRequester<Key: LosslessStringConvertible & Hashable & Se
     public func values(for keys: [Key]) async -> Outcome {
         var seen = Set<Key>()
         let unique = keys.filter { seen.insert($0).inserted }
-        let cache = map.core.cache
+        let cache = map._core.cache
         var values: [Key: Value] = [:]
         var joining: [Key] = []
         var fetching: [Key] = []
         for key in unique {
             if let value = cache.freshValue(for: key) {
                 values[key] = value
-            } else if map.core.isInFlight(key) {
+            } else if map._core.isInFlight(key) {
                 joining.append(key)
             } else {
                 fetching.append(key)

@@ -24,7 +24,7 @@ public final class Multiplexer<Value: Codable & Sendable>: Sendable {
     /// The name of the disk copy, if the value is kept on disk.
     public let cacheKey: String?
 
-    @usableFromInline let core: MuxCore<MuxSingleKey, Value>
+    @usableFromInline let _core: MuxCore<MuxSingleKey, Value>
 
     /// Creates a multiplexer.
     ///
@@ -56,12 +56,12 @@ public final class Multiplexer<Value: Codable & Sendable>: Sendable {
         }
         let cache = MuxCache<MuxSingleKey, Value>(timeToLive: timeToLive, clock: clock, countLimit: 1, disk: disk)
         // More than one slot: a fetch after a refresh must not wait behind a slow one from before it.
-        core = MuxCore(cache: cache, maxConcurrent: 4, runner: runner)
+        _core = MuxCore(cache: cache, maxConcurrent: 4, runner: runner)
         if cacheKey != nil { MuxRepository.register(self) }
     }
 
     /// How long a fetched value is served without fetching again.
-    public var timeToLive: Duration { core.cache.timeToLive }
+    public var timeToLive: Duration { _core.cache.timeToLive }
 
     /// The value: the fresh memory copy, else a fresh disk copy, else one fetch shared by every
     /// caller; after a silenceable failure, the cached copy of any age.
@@ -70,26 +70,26 @@ public final class Multiplexer<Value: Codable & Sendable>: Sendable {
     ///   unwrapped), or `CancellationError` if the caller's task is cancelled or ``clear()`` runs.
     @inlinable  // with `MuxCore.request`, so a hit runs specialized in the caller: one lock, no generic dispatch
     public func value() async throws -> Value {
-        try await core.request(.only)
+        try await _core.request(.only)
     }
 
     /// Soft refresh: the next ``value()`` fetches. The memory and disk copies stay, so a
     /// silenceable failure still returns the old value. Returns `self`, for `refresh().value()`.
     @discardableResult
     public func refresh() -> Multiplexer<Value> {
-        core.cache.refresh(nil)
+        _core.cache.refresh(nil)
         return self
     }
 
     /// Hard clear: the memory and disk copies are removed and a fetch in flight is cancelled (its
     /// callers receive `CancellationError`). The next request fetches and, offline, fails.
     public func clear() {
-        core.clear(nil)
+        _core.clear(nil)
     }
 
     /// Drops the memory copy; the disk copy stays.
     public func clearMemory() {
-        core.cache.clearMemory()
+        _core.cache.clearMemory()
     }
 
     /// Writes the memory copy to disk (with the time it was fetched), if there is a `cacheKey`.
@@ -97,18 +97,18 @@ public final class Multiplexer<Value: Codable & Sendable>: Sendable {
     /// - Returns: the failures, if any; the copy on disk is then unchanged.
     @discardableResult
     public func save() -> [DiskStorageError] {
-        core.cache.save()
+        _core.cache.save()
     }
 
     /// The cached value of any age — memory, else disk — without fetching.
     public var cachedValue: Value? {
-        core.cache.cachedValue(for: .only)
+        _core.cache.cachedValue(for: .only)
     }
 
     /// Makes `value` the fresh memory copy, as if it had just been fetched (a value pushed by a
     /// server, say).
     public func set(_ value: Value) {
-        core.cache.store(value, for: .only)
+        _core.cache.store(value, for: .only)
     }
 }
 
@@ -132,7 +132,7 @@ extension Multiplexer: Hashable {
 
 extension Multiplexer {
     /// The processor behind the multiplexer (tests count its waiters).
-    var fetcher: AutoProcessor<MuxRunKey<MuxSingleKey>, Value> { core.fetcher }
+    var fetcher: AutoProcessor<MuxRunKey<MuxSingleKey>, Value> { _core.fetcher }
 }
 
 extension Multiplexer {
@@ -151,9 +151,9 @@ extension Multiplexer {
 }
 
 extension Multiplexer: MuxRepositoryMember {
-    var diskFolder: URL? { core.cache.disk?.directory }
-    func saveToDisk() -> [DiskStorageError] { core.cache.save() }
-    func clearEverything() { core.clear(nil) }
+    var diskFolder: URL? { _core.cache.disk?.directory }
+    func saveToDisk() -> [DiskStorageError] { _core.cache.save() }
+    func clearEverything() { _core.clear(nil) }
 }
 
 /// The only key of a single ``Multiplexer``.

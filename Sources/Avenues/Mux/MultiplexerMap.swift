@@ -16,7 +16,7 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
     /// The name of the disk copies, if values are kept on disk.
     public let cacheKey: String?
 
-    @usableFromInline let core: MuxCore<Key, Value>
+    @usableFromInline let _core: MuxCore<Key, Value>
 
     /// Creates a map.
     ///
@@ -58,17 +58,17 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
             MuxRepository.storage(cacheKey: cacheKey, directory: directory) { (key: Key) in cacheKey + "\u{1F}" + key.description }
         }
         let cache = MuxCache<Key, Value>(timeToLive: timeToLive, clock: clock, countLimit: countLimit, disk: disk)
-        core = MuxCore(cache: cache, maxConcurrent: maxConcurrentFetches, rateLimit: rateLimit, runner: runner)
+        _core = MuxCore(cache: cache, maxConcurrent: maxConcurrentFetches, rateLimit: rateLimit, runner: runner)
         if cacheKey != nil { MuxRepository.register(self) }
     }
 
     /// How long a fetched value is served without fetching again.
-    public var timeToLive: Duration { core.cache.timeToLive }
+    public var timeToLive: Duration { _core.cache.timeToLive }
 
     /// The value for `key`; see ``Multiplexer/value()`` for the policy.
     @inlinable  // with `MuxCore.request`: the hit runs specialized in the caller
     public func value(for key: Key) async throws -> Value {
-        try await core.request(key)
+        try await _core.request(key)
     }
 
     /// Same as ``value(for:)``, so the map can serve an ``Avenue``.
@@ -79,7 +79,7 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
     /// Soft refresh of every key: each key's next request fetches; old values stay as fallbacks.
     @discardableResult
     public func refresh() -> MultiplexerMap<Key, Value> {
-        core.cache.refresh(nil)
+        _core.cache.refresh(nil)
         return self
     }
 
@@ -87,24 +87,24 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
     /// fetch succeeds. Returns `self`, for `refresh(for: key).value(for: key)`.
     @discardableResult
     public func refresh(for key: Key) -> MultiplexerMap<Key, Value> {
-        core.cache.refresh(key)
+        _core.cache.refresh(key)
         return self
     }
 
     /// Hard clear of every key: memory and disk copies gone, fetches in flight cancelled.
     public func clear() {
-        core.clear(nil)
+        _core.clear(nil)
     }
 
     /// Hard clear of `key`: its memory and disk copies are gone and its fetch in flight is cancelled
     /// (those callers receive `CancellationError`).
     public func clear(for key: Key) {
-        core.clear(key)
+        _core.clear(key)
     }
 
     /// Drops every memory copy; disk copies stay and are read again when needed.
     public func clearMemory() {
-        core.cache.clearMemory()
+        _core.cache.clearMemory()
     }
 
     /// Writes every memory copy to disk, if there is a `cacheKey`.
@@ -112,17 +112,17 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
     /// - Returns: the failures, if any.
     @discardableResult
     public func save() -> [DiskStorageError] {
-        core.cache.save()
+        _core.cache.save()
     }
 
     /// The cached value for `key` of any age — memory, else disk — without fetching.
     public func cachedValue(for key: Key) -> Value? {
-        core.cache.cachedValue(for: key)
+        _core.cache.cachedValue(for: key)
     }
 
     /// Makes `value` the fresh memory copy for `key`.
     public func set(_ value: Value, for key: Key) {
-        core.cache.store(value, for: key)
+        _core.cache.store(value, for: key)
     }
 }
 
@@ -182,7 +182,7 @@ extension MultiplexerMap {
 }
 
 extension MultiplexerMap: MuxRepositoryMember {
-    var diskFolder: URL? { core.cache.disk?.directory }
-    func saveToDisk() -> [DiskStorageError] { core.cache.save() }
-    func clearEverything() { core.clear(nil) }
+    var diskFolder: URL? { _core.cache.disk?.directory }
+    func saveToDisk() -> [DiskStorageError] { _core.cache.save() }
+    func clearEverything() { _core.clear(nil) }
 }

@@ -41,6 +41,6 @@ extension MultiplexerMap {
     /// The map's copies as a ``Storage``, for an ``Avenue`` over the map: stale copies show at once
     /// while a fresh one is fetched. See ``MuxStorage``.
     public var storage: MuxStorage<Key, Value> {
-        MuxStorage(core: core)
+        MuxStorage(core: _core)
     }
 }

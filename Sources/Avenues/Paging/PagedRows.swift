@@ -49,7 +49,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// The avenue whose rows are page numbers (for diagnostics: its statistics count page loads).
     public let pages: Avenue<Int, PageKey<Cursor>, Page<Cursor, Item>>
 
-    @usableFromInline let store: PageStore<Cursor, Item>
+    @usableFromInline let _store: PageStore<Cursor, Item>
     let prefetcher: RowPrefetcher<PageKey<Cursor>, Page<Cursor, Item>>
     let state: Locked<State>
     let listeners = Locked(Listeners())
@@ -118,7 +118,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         self.configuration = configuration
         jumps = source is any OffsetPageSource
         let store = PageStore<Cursor, Item>(cache: pageCache)
-        self.store = store
+        self._store = store
         let size = configuration.pageSize
         let loader = AutoProcessor<PageKey<Cursor>, Page<Cursor, Item>>(maxConcurrent: maxConcurrentLoads) { key in
             try await Self.load(key, from: source, size: size)
@@ -156,7 +156,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
     public func item(at row: Int) -> Item? {
         guard row >= 0 else { return nil }
         let size = configuration.pageSize
-        guard let page = store.anyPage(row / size) else { return nil }
+        guard let page = _store.anyPage(row / size) else { return nil }
         let offset = row % size
         return offset < page.items.count ? page.items[offset] : nil
     }
@@ -167,7 +167,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         guard row >= 0 else { return .empty }
         let number = row / configuration.pageSize
         let assigned = pages.state(at: number)
-        if case .empty = assigned, store.anyPage(number) != nil { return .loaded }
+        if case .empty = assigned, _store.anyPage(number) != nil { return .loaded }
         return assigned
     }
 
@@ -192,13 +192,13 @@ public final class PagedRows<Source: PageSource>: Sendable {
         let before = first == 0 ? PageLoadState.endReached : combined(window.filter { $0 < first })
         var after = combined(window.filter { $0 > last })
         // Nothing pending after the window, and the last page is here: the end is reached.
-        if case .idle = after, let endPage, last >= endPage || store.anyPage(endPage) != nil { after = .endReached }
+        if case .idle = after, let endPage, last >= endPage || _store.anyPage(endPage) != nil { after = .endReached }
         return PageLoadStates(refresh: combined(Array(first...last)), before: before, after: after)
     }
 
     /// Pages in memory now, and the rows they hold.
     public var resident: (pages: Int, rows: Int) {
-        store.residentSize
+        _store.residentSize
     }
 
     // MARK: Driving
@@ -477,7 +477,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
     private func dropPages() {
         let protected = Set(prefetcher.window.keys)
         let center = state.withLock { $0.visible.map { $0.lowerBound / configuration.pageSize } } ?? 0
-        store.drop(keepingRows: configuration.maxResident, protected: protected, center: center)
+        _store.drop(keepingRows: configuration.maxResident, protected: protected, center: center)
     }
 }
 

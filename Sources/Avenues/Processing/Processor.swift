@@ -18,18 +18,3 @@ public protocol Processor<Key, Value>: Sendable {
     /// Makes the value for `key`, or throws. Called concurrently for different keys.
     func process(_ key: Key) async throws -> Value
 }
-
-/// A ``Processor`` made from a closure.
-public struct ClosureProcessor<Key: Sendable, Value: Sendable>: Processor {
-    private let body: @Sendable (Key) async throws -> Value
-
-    /// Creates a processor that runs `body` for each key.
-    public init(_ body: @escaping @Sendable (Key) async throws -> Value) {
-        self.body = body
-    }
-
-    /// Runs the closure for `key`.
-    public func process(_ key: Key) async throws -> Value {
-        try await body(key)
-    }
-}

@@ -15,8 +15,8 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     /// The largest total cost kept, or `nil` for no limit (the default).
     public let costLimit: Int?
 
-    @usableFromInline let cost: @Sendable (Value) -> Int
-    @usableFromInline let table = Locked(ClockTable<Key, Value>())
+    @usableFromInline let _cost: @Sendable (Value) -> Int
+    @usableFromInline let _table = Locked(ClockTable<Key, Value>())
 
     /// Creates a storage.
     ///
@@ -34,21 +34,21 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
         precondition(costLimit.map { $0 >= 0 } ?? true, "MemoryStorage costLimit must be 0 or more")
         self.countLimit = countLimit
         self.costLimit = costLimit
-        self.cost = cost
+        self._cost = cost
     }
 
     /// The value for `key`, which becomes the most recently used entry.
     @inlinable
     public func value(for key: Key) -> Value? {
-        table.withLock { $0.value(for: key) }
+        _table.withLock { $0.value(for: key) }
     }
 
     /// Stores `value`, then evicts entries not used recently until both limits hold.
     @inlinable
     public func set(_ value: Value, for key: Key) {
-        let cost = cost(value)
+        let cost = _cost(value)
         // Evicted values are released after the lock, so their deinit never runs inside it.
-        let evicted: [Value] = table.withLock { table in
+        let evicted: [Value] = _table.withLock { table in
             var evicted: [Value] = []
             if let costLimit, cost > costLimit {
                 if let old = table.removeValue(for: key) { evicted.append(old) }
@@ -66,13 +66,13 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     /// Removes the value for `key`.
     @inlinable
     public func removeValue(for key: Key) {
-        let removed = table.withLock { $0.removeValue(for: key) }
+        let removed = _table.withLock { $0.removeValue(for: key) }
         _ = removed
     }
 
     /// Removes every value.
     public func removeAll() {
-        let old = table.withLock { table in
+        let old = _table.withLock { table in
             let old = table
             table.removeAll()
             return old
@@ -81,13 +81,13 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     }
 
     /// The number of entries held now.
-    public var count: Int { table.withLock { $0.count } }
+    public var count: Int { _table.withLock { $0.count } }
 
     /// The sum of the costs of the entries held now.
-    public var totalCost: Int { table.withLock { $0.totalCost } }
+    public var totalCost: Int { _table.withLock { $0.totalCost } }
 
     /// The keys held now, in no particular order; O(n), meant for tests and diagnostics.
-    public var keys: [Key] { table.withLock { $0.keys } }
+    public var keys: [Key] { _table.withLock { $0.keys } }
 
     @inlinable
     func isOverLimit(_ table: ClockTable<Key, Value>) -> Bool {

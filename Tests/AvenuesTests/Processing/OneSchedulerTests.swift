@@ -71,7 +71,7 @@ final class OneSchedulerTests: Sendable {
         await work.waitUntilStarted("busy")
         for row in 1...20 { avenue.prepareItem(for: "p\(row)", at: row, priority: .prefetch) }
         avenue.prepareItem(for: "v21", at: 21, priority: .visible)
-        await eventually("21 fetches are queued") { map.core.fetcher.activity.queued == 21 }
+        await eventually("21 fetches are queued") { map._core.fetcher.activity.queued == 21 }
         avenue.prepareItem(for: "p5", at: 5, priority: .visible)
         work.succeed("busy", with: 0)
         await work.waitUntilStarted("v21")
@@ -98,7 +98,7 @@ final class OneSchedulerTests: Sendable {
         let inner = ControlledWork<String, Int>()
         let scheduler = AutoProcessor(maxConcurrent: 1, inner)
         let outer = AutoProcessor(maxConcurrent: 4, scheduler.mapValues { $0 * 10 })  // a scheduling chain
-        #expect(outer.propagatesPriority)
+        #expect(outer._propagatesPriority)
         let busy = Task { try await scheduler.value(for: "busy") }
         await inner.waitUntilStarted("busy")
         let prefetched = outer.claim("later", priority: .prefetch) { _ in }

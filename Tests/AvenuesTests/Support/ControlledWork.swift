@@ -85,7 +85,6 @@ final class ControlledWork<Key: Hashable & Sendable, Value: Sendable>: Processor
     var totalStarts: Int { state.withLock { $0.order.count } }
     var startOrder: [Key] { state.withLock { $0.order } }
     func cancellationsSeen(by key: Key) -> Int { state.withLock { $0.cancellationsSeen[key] ?? 0 } }
-    func pendingCount(of key: Key) -> Int { state.withLock { $0.pending[key]?.count ?? 0 } }
 
     /// Waits until `key` has started `count` times in all.
     func waitUntilStarted(_ key: Key, times count: Int = 1) async {

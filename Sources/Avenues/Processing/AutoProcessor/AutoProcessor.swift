@@ -57,7 +57,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     }
 
     /// The most work items running at once.
-    public var maxConcurrent: Int { maxConcurrentCount }
+    public var maxConcurrent: Int { _maxConcurrentCount }
 
     /// Workers kept from prefetch work, so visible work finds one free: prefetch work runs on at most
     /// `maxConcurrent − reservedForVisible` workers (and always on at least one).
@@ -73,15 +73,15 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         0
     }
 
-    @usableFromInline let maxConcurrentCount: Int
+    @usableFromInline let _maxConcurrentCount: Int
     /// Whether jobs tell their work the priority they run at (the work contains a scheduler).
-    @usableFromInline let propagatesPriority: Bool
-    @usableFromInline let work: @Sendable (Key) async throws -> Value
-    @usableFromInline let executor: (any TaskExecutor)?
+    @usableFromInline let _propagatesPriority: Bool
+    @usableFromInline let _work: @Sendable (Key) async throws -> Value
+    @usableFromInline let _executor: (any TaskExecutor)?
     /// The token bucket of ``RateLimit``, if the processor has one.
-    @usableFromInline let startGate: (any RunStartGate)?
-    @usableFromInline let state: Locked<State>
-    @usableFromInline let claimIDs = Atomic<UInt64>(0)
+    @usableFromInline let _startGate: (any RunStartGate)?
+    @usableFromInline let _state: Locked<State>
+    @usableFromInline let _claimIDs = Atomic<UInt64>(0)
 
     /// Creates a processor running `processor`'s work.
     ///
@@ -143,13 +143,13 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         work: @escaping @Sendable (Key) async throws -> Value
     ) {
         let reserved = reservedForVisible ?? Self.defaultReservedForVisible(maxConcurrent: maxConcurrent)
-        self.maxConcurrentCount = maxConcurrent
+        self._maxConcurrentCount = maxConcurrent
         self.reservedForVisible = reserved
-        self.executor = executor
-        self.startGate = rateLimit?.makeBucket()
-        self.propagatesPriority = propagatesPriority
-        self.work = work
-        self.state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent, reservedForVisible: reserved)))
+        self._executor = executor
+        self._startGate = rateLimit?.makeBucket()
+        self._propagatesPriority = propagatesPriority
+        self._work = work
+        self._state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent, reservedForVisible: reserved)))
     }
 
     // MARK: Asking for values
@@ -185,7 +185,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         defer { if let observer { run?.stopObserving(observer) } }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
-                let (registered, reprioritized) = state.withLock { state -> (Bool, Machine.Reprioritized?) in
+                let (registered, reprioritized) = _state.withLock { state -> (Bool, Machine.Reprioritized?) in
                     // Checked inside the lock: a cancel handler that ran before registration found
                     // nothing to withdraw, but the task's flag was already set when it ran.
                     guard !Task.isCancelled else { return (false, nil) }
@@ -214,7 +214,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         completion: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) -> Claim {
         let id = newClaimID()
-        let reprioritized = state.withLock { state in
+        let reprioritized = _state.withLock { state in
             register(key, id: id, priority: priority, waiter: .callback(completion), in: &state)
         }
         if let reprioritized { follow(reprioritized) }
@@ -230,7 +230,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         completion: @escaping @Sendable (Result<Value, any Error>, _ cancelledForEveryone: Bool) -> Void
     ) -> Claim {
         let id = newClaimID()
-        let reprioritized = state.withLock { state in
+        let reprioritized = _state.withLock { state in
             register(key, id: id, priority: priority, waiter: .observer(completion), in: &state)
         }
         if let reprioritized { follow(reprioritized) }
@@ -240,7 +240,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// Withdraws a claim. Releasing a claim that already completed or was released does nothing.
     @inlinable
     public func release(_ claim: Claim) {
-        let (action, task) = state.withLock { state in
+        let (action, task) = _state.withLock { state in
             let action = state.machine.release(claim.key, id: claim.id)
             apply(action.followUp.spawnWorker, in: &state)
             return (action, action.cancelWorker.flatMap { state.workerTasks[$0] })
@@ -256,7 +256,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// Changes a claim's priority; queued work follows the highest priority among its claims.
     @inlinable
     public func setPriority(_ priority: LoadPriority, for claim: Claim) {
-        let reprioritized = state.withLock { state in
+        let reprioritized = _state.withLock { state in
             let action = state.machine.setPriority(priority, key: claim.key, id: claim.id)
             apply(action.spawnWorker, in: &state)
             return action.reprioritized
@@ -270,46 +270,46 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// `CancellationError`.
     @inlinable
     public func cancel(for key: Key) {
-        carryOut(state.withLock { state in collect(state.machine.cancel(key), from: state) })
+        carryOut(_state.withLock { state in collect(state.machine.cancel(key), from: state) })
     }
 
     /// Stops every key for which `isCancelled` is true, for everyone, as ``cancel(_:)`` does.
     /// `isCancelled` runs inside the processor's lock: it must be quick and must not call back in.
     @inlinable
     func cancel(where isCancelled: @Sendable (Key) -> Bool) {
-        carryOut(state.withLock { state in collect(state.machine.cancel(where: isCancelled), from: state) })
+        carryOut(_state.withLock { state in collect(state.machine.cancel(where: isCancelled), from: state) })
     }
 
     /// Stops every key for everyone. The processor stays usable: later requests run normally.
     @inlinable
     public func cancelAll() {
-        carryOut(state.withLock { state in collect(state.machine.cancelAll(), from: state) })
+        carryOut(_state.withLock { state in collect(state.machine.cancelAll(), from: state) })
     }
 
     /// Where `key` stands now: ``ProcessingState/idle`` unless a run of it is queued, running or
     /// handing out its result.
     @inlinable
     public func state(for key: Key) -> ProcessingState {
-        state.withLock { $0.machine.state(for: key) }
+        _state.withLock { $0.machine.state(for: key) }
     }
 
     /// How many keys are queued and running now.
     @inlinable
     public var activity: AutoProcessorActivity {
-        state.withLock { $0.machine.activity }
+        _state.withLock { $0.machine.activity }
     }
 
     /// How much the processor holds now; all zero when idle, whatever it did before.
     @inlinable
     public var tableSizes: AutoProcessorTableSizes {
-        state.withLock { $0.machine.tableSizes }
+        _state.withLock { $0.machine.tableSizes }
     }
 
     // MARK: Internals
 
     @inlinable
     func newClaimID() -> UInt64 {
-        claimIDs.wrappingAdd(1, ordering: .relaxed).newValue
+        _claimIDs.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
     /// Registers a claim inside the lock; returns a running run's new priority, which the caller
@@ -320,7 +320,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ) -> Machine.Reprioritized? {
         let action = state.machine.claim(key, id: id, priority: priority, waiter: waiter)
         apply(action.spawnWorker, in: &state)
-        return propagatesPriority ? action.reprioritized : nil
+        return _propagatesPriority ? action.reprioritized : nil
     }
 
     @inlinable
@@ -332,7 +332,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// takes its own lock).
     @inlinable
     func follow(_ change: Machine.Reprioritized) {
-        guard propagatesPriority, let context = state.withLock({ $0.contexts[change.worker] }) else { return }
+        guard _propagatesPriority, let context = _state.withLock({ $0.contexts[change.worker] }) else { return }
         context.update(change.priority)
     }
 
@@ -341,7 +341,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     func spawnWorker(_ worker: UInt64, in state: inout State) {
         // Detached: workers belong to the processor, not to whichever caller happened to start them
         // (no inherited actor, priority or task-locals).
-        state.workerTasks[worker] = Task.detached(executorPreference: executor) { [self] in
+        state.workerTasks[worker] = Task.detached(executorPreference: _executor) { [self] in
             await runWorker(worker)
         }
     }
@@ -365,14 +365,14 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         while case .run(let job, let priority) = step {
             let result: Result<Value, any Error>
             do {
-                if let startGate { try await startGate.waitForTurn() }
-                if propagatesPriority {
+                if let _startGate { try await _startGate.waitForTurn() }
+                if _propagatesPriority {
                     let context = RunPriority(priority)
-                    state.withLock { $0.contexts[worker] = context }
-                    defer { state.withLock { $0.contexts[worker] = nil } }
-                    result = .success(try await RunPriority.running(context) { try await work(job.key) })
+                    _state.withLock { $0.contexts[worker] = context }
+                    defer { _state.withLock { $0.contexts[worker] = nil } }
+                    result = .success(try await RunPriority.running(context) { try await _work(job.key) })
                 } else {
-                    result = .success(try await work(job.key))
+                    result = .success(try await _work(job.key))
                 }
             } catch {
                 result = .failure(error)
@@ -391,7 +391,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     func advance(
         _ worker: UInt64, _ event: (inout Machine) -> Machine.WorkerStep
     ) -> Machine.WorkerStep {
-        state.withLock { state in
+        _state.withLock { state in
             let step = event(&state.machine)
             if case .exit(let replacement) = step {
                 state.workerTasks[worker] = nil

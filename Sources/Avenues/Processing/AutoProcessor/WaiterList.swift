@@ -102,7 +102,7 @@ struct WaiterList<Value: Sendable> {
     mutating func removeAll() -> Waiters<Value> {
         defer { self = WaiterList() }
         switch entries {
-        case .empty: return Waiters(.none)
+        case .empty: return Waiters(.empty)
         case .one(_, let entry): return Waiters(.one(entry.waiter))
         case .many(let table): return Waiters(.many(table.sorted { $0.key < $1.key }.map(\.value.waiter)))
         }
@@ -113,21 +113,23 @@ struct WaiterList<Value: Sendable> {
 /// delivered run was one of the two allocations per key on the processor's busiest path.
 @usableFromInline
 struct Waiters<Value: Sendable>: Sequence {
+    /// How many waiters there are, and where they are kept. (Not `Storage`, which is the library's
+    /// protocol for results, and not `.none`, which reads as `Optional.none`.)
     @usableFromInline
-    enum Storage {
-        case none
+    enum Held {
+        case empty
         case one(Waiter<Value>)
         case many([Waiter<Value>])
     }
 
-    @usableFromInline let storage: Storage
+    @usableFromInline let held: Held
 
-    @inlinable init(_ storage: Storage) { self.storage = storage }
+    @inlinable init(_ held: Held) { self.held = held }
 
     @inlinable
     var count: Int {
-        switch storage {
-        case .none: 0
+        switch held {
+        case .empty: 0
         case .one: 1
         case .many(let waiters): waiters.count
         }
@@ -135,8 +137,8 @@ struct Waiters<Value: Sendable>: Sequence {
 
     @inlinable
     func makeIterator() -> Iterator {
-        switch storage {
-        case .none: Iterator(single: nil, rest: [])
+        switch held {
+        case .empty: Iterator(single: nil, rest: [])
         case .one(let waiter): Iterator(single: waiter, rest: [])
         case .many(let waiters): Iterator(single: nil, rest: waiters)
         }
