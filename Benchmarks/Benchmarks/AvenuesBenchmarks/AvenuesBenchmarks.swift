@@ -261,11 +261,11 @@ let benchmarks: @Sendable () -> Void = {
     }, setup: startServer)
 
     Benchmark("AsyncMedia reference: curl to a file 256 MiB", configuration: media, closure: { _ in
-        guard let server = Fixtures.shared.server.withLock({ $0 }) else { return }
+        guard let server = Fixtures.shared.server.withLock({ $0 }), let curlPath = executable(named: "curl") else { return }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("bench-curl-\(UUID().uuidString)")
         let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        curl.arguments = ["curl", "-s", "-o", file.path, server.url("/bytes/\(256 << 20)").absoluteString]
+        curl.executableURL = curlPath
+        curl.arguments = ["-s", "-o", file.path, server.url("/bytes/\(256 << 20)").absoluteString]
         try? curl.run()
         curl.waitUntilExit()
         try? FileManager.default.removeItem(at: file)

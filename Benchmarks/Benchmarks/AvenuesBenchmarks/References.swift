@@ -150,6 +150,14 @@ enum RawFiles {
     }
 }
 
+/// The path of `name` in a folder of `$PATH`, or `nil`; `/usr/bin/env` is not assumed to exist.
+func executable(named name: String) -> URL? {
+    let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
+    return folders.lazy
+        .map { URL(fileURLWithPath: String($0)).appendingPathComponent(name) }
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+}
+
 /// The AsyncMedia tests' HTTP server, started for the download benchmarks.
 final class LocalServer: Sendable {
     let port: Int
@@ -160,9 +168,13 @@ final class LocalServer: Sendable {
         let script = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Tests/AvenuesTests/Media/media_test_server.py")
+        guard let python = executable(named: "python3") else {
+            print("AsyncMedia benchmarks skipped: python3 is not on PATH (it runs their HTTP server)")
+            throw CocoaError(.executableNotLoadable)
+        }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
+        process.executableURL = python
+        process.arguments = [script.path]
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output
@@ -192,6 +204,8 @@ final class LocalServer: Sendable {
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
 /// A list of `count` integers, any page at once: the source for `PagedRows`' read benchmark.

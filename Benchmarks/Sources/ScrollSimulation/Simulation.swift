@@ -300,4 +300,6 @@ import Darwin
 private func _log(_ x: Double) -> Double { Darwin.log(x) }
 private func _cos(_ x: Double) -> Double { Darwin.cos(x) }
 private func _exp(_ x: Double) -> Double { Darwin.exp(x) }
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif

@@ -4,6 +4,8 @@ import Foundation
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
 /// A regular file found under the folder being browsed.

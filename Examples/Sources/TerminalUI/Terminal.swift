@@ -6,6 +6,8 @@ import Synchronization
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
 /// The process's terminal: whether there is one, its size, key input, and a mode for interactive

@@ -80,9 +80,13 @@ final class IndexServer: Sendable {
         self.root = root
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("terminal/index_server.py")
+        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        guard let python = folders.map({ URL(fileURLWithPath: String($0)).appendingPathComponent("python3") })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0.path) })
+        else { throw CocoaError(.executableNotLoadable, userInfo: [NSLocalizedDescriptionKey: "python3 is not on PATH; the remote tests need it"]) }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path, root.path]
+        process.executableURL = python
+        process.arguments = [script.path, root.path]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

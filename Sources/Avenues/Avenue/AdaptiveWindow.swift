@@ -181,4 +181,6 @@ private func _exp(_ x: Double) -> Double { Darwin.exp(x) }
 #elseif canImport(Musl)
 import Musl
 private func _exp(_ x: Double) -> Double { Musl.exp(x) }
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif

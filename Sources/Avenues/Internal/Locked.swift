@@ -6,6 +6,8 @@ import Darwin
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
 /// A `Synchronization.Mutex` that ThreadSanitizer understands.

@@ -7,8 +7,8 @@ import FoundationNetworking
 ///
 /// The delegate never blocks a URLSession thread on anything but the file write, and never calls back
 /// into the session synchronously: a transfer that must stop cancels its task from another queue.
-/// (Blocking libcurl's queue while a chunk waited, as this used to, deadlocked every URLSession in the
-/// process when the disk filled: the delegate's `cancel()` waited for that very queue.)
+/// (Blocking libcurl's queue while a chunk waits deadlocks every URLSession in the process when the
+/// disk fills: the delegate's `cancel()` waits for that very queue.)
 ///
 /// On Linux the delegate runs on libcurl's own thread (``InlineOperationQueue``), so the body is
 /// written as it arrives and nothing piles up in memory whatever the file's size; URLSession offers

@@ -136,7 +136,7 @@ extension Multiplexer {
 }
 
 extension Multiplexer {
-    /// Registers with ``MuxRepository`` (the earlier seed's explicit step; a `cacheKey` already
+    /// Registers with ``MuxRepository`` (AsyncMux's explicit step; a `cacheKey` already
     /// registers). Returns `self`, so it chains after `init`.
     @discardableResult
     public func register() -> Multiplexer<Value> {

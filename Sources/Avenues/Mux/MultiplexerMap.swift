@@ -167,7 +167,7 @@ extension MultiplexerMap {
 }
 
 extension MultiplexerMap {
-    /// Registers with ``MuxRepository`` (the earlier seed's explicit step; a `cacheKey` already
+    /// Registers with ``MuxRepository`` (AsyncMux's explicit step; a `cacheKey` already
     /// registers). Returns `self`, so it chains after `init`.
     @discardableResult
     public func register() -> MultiplexerMap<Key, Value> {

@@ -251,7 +251,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
             } catch let error as DiskStorageError {
                 failures.append(error)
             } catch {
-                failures.append(DiskStorageError(.io, path: "\(key)", call: "JSONEncoder", detail: "\(error)"))
+                failures.append(DiskStorageError(.notEncodable, path: "\(key)", call: "JSONEncoder", detail: "\(error)"))
             }
         }
         return failures

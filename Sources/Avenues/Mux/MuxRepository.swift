@@ -67,11 +67,11 @@ public enum MuxRepository {
         return duplicates
     }
 
-    /// The earlier AsyncMux seed's spelling, `MuxRepository.shared.saveAll()`: the same operations.
+    /// AsyncMux's spelling, `MuxRepository.shared.saveAll()`: the same operations.
     @available(*, deprecated, message: "call MuxRepository.saveAll(), clearAll() and clearMemory() directly")
     public static let shared = Shared()
 
-    /// Forwards to ``MuxRepository``'s static operations (the earlier, actor-based API's names).
+    /// Forwards to ``MuxRepository``'s static operations, under the names of AsyncMux's actor-based API.
     public struct Shared: Sendable {
         /// Saves every registered multiplexer's memory copies to disk and returns the failures — the
         /// same as ``MuxRepository/saveAll()``, spelled as AsyncMux's actor-based API spells it.

@@ -25,7 +25,7 @@ public enum ProcessingState: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The seeds' name of ``idle``, which read ambiguously beside `Optional.none`.
+    /// The former name of ``idle``, which read ambiguously beside `Optional.none`.
     @available(*, deprecated, renamed: "idle")
     public static var none: ProcessingState { .idle }
 }

@@ -10,6 +10,8 @@ import FoundationNetworking
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
 /// Which transport a test drives: the socket one AsyncMedia uses for `http`, or URLSession (used for

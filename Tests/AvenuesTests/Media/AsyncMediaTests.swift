@@ -9,7 +9,17 @@ import FoundationNetworking
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
+
+/// The path of `name` in a folder of `$PATH`, or `nil`; `/usr/bin/env` is not assumed to exist.
+func executable(named name: String) -> URL? {
+    let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
+    return folders.lazy
+        .map { URL(fileURLWithPath: String($0)).appendingPathComponent(name) }
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+}
 
 /// `media_test_server.py`, started on 127.0.0.1 and an ephemeral port; stopped when released.
 final class MediaServer: Sendable {
@@ -19,9 +29,12 @@ final class MediaServer: Sendable {
 
     init() throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("media_test_server.py")
+        guard let python = executable(named: "python3") else {
+            throw TestError("python3 is not on PATH: the AsyncMedia tests run their HTTP server with it; install python3")
+        }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
+        process.executableURL = python
+        process.arguments = [script.path]
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output

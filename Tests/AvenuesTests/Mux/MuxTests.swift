@@ -225,6 +225,22 @@ final class MuxTests {
         #expect(try await first.refresh().value().version == 2)
     }
 
+    @Test func aValueThatCannotBeEncodedIsReportedAsSuchNotAsAnIOError() async throws {
+        struct Unencodable: Codable, Sendable {
+            init() {}
+            init(from decoder: any Decoder) throws {}
+            func encode(to encoder: any Encoder) throws {
+                throw EncodingError.invalidValue(0, .init(codingPath: [], debugDescription: "refuses"))
+            }
+        }
+        let map = MultiplexerMap<String, Unencodable>(cacheKey: "unencodable") { _ in Unencodable() }
+        _ = try await map.value(for: "k")
+        let failures = map.save()
+        #expect(failures.map(\.reason) == [.notEncodable])
+        #expect(failures.first?.description.contains("could not be encoded") == true)
+        map.clear()
+    }
+
     @Test("AsyncMux fault: a / in a map key crashed save(); any key is safe on disk", .tags(.anchorFault))
     func hostileMapKeysSaveAndLoad() async throws {
         let keys = ["a/b", "../../x", String(repeating: "k", count: 4_000), "ünïcødé 🦊", "", "\0nul"]

@@ -7,6 +7,8 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
 /// A child process writes 10,000 entries and is killed with SIGKILL part-way; every key must then be

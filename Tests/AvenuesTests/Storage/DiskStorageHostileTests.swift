@@ -6,6 +6,8 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
 /// What a hostile user, a damaged disk or a clumsy setting does to a `DiskStorage`: every case is a

@@ -6,6 +6,8 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
 @Suite("DiskStorage", .timeLimit(.minutes(2)))

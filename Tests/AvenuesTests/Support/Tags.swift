@@ -1,7 +1,7 @@
 import Testing
 
 extension Tag {
-    /// A fault found in a library we learn from (DESIGN.md, "Known faults in the anchors"); the
-    /// test's display name says which.
+    /// A fault of a library Avenues learns from (AsyncMux, Nuke, URLSession on Linux…) that must not
+    /// happen here; the test's display name says which library and which fault.
     @Tag static var anchorFault: Self
 }

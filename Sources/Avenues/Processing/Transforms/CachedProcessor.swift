@@ -24,8 +24,8 @@ where Cache.Key == Base.Key, Cache.Value == Base.Value {
 }
 
 extension Processor {
-    /// This processor reading `storage` first and writing its results back: the talk's "reuse
-    /// in-flight requests across disk and network". Under an ``AutoProcessor`` the storage read and
+    /// This processor reading `storage` first and writing its results back, so in-flight requests
+    /// are reused across disk and work. Under an ``AutoProcessor`` the storage read and
     /// the work are one run, so concurrent requests for a key share both.
     ///
     /// ```swift

@@ -32,6 +32,9 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
         case exceedsLimit
         /// An entry is too large to read into memory.
         case entryTooLarge
+        /// A value could not be encoded to be stored (a multiplexer's copy, a `codable(_:)` storage's
+        /// value): its `Encodable` conformance threw. Nothing was written for it.
+        case notEncodable
         /// Any other input/output error.
         case io
     }
@@ -94,6 +97,8 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
             return "The entry for \(path) was not stored: \(detail ?? "it exceeds the storage's limits"). Raise the storage's sizeLimit or countLimit, or store smaller values."
         case .entryTooLarge:
             return "The cache entry \(path) is too large to read into memory (\(detail ?? "allocation failed")); it was left in place."
+        case .notEncodable:
+            return "The value for \(path) could not be encoded (\(detail ?? "its encoder threw")), so it was not stored; make its Encodable conformance encode every value it can hold."
         case .io:
             return "Input/output error on \(path)\(cause); the entry was not stored."
         }
