@@ -1,3 +1,4 @@
+// Inlinable because `Avenue`'s hot paths are (see there).
 /// Everything ``Avenue`` decides, as a pure value: which row shows which key, which keys are loading
 /// for which rows, and which notifications are still current.
 ///

@@ -1,3 +1,4 @@
+// Inlinable because `Avenue.item(at:)` is (see there).
 /// The avenue's row → entry table. Rows of a list are small integers, so `Int` rows below
 /// ``pagedLimit`` live in pages of 512 slots found by shifting, not hashing — `item(at:)` then hashes
 /// once (the key, in storage) instead of twice. Other rows and index types use a dictionary. A page

@@ -1,3 +1,4 @@
+// Inlinable: `blocked` and `open` are on every multiplexer miss (see `MuxCore`).
 /// Keys a server asked to leave alone for a while (HTTP 429 or 503 with `Retry-After`, or any
 /// ``RetryAfterError``): until then, asking for the key again answers with the same error without
 /// going to the server. Bounded: expired entries are dropped as new ones arrive.

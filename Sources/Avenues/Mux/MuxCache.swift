@@ -1,5 +1,6 @@
 import Foundation
 
+// Inlinable: the fresh-copy read, the store and the epoch (see `MuxCore`); the disk and save paths are not.
 /// The caching policy shared by ``Multiplexer`` and ``MultiplexerMap``:
 ///
 /// - a **memory copy** is fresh for the time-to-live after it was fetched (monotonic clock), unless a

@@ -1,3 +1,4 @@
+// Inlinable because `MemoryStorage` is (see there).
 /// A key → value table with CLOCK eviction (a second-chance approximation of least recently used).
 ///
 /// A read only sets the entry's reference bit (and only if it is clear), so reads stay as cheap as a

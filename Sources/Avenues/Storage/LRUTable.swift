@@ -1,3 +1,4 @@
+// Inlinable because the multiplexers' cache hit is (see `MuxCore`).
 /// A key → value table that remembers use order, with O(1) lookup, insert, promote and evict.
 ///
 /// Nodes live densely in one array and are linked by index (no per-entry allocation); removal

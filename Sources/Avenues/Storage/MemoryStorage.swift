@@ -1,3 +1,4 @@
+// Inlinable: `value(for:)`, `lookup` and `set` run specialized in the client (benchmarks "item(at:) on 10,000 loaded rows" and "MemoryStorage set+get").
 /// A thread-safe in-memory storage that evicts entries not used recently (CLOCK).
 ///
 /// Reads, writes and evictions are O(1) (evictions amortized). With no limits it grows without

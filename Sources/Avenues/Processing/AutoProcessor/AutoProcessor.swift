@@ -1,5 +1,6 @@
 import Synchronization
 
+// Inlinable: claims, workers and the state machine run specialized in the client (benchmarks "100,000 distinct keys: AutoProcessor" and "10,000 waiters"; unspecialized, 10,000 callers of one fetch took 2.7x a continuation list).
 /// Runs a ``Processor`` so that each key is worked on once at a time, by priority, and only while
 /// someone still wants it.
 ///

@@ -1,3 +1,4 @@
+// Inlinable because `AutoProcessor` is (see there).
 /// Everything ``AutoProcessor`` decides, as a pure value: which runs exist, who waits for them, what is
 /// queued, which worker runs what. It starts no task and resumes no one; each event returns an action
 /// that ``AutoProcessor`` carries out after leaving its lock. That makes the hard cases (a late

@@ -1,3 +1,4 @@
+// Inlinable because `AutoProcessor` is (see there).
 /// Someone waiting for a run's result: a suspended `value(for:)` caller or a callback claim.
 @usableFromInline
 enum Waiter<Value: Sendable>: Sendable {

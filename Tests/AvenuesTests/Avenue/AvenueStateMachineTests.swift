@@ -1,0 +1,95 @@
+import Testing
+@testable import Avenues
+
+/// ``AvenueStateMachine`` as a plain value: every interleaving below is one order of events, written
+/// out, with no thread, lock or clock involved.
+@Suite("Avenue state machine")
+struct AvenueStateMachineTests {
+    typealias Machine = AvenueStateMachine<Int, String, Int>
+    let now = ContinuousClock.now
+
+    /// The effects of a prepare that must not be retried.
+    func done(_ outcome: Machine.PrepareOutcome, sourceLocation: SourceLocation = #_sourceLocation) -> Machine.Effects {
+        guard case .done(let effects) = outcome else {
+            Issue.record("prepare asked to read storage again", sourceLocation: sourceLocation)
+            return Machine.Effects()
+        }
+        return effects
+    }
+
+    @Test func aMissReadBeforeALoadCompletedIsReadAgainInsteadOfStartingASecondLoad() throws {
+        var machine = Machine()
+        // Row 0 misses and starts the load of "k".
+        let first = done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now))
+        let loadID = try #require(first.start).loadID
+        // Row 1 reads storage (a miss) at this epoch, then — before it takes the lock — the load
+        // completes and stores the value.
+        let epochOfRow1sRead = machine.storeEpoch
+        let deliveries = machine.complete("k", loadID: loadID, outcome: .loaded, now: now)
+        #expect(deliveries.map(\.index) == [0])
+        // Its miss is outdated: the machine asks for the storage to be read again, not for a load.
+        guard case .retry = machine.prepare("k", at: 1, priority: .visible, found: nil, epoch: epochOfRow1sRead, now: now) else {
+            Issue.record("a stale miss started a second load")
+            return
+        }
+        // Read again, the value is there: the row settles and nothing starts.
+        let second = done(machine.prepare("k", at: 1, priority: .visible, found: .fresh, epoch: machine.storeEpoch, now: now))
+        #expect(second.start == nil)
+        #expect(machine.statistics.loadsStarted == 1 && machine.statistics.cacheHits == 1)
+    }
+
+    @Test func aMissWhileTheKeyIsLoadingJoinsTheLoadWhateverTheEpoch() {
+        var machine = Machine()
+        let first = done(machine.prepare("k", at: 0, priority: .prefetch, found: nil, epoch: machine.storeEpoch, now: now))
+        #expect(first.start?.priority == .prefetch)
+        // Another load completing moves the epoch; "k" is still loading, so row 1 joins it.
+        let other = done(machine.prepare("other", at: 5, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now))
+        _ = machine.complete("other", loadID: other.start?.loadID ?? 0, outcome: .loaded, now: now)
+        let joined = done(machine.prepare("k", at: 1, priority: .visible, found: nil, epoch: 0, now: now))
+        #expect(joined.start == nil)
+        #expect(machine.loads["k"]?.rows.map(\.index) == [0, 1])
+    }
+
+    @Test func aDeliveryCarriesTheTicketOfTheRowItWasMadeFor() throws {
+        var machine = Machine()
+        let start = done(machine.prepare("a", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start
+        let deliveries = machine.complete("a", loadID: start?.loadID ?? 0, outcome: .loaded, now: now)
+        let delivery = try #require(deliveries.first)
+        #expect(machine.isCurrent(0, ticket: delivery.ticket))
+        // The row moves to another key before the notification is handed out: it is no longer current,
+        // so the row is never told "loaded" for a value it no longer shows.
+        _ = machine.prepare("b", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)
+        #expect(!machine.isCurrent(0, ticket: delivery.ticket))
+    }
+
+    @Test func aRowCancelledAndPreparedAgainForTheSameKeyGetsANewTicket() {
+        var machine = Machine()
+        let start = done(machine.prepare("a", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start
+        let oldTicket = machine.rows[0]?.ticket ?? 0
+        let released = machine.release(0)
+        #expect(released.release.isEmpty)  // no claim was attached yet
+        // Prepared again: a new load (the old one lost its last row) and a new ticket.
+        let again = done(machine.prepare("a", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now))
+        #expect(again.start != nil && again.start?.loadID != start?.loadID)
+        #expect(!machine.isCurrent(0, ticket: oldTicket))
+        // The first load's late completion is dropped: no delivery, the new load still waits.
+        let late = machine.complete("a", loadID: start?.loadID ?? 0, outcome: .loaded, now: now)
+        #expect(late.isEmpty)
+        #expect(machine.loads["a"] != nil)
+    }
+
+    @Test func aFailedKeyWaitsForItsRetryTimeUnlessForced() {
+        var machine = Machine(retryPolicy: RetryPolicy(attempts: 3, base: .seconds(10), cap: .seconds(10), jitter: 0))
+        struct Boom: Error {}
+        let start = done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start
+        _ = machine.complete("k", loadID: start?.loadID ?? 0, outcome: .failed(Boom()), now: now)
+        // Prepared again within the wait: nothing starts, nobody is told.
+        #expect(done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start == nil)
+        // After the wait it loads again; a forced retry does not wait.
+        #expect(done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now + .seconds(11))).start != nil)
+        var other = Machine(retryPolicy: RetryPolicy(attempts: 3, base: .seconds(10), cap: .seconds(10), jitter: 0))
+        let first = done(other.prepare("k", at: 0, priority: .visible, found: nil, epoch: 0, now: now)).start
+        _ = other.complete("k", loadID: first?.loadID ?? 0, outcome: .failed(Boom()), now: now)
+        #expect(done(other.prepare("k", at: 0, priority: .visible, found: nil, epoch: other.storeEpoch, now: now, force: true)).start != nil)
+    }
+}
