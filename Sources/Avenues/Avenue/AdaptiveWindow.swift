@@ -1,3 +1,5 @@
+import Foundation
+
 /// The adaptive policy of ``RowPrefetcher``: the window follows how fast the list moves and how long
 /// loads take, instead of a fixed number of rows.
 ///
@@ -80,7 +82,7 @@ public struct AdaptiveWindow: Sendable {
             return
         }
         let instant = Double(moved) / seconds
-        let weight = 1 - _exp(-seconds / Self.timeConstant)
+        let weight = 1 - exp(-seconds / Self.timeConstant)
         if moved != 0, (instant > 0) != (velocity > 0) {
             velocity = instant * weight  // reversed: the old speed says nothing
         } else {
@@ -171,16 +173,3 @@ public struct AdaptiveWindow: Sendable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-private func _exp(_ x: Double) -> Double { Glibc.exp(x) }
-#elseif canImport(Darwin)
-import Darwin
-private func _exp(_ x: Double) -> Double { Darwin.exp(x) }
-#elseif canImport(Musl)
-import Musl
-private func _exp(_ x: Double) -> Double { Musl.exp(x) }
-#else
-#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
-#endif

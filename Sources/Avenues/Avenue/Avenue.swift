@@ -150,6 +150,20 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         set { _handlers.withLock { $0.onError = newValue } }
     }
 
+    /// Sets ``onStateChange`` to a closure isolated to the main actor, for a front end whose state
+    /// lives there. With `callbackMode: .mainActor` it runs in the callback's turn on the main queue;
+    /// with another mode it is sent to the main queue, in order.
+    public func onStateChange(onMainActor handler: @escaping @MainActor @Sendable (Index) -> Void) {
+        let mode = callbackMode
+        onStateChange = { index in mode.runOnMainActor { handler(index) } }
+    }
+
+    /// Sets ``onError`` to a closure isolated to the main actor; see ``onStateChange(onMainActor:)``.
+    public func onError(onMainActor handler: @escaping @MainActor @Sendable (any Error, Index) -> Void) {
+        let mode = callbackMode
+        onError = { error, index in mode.runOnMainActor { handler(error, index) } }
+    }
+
     /// A new subscription to the rows' changes, as an async sequence for front ends that
     /// `for await`: it receives the changes from this call on, and ends when the avenue is released
     /// or the sequence and its iterators are. Subscribe before preparing rows, so no change is

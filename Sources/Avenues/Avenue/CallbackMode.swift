@@ -13,7 +13,9 @@ public enum CallbackMode: Sendable {
     /// Asynchronously on the given queue.
     case queue(DispatchQueue)
     /// Asynchronously on the main actor (the main dispatch queue). The program must run the main
-    /// queue: an `async` `main`, `dispatchMain()`, or a run loop.
+    /// queue: an `async` `main`, `dispatchMain()`, or a run loop. The handlers' type says nothing of
+    /// it; set them with ``Avenue/onStateChange(onMainActor:)`` and ``Avenue/onError(onMainActor:)``
+    /// to write `@MainActor` closures.
     case mainActor
 
     @inlinable
@@ -22,6 +24,16 @@ public enum CallbackMode: Sendable {
         case .completingThread: body()
         case .queue(let queue): queue.async(execute: body)
         case .mainActor: DispatchQueue.main.async(execute: body)
+        }
+    }
+
+    /// Runs `body` on the main actor from a callback made in this mode: at once under `.mainActor`
+    /// (the callback already runs on the main queue), else in order on the main queue.
+    func runOnMainActor(_ body: @escaping @MainActor @Sendable () -> Void) {
+        if case .mainActor = self {
+            MainActor.assumeIsolated(body)
+        } else {
+            DispatchQueue.main.async { MainActor.assumeIsolated(body) }
         }
     }
 }

@@ -16,6 +16,11 @@ enum FileSystem {
         let call: String
         let path: String
         let code: Int32
+
+        /// The disk (or the user's quota) is full.
+        var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
+        /// The user may not do this here (or the file system is read-only).
+        var isPermissionDenied: Bool { code == EACCES || code == EPERM || code == EROFS }
     }
 
     struct FileInfo {

@@ -561,6 +561,31 @@ struct AvenueTests {
         #expect(onMain.elements == [true])
     }
 
+    @Test(arguments: [CallbackMode.mainActor, .completingThread])
+    func mainActorHandlersRunIsolatedToTheMainActorInEveryMode(mode: CallbackMode) async {
+        @MainActor final class Screen {
+            var rowsTold: [Int] = []
+            var errors: [String] = []
+        }
+        let f = AvenueFixture(callbackMode: mode)
+        let screen = Screen()
+        let told = EventLog<Int>()
+        f.avenue.onStateChange(onMainActor: { row in   // a @MainActor closure: it touches `screen` directly
+            screen.rowsTold.append(row)
+            told.append(row)
+        })
+        f.avenue.onError(onMainActor: { error, row in screen.errors.append("\(row): \(error)") })
+        f.avenue.prepareItem(for: "a", at: 0)
+        f.avenue.prepareItem(for: "b", at: 1)
+        await f.work.waitUntilStarted("a")
+        await f.work.waitUntilStarted("b")
+        f.work.succeed("a", with: 1)
+        f.work.fail("b", with: TestError("no"))
+        await told.wait(forCount: 2)
+        #expect(await screen.rowsTold.sorted() == [0, 1])
+        #expect(await screen.errors.count == 1)
+    }
+
     @Test func changesDeliverEachRowOnceAndSkipRowsReleasedBeforeTheEventIsRead() async {
         let f = AvenueFixture()
         var iterator = f.avenue.subscribe().makeAsyncIterator()

@@ -1,13 +1,3 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#else
-#error("Unsupported platform")
-#endif
-
 /// Why a ``DiskStorage`` operation failed, and what to do about it.
 public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
     /// The kinds of failure, each with its remedy in ``description``: switch over it to react in
@@ -59,12 +49,8 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
     }
 
     init(_ failure: FileSystem.Failure, folderMissing: Bool = false) {
-        let reason: Reason
-        switch failure.code {
-        case ENOSPC, EDQUOT: reason = .diskFull
-        case EACCES, EPERM, EROFS: reason = .permissionDenied
-        default: reason = folderMissing ? .folderUnavailable : .io
-        }
+        let reason: Reason =
+            if failure.isDiskFull { .diskFull } else if failure.isPermissionDenied { .permissionDenied } else if folderMissing { .folderUnavailable } else { .io }
         self.init(reason, path: failure.path, call: failure.call, code: failure.code)
     }
 
