@@ -10,6 +10,7 @@ import Musl
 #error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
+// Inlinable: every hot path above takes this lock; unspecialized, each `withLock` was a generic call.
 /// A `Synchronization.Mutex` that ThreadSanitizer understands.
 ///
 /// On Linux, `Mutex` locks with futex system calls inside the standard library, which is not built

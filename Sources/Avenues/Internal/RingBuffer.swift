@@ -1,3 +1,4 @@
+// Inlinable because `AutoProcessor`'s queues and `Avenue`'s change buffers are (see there).
 /// A growable FIFO queue with O(1) amortized `append` and `popFirst`.
 ///
 /// The library has no package dependencies, so this stands in for `Deque` from swift-collections.

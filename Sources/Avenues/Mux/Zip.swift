@@ -7,30 +7,30 @@
 ///     .add { try await api.forecast(for: "Oslo") }
 ///     .result
 /// ```
-public final class Zip<T: Sendable>: Sendable {
-    private let actions: Locked<[@Sendable () async throws -> T]>
+public final class Zip<Value: Sendable>: Sendable {
+    private let actions: Locked<[@Sendable () async throws -> Value]>
 
     /// Creates a zip of `actions` (none by default).
-    public init(actions: [@Sendable () async throws -> T] = []) {
+    public init(actions: [@Sendable () async throws -> Value] = []) {
         self.actions = Locked(actions)
     }
 
     /// Adds an action; returns `self` so calls chain.
     @discardableResult
-    public func add(_ action: @escaping @Sendable () async throws -> T) -> Zip<T> {
+    public func add(_ action: @escaping @Sendable () async throws -> Value) -> Zip<Value> {
         actions.withLock { $0.append(action) }
         return self
     }
 
     /// Runs every action concurrently; the results in the order the actions were added.
-    public var result: [T] {
+    public var result: [Value] {
         get async throws {
             let actions = actions.withLock { $0 }
-            return try await withThrowingTaskGroup(of: (Int, T).self) { group in
+            return try await withThrowingTaskGroup(of: (Int, Value).self) { group in
                 for (index, action) in actions.enumerated() {
                     group.addTask { (index, try await action()) }
                 }
-                var results = [T?](repeating: nil, count: actions.count)
+                var results = [Value?](repeating: nil, count: actions.count)
                 // The first failure ends the group, which cancels the actions still running.
                 for try await (index, value) in group { results[index] = value }
                 return results.compactMap { $0 }
