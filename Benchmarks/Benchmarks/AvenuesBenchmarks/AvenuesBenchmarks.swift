@@ -155,6 +155,13 @@ let benchmarks: @Sendable () -> Void = {
         for key in 0..<100_000 { blackHole(try? await reference.request(key: key)) }
     }
 
+    // The floor of any design that runs a fetch in a task other than the caller's (so that a caller
+    // cancelled while others wait does not cancel the fetch): one task per key, awaited.
+    Benchmark("100,000 distinct keys floor: a Task per key, awaited", configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(5), maxIterations: 20)) { _ in
+        let fetch: @Sendable (Int) async throws -> Int = { $0 }
+        for key in 0..<100_000 { blackHole(try? await Task { try await fetch(key) }.value) }
+    }
+
     // MARK: MemoryStorage with eviction vs a plain Dictionary
 
     Benchmark("MemoryStorage set+get, 1,000-entry limit, evicting", configuration: distinct) { benchmark in
