@@ -52,6 +52,16 @@ struct DocumentationExampleTests {
         #expect(simple.item(at: 0) == Summary(lines: 3))   // from the disk layer, synchronously
     }
 
+    @Test func theCachedProcessorDocExampleCompiles() {
+        let folder = TemporaryFolder("docc-cached").url
+        struct Summary: Codable, Sendable { var lines: Int }
+        let summarize = ClosureProcessor { (path: String) in Summary(lines: path.count) }
+        // As in `Processor.cached(in:)`'s doc comment (CachedProcessor.swift):
+        let disk = DiskStorage<String>(directory: folder).codable(Summary.self)
+        let avenue = Avenue<Int, String, Summary>(storage: MemoryStorage(), processor: summarize.cached(in: disk))
+        #expect(avenue.item(at: 0) == nil)
+    }
+
     @Test func multiplexers() async throws {
         struct Profile: Codable, Sendable, Equatable { var name: String }
         let fetches = Locked(0)
