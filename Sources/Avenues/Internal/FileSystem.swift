@@ -21,6 +21,28 @@ enum FileSystem {
         var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
         /// The user may not do this here (or the file system is read-only).
         var isPermissionDenied: Bool { code == EACCES || code == EPERM || code == EROFS }
+        /// The file (or a folder on its path) does not exist.
+        var isNoSuchFile: Bool { code == ENOENT }
+    }
+
+    /// `errno` for "no such file or directory".
+    static let noSuchFile = ENOENT
+    /// `errno` for "not a directory".
+    static let notADirectory = ENOTDIR
+
+    /// The wall clock in nanoseconds since 1970, as file modification times are kept.
+    static func wallClockNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Saturating.add(Saturating.multiply(Int64(now.tv_sec), 1_000_000_000), Int64(now.tv_nsec))
+    }
+
+    /// This process's id.
+    static var processID: Int32 { Int32(getpid()) }
+
+    /// `true` when no process has id `pid` any more (a writer that died).
+    static func processIsGone(_ pid: Int32) -> Bool {
+        kill(pid_t(pid), 0) != 0 && errno == ESRCH
     }
 
     struct FileInfo {

@@ -1,13 +1,3 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#else
-#error("Unsupported platform")
-#endif
-
 /// A folder of cache files that threads **and processes** share: the part of ``DiskStorage`` and
 /// ``AsyncMedia`` that names temporary files, moves finished ones into place, keeps the folder within
 /// its limits and keeps the folder itself safe.
@@ -75,7 +65,7 @@ final class CacheFolder: Sendable {
     /// writer's process id, so a leftover of a killed writer can be recognised.
     static func temporaryName(for entryName: String) -> String {
         let tag = StableHash.hex(StableHash.fnv1a64(Array(entryName.utf8)))
-        return temporaryPrefix + tag + "-\(getpid())-" + StableHash.hex(UInt64.random(in: .min ... .max))
+        return temporaryPrefix + tag + "-\(FileSystem.processID)-" + StableHash.hex(UInt64.random(in: .min ... .max))
     }
 
     /// `.tmp-<16 hex>-<pid>-<16 hex>`: exactly what ``temporaryName(for:)`` makes, so a user's
@@ -84,13 +74,13 @@ final class CacheFolder: Sendable {
         parseTemporary(name) != nil
     }
 
-    private static func parseTemporary(_ name: String) -> (pid: pid_t, Void)? {
+    private static func parseTemporary(_ name: String) -> (pid: Int32, Void)? {
         guard name.hasPrefix(temporaryPrefix) else { return nil }
         let parts = name.utf8.dropFirst(temporaryPrefix.utf8.count).split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 16, parts[2].count == 16,
               parts[0].allSatisfy(isLowerHex), parts[2].allSatisfy(isLowerHex),
               (1...10).contains(parts[1].count), parts[1].allSatisfy({ (48...57).contains($0) }),
-              let pid = pid_t(String(decoding: parts[1], as: UTF8.self)), pid > 0
+              let pid = Int32(String(decoding: parts[1], as: UTF8.self)), pid > 0
         else { return nil }
         return (pid, ())
     }
@@ -113,7 +103,7 @@ final class CacheFolder: Sendable {
         do throws(FileSystem.Failure) {
             return (temporary, try FileSystem.createExclusive(temporary, mode: 0o600))
         } catch {
-            throw DiskStorageError(error, folderMissing: error.code == ENOENT)
+            throw DiskStorageError(error, folderMissing: error.isNoSuchFile)
         }
     }
 
@@ -122,7 +112,7 @@ final class CacheFolder: Sendable {
     /// Moves a finished temporary file into place as `name` (one `rename(2)`), counts it, and sweeps
     /// the folder if a limit is now exceeded, never deleting `name` itself in that sweep.
     func commit(_ temporary: String, as name: String, size: Int) throws(DiskStorageError) {
-        let now = Self.wallClockNanoseconds()
+        let now = FileSystem.wallClockNanoseconds()
         try state.withLock { (state: inout State) throws(DiskStorageError) in
             try withFolderLock(&state) { (state: inout State, totals: inout Totals, lock: Int32) throws(DiskStorageError) in
                 let replaced = try? FileSystem.linkStatus(filePath(name))
@@ -172,7 +162,7 @@ final class CacheFolder: Sendable {
         state.withLock { state in
             state.lastUse = [:]
             _ = try? withFolderLock(&state) { (_: inout State, totals: inout Totals, _: Int32) throws(DiskStorageError) in
-                let now = Self.wallClockNanoseconds()
+                let now = FileSystem.wallClockNanoseconds()
                 for name in (try? FileSystem.contents(of: path)) ?? [] {
                     if isEntry(name) {
                         try? FileSystem.remove(filePath(name))
@@ -188,7 +178,7 @@ final class CacheFolder: Sendable {
 
     /// Notes that this process used entry `name` now (a read): it leaves last in a sweep.
     func touch(_ name: String) {
-        let now = Self.wallClockNanoseconds()
+        let now = FileSystem.wallClockNanoseconds()
         state.withLock { $0.lastUse[name] = now }
     }
 
@@ -211,7 +201,7 @@ final class CacheFolder: Sendable {
         _ body: (inout State, inout Totals, Int32) throws(DiskStorageError) -> Result
     ) throws(DiskStorageError) -> Result {
         guard try secure(&state, creating: creating) else {
-            throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: ENOENT)
+            throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: FileSystem.noSuchFile)
         }
         let lock = try lockDescriptor(&state)
         do throws(FileSystem.Failure) {
@@ -245,7 +235,7 @@ final class CacheFolder: Sendable {
         let info: FileSystem.FileInfo
         do throws(FileSystem.Failure) {
             info = try FileSystem.linkStatus(path)
-        } catch where error.code == ENOENT {
+        } catch where error.isNoSuchFile {
             guard creating else { return false }
             do throws(FileSystem.Failure) {
                 try FileSystem.createDirectory(path, mode: 0o700)
@@ -259,7 +249,7 @@ final class CacheFolder: Sendable {
         if info.isSymbolicLink {
             throw DiskStorageError(.unsafeFolder, path: path, call: "lstat", detail: "it is a symbolic link")
         }
-        guard info.isDirectory else { throw DiskStorageError(.folderUnavailable, path: path, call: "lstat", code: ENOTDIR) }
+        guard info.isDirectory else { throw DiskStorageError(.folderUnavailable, path: path, call: "lstat", code: FileSystem.notADirectory) }
         guard info.owner == FileSystem.currentUser else {
             throw DiskStorageError(.unsafeFolder, path: path, call: "lstat", detail: "it belongs to another user")
         }
@@ -292,7 +282,7 @@ final class CacheFolder: Sendable {
         do throws(FileSystem.Failure) {
             state.lock = try FileSystem.openOrCreate(filePath(Self.lockName), mode: 0o600)
         } catch {
-            throw DiskStorageError(error, folderMissing: error.code == ENOENT)
+            throw DiskStorageError(error, folderMissing: error.isNoSuchFile)
         }
         return state.lock
     }
@@ -349,7 +339,7 @@ final class CacheFolder: Sendable {
     }
 
     private func removeAbandonedTemporaries() {
-        let now = Self.wallClockNanoseconds()
+        let now = FileSystem.wallClockNanoseconds()
         for name in (try? FileSystem.contents(of: path)) ?? [] where Self.isTemporaryName(name) {
             guard let info = try? FileSystem.linkStatus(filePath(name)), info.isRegularFile,
                   Self.isAbandonedTemporary(name, modified: info.modified, now: now)
@@ -362,7 +352,7 @@ final class CacheFolder: Sendable {
     static func isAbandonedTemporary(_ name: String, modified: Int64, now: Int64) -> Bool {
         guard let (pid, _) = parseTemporary(name) else { return false }
         if modified < now - staleTemporaryAge { return true }
-        return kill(pid, 0) != 0 && errno == ESRCH
+        return FileSystem.processIsGone(pid)
     }
 
     // MARK: The lock file
@@ -400,11 +390,5 @@ final class CacheFolder: Sendable {
             raw.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
         }
         bytes.withUnsafeBytes { try? FileSystem.write(lock, $0, at: 0, path: filePath(Self.lockName)) }
-    }
-
-    static func wallClockNanoseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Saturating.add(Saturating.multiply(Int64(now.tv_sec), 1_000_000_000), Int64(now.tv_nsec))
     }
 }
