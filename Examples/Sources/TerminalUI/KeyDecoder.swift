@@ -118,4 +118,18 @@ public enum ListCommand: Sendable, Hashable {
         default: return nil
         }
     }
+
+    /// For a move within the rows already known (up, down, a page, the first row), the list's new
+    /// first visible row and the row to select — which the screen then clamps to what it can show;
+    /// `nil` for `.quit` and `.last`, which each screen handles its own way.
+    public func motion(selected: Int, top: Int, pageRows: Int) -> (top: Int, selected: Int)? {
+        switch self {
+        case .up: (top, selected - 1)
+        case .down: (top, selected + 1)
+        case .pageDown: (top + pageRows, selected + pageRows)
+        case .pageUp: (top - pageRows, selected - pageRows)
+        case .first: (top, 0)
+        case .quit, .last: nil
+        }
+    }
 }

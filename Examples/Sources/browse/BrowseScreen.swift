@@ -159,21 +159,18 @@ struct BrowseScreen {
             showsWindow.toggle()
             return true
         }
-        switch ListCommand(key) {
-        case .quit?: return false
-        case .up?: move(to: selected - 1)
-        case .down?: move(to: selected + 1)
-        case .pageDown?:
-            top += pageRows
-            move(to: selected + pageRows)
-        case .pageUp?:
-            top -= pageRows
-            move(to: selected - pageRows)
-        case .first?: move(to: 0)
-        case .last?:
+        guard let command = ListCommand(key) else { return true }
+        if let motion = command.motion(selected: selected, top: top, pageRows: pageRows) {
+            top = motion.top
+            move(to: motion.selected)
+            return true
+        }
+        switch command {
+        case .quit: return false
+        case .last:
             move(to: count - 1)
             followsEnd = !table.count.isExact
-        case nil: break
+        default: break
         }
         return true
     }

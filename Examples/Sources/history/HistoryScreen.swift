@@ -151,18 +151,15 @@ struct HistoryScreen {
             typing = ""
             return true
         }
-        switch ListCommand(key) {
-        case .quit?: return false
-        case .up?: move(to: selected - 1)
-        case .down?: move(to: selected + 1)
-        case .pageDown?:
-            top += pageRows
-            move(to: selected + pageRows)
-        case .pageUp?:
-            top -= pageRows
-            move(to: selected - pageRows)
-        case .first?: move(to: 0)
-        case .last?:
+        guard let command = ListCommand(key) else { return true }
+        if let motion = command.motion(selected: selected, top: top, pageRows: pageRows) {
+            top = motion.top
+            move(to: motion.selected)
+            return true
+        }
+        switch command {
+        case .quit: return false
+        case .last:
             if count.isExact {
                 move(to: count.value - 1)
             } else {
@@ -170,7 +167,7 @@ struct HistoryScreen {
                 message = "counting commits…"
                 startCounting(sink: sink)
             }
-        case nil: break
+        default: break
         }
         return true
     }

@@ -29,6 +29,18 @@ struct KeyDecoderTests {
         var decoder = KeyDecoder()
         #expect(decoder.decode(Array("\u{1B}[1;5A\u{1B}[99~q".utf8)) == [.up, .unknown, .character("q")])
     }
+
+    @Test func listKeysMoveTheSelectionAndPagesMoveTheViewToo() {
+        let motion = { (key: Key) in ListCommand(key)?.motion(selected: 10, top: 5, pageRows: 20).map { [$0.top, $0.selected] } }
+        #expect(motion(.character("j")) == [5, 11])
+        #expect(motion(.up) == [5, 9])
+        #expect(motion(.space) == [25, 30])
+        #expect(motion(.pageUp) == [-15, -10])   // the screen clamps
+        #expect(motion(.character("g")) == [5, 0])
+        #expect(motion(.character("G")) == nil)  // the last row: each screen's own
+        #expect(motion(.character("q")) == nil)
+        #expect(ListCommand(.character("x")) == nil)
+    }
 }
 
 @Suite("Text width")
