@@ -3,13 +3,21 @@ import Testing
 
 @Suite("Rate limit", .timeLimit(.minutes(2)))
 struct RateLimitTests {
-    @Test func runsStartAtTheRateOnceTheBurstIsSpentWhateverTheWorkers() async throws {
-        let clock = SleepClock()
-        let starts = Shared([Int]())
-        let processor = AutoProcessor<Int, Int>(maxConcurrent: 6, rateLimit: RateLimit(runsPerSecond: 10, burst: 2, clock: clock)) { key in
+    /// A processor limited to `rate` whose work returns its key and records the order runs started in.
+    static func recordingProcessor<Key: Hashable & Sendable>(
+        maxConcurrent: Int, rate: RateLimit, of _: Key.Type = Key.self
+    ) -> (processor: AutoProcessor<Key, Key>, starts: Shared<[Key]>) {
+        let starts = Shared([Key]())
+        let processor = AutoProcessor<Key, Key>(maxConcurrent: maxConcurrent, rateLimit: rate) { key in
             starts.withLock { $0.append(key) }
             return key
         }
+        return (processor, starts)
+    }
+
+    @Test func runsStartAtTheRateOnceTheBurstIsSpentWhateverTheWorkers() async throws {
+        let clock = SleepClock()
+        let (processor, starts) = Self.recordingProcessor(maxConcurrent: 6, rate: RateLimit(runsPerSecond: 10, burst: 2, clock: clock), of: Int.self)
         let tasks = (0..<6).map { key in Task { try await processor.value(for: key) } }
         await eventually("the burst started and the rest wait their turn") { starts.value.count == 2 && clock.sleepers == 4 }
         for expected in 3...6 {
@@ -30,11 +38,7 @@ struct RateLimitTests {
 
     @Test func aJobCancelledWhileWaitingNeverStartsAndGivesItsTurnBack() async throws {
         let clock = SleepClock()
-        let starts = Shared([String]())
-        let processor = AutoProcessor<String, String>(maxConcurrent: 4, rateLimit: RateLimit(runsPerSecond: 1, clock: clock)) { key in
-            starts.withLock { $0.append(key) }
-            return key
-        }
+        let (processor, starts) = Self.recordingProcessor(maxConcurrent: 4, rate: RateLimit(runsPerSecond: 1, clock: clock), of: String.self)
         _ = try await processor.value(for: "first")
         let waiting = Task { try await processor.value(for: "waiting") }
         await eventually("the second run waits for its turn") { clock.sleepers == 1 }
@@ -51,11 +55,7 @@ struct RateLimitTests {
 
     @Test func visibleWorkTakesTheNextTurnBeforeQueuedPrefetches() async throws {
         let clock = SleepClock()
-        let starts = Shared([String]())
-        let processor = AutoProcessor<String, String>(maxConcurrent: 1, rateLimit: RateLimit(runsPerSecond: 1, clock: clock)) { key in
-            starts.withLock { $0.append(key) }
-            return key
-        }
+        let (processor, starts) = Self.recordingProcessor(maxConcurrent: 1, rate: RateLimit(runsPerSecond: 1, clock: clock), of: String.self)
         _ = try await processor.value(for: "first")
         let prefetches = (0..<5).map { index in Task { try await processor.value(for: "prefetch \(index)", priority: .prefetch) } }
         await eventually("one prefetch holds the worker, waiting its turn") { clock.sleepers == 1 }
