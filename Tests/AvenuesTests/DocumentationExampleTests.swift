@@ -52,14 +52,18 @@ struct DocumentationExampleTests {
         #expect(simple.item(at: 0) == Summary(lines: 3))   // from the disk layer, synchronously
     }
 
-    @Test func theCachedProcessorDocExampleCompiles() {
+    @Test func theCachedProcessorDocExampleWorksAsWritten() async {
         let folder = TemporaryFolder("docc-cached").url
-        struct Summary: Codable, Sendable { var lines: Int }
+        struct Summary: Codable, Sendable, Equatable { var lines: Int }
         let summarize = ClosureProcessor { (path: String) in Summary(lines: path.count) }
         // As in `Processor.cached(in:)`'s doc comment (CachedProcessor.swift):
         let disk = DiskStorage<String>(directory: folder).codable(Summary.self)
         let avenue = Avenue<Int, String, Summary>(storage: MemoryStorage(), processor: summarize.cached(in: disk))
-        #expect(avenue.item(at: 0) == nil)
+        let changes = avenue.subscribe()
+        avenue.prepareItem(for: "a/b/c", at: 0)
+        for await _ in changes.prefix(1) {}
+        #expect(avenue.item(at: 0) == Summary(lines: 5))
+        #expect(disk.value(for: "a/b/c") == Summary(lines: 5))   // the work's result was written to the disk
     }
 
     @Test func multiplexers() async throws {
