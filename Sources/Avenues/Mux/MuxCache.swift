@@ -86,13 +86,31 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         max(state.everyKeyEpoch, state.keyEpochs[key] ?? 0)
     }
 
+    /// What a fetch run finds before fetching.
+    @usableFromInline
+    enum RunStart {
+        /// A fresh copy: stored by another run while this one was queued, or on disk.
+        case fresh(Value)
+        /// A multi-key request is fetching the key: the run waits for it.
+        case batch(MuxBatch<Key, Value>)
+        case fetch
+    }
+
     /// The fresh memory copy, else a fresh disk copy (which becomes the memory copy, if `epoch` is
-    /// still the key's). Runs inside a fetch run, so the disk is read off the caller's thread, once
-    /// for all callers of the key.
+    /// still the key's), else the batch fetching the key, if one is. Runs inside a fetch run, so the
+    /// disk is read off the caller's thread, once for all callers of the key.
     @inlinable
-    func freshValueFromMemoryOrDisk(for key: Key, epoch: UInt64) -> Value? {
-        if let value = freshValue(for: key) { return value }
-        return disk == nil ? nil : freshDiskCopy(for: key, epoch: epoch)
+    func runStart(for key: Key, epoch: UInt64) -> RunStart {
+        let now = clock.monotonic()
+        let start = state.withLock { state -> RunStart in
+            if let entry = state.memory.value(for: key), isFresh(entry, in: state, now: now) {
+                return .fresh(entry.value)
+            }
+            return state.batches[key].map { .batch($0) } ?? .fetch
+        }
+        if case .fresh = start { return start }
+        if disk != nil, let value = freshDiskCopy(for: key, epoch: epoch) { return .fresh(value) }
+        return start
     }
 
     /// A fresh disk copy, unless memory has an older copy or the key was refreshed.
@@ -143,12 +161,6 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         fallbackValue(for: key)
     }
 
-    /// The batch fetching `key`, if a multi-key request is.
-    @inlinable
-    func batch(for key: Key) -> MuxBatch<Key, Value>? {
-        state.withLock { $0.batches[key] }
-    }
-
     // MARK: Changing
 
     /// A value stored by hand (or pushed by a server): the fresh memory copy.
@@ -164,7 +176,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         state.withLock { state in
             if let epoch, epoch < Self.epoch(of: key, in: state) { return }
             insert(Entry(value: value, fetchedAt: now, generation: state.generation, stale: false), for: key, in: &state)
-            state.forced.remove(key)
+            if !state.forced.isEmpty { state.forced.remove(key) }  // removing hashes even from an empty set
         }
     }
 

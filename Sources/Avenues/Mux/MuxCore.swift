@@ -84,10 +84,15 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     @inlinable
     static func run(_ run: MuxRunKey<Key>, cache: MuxCache<Key, Value>, fetch: @Sendable (Key) async throws -> Value) async throws -> Value {
         let key = run.key
-        if let value = cache.freshValueFromMemoryOrDisk(for: key, epoch: run.epoch) { return value }
+        let batch: MuxBatch<Key, Value>?
+        switch cache.runStart(for: key, epoch: run.epoch) {
+        case .fresh(let value): return value
+        case .batch(let found): batch = found
+        case .fetch: batch = nil
+        }
         do {
             let value: Value
-            if let batch = cache.batch(for: key) {
+            if let batch {
                 value = try await batch.value(for: key)
             } else {
                 value = try await fetch(key)

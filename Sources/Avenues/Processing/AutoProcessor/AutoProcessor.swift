@@ -362,15 +362,12 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
 
     @inlinable
     func runWorker(_ worker: UInt64) async {
-        var step = advance(worker) { $0.start(worker: worker) }
-        while case .run(let job, let priority) = step {
+        var (step, context) = advance(worker) { $0.start(worker: worker) }
+        while case .run(let job, _) = step {
             let result: Result<Value, any Error>
             do {
                 if let _startGate { try await _startGate.waitForTurn() }
-                if _propagatesPriority {
-                    let context = RunPriority(priority)
-                    _state.withLock { $0.contexts[worker] = context }
-                    defer { _state.withLock { $0.contexts[worker] = nil } }
+                if let context {
                     result = .success(try await RunPriority.running(context) { try await _work(job.key) })
                 } else {
                     result = .success(try await _work(job.key))
@@ -378,29 +375,39 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
             } catch {
                 result = .failure(error)
             }
-            step = advance(worker) { $0.finish(job, worker: worker, result: result) }
+            (step, context) = advance(worker) { $0.finish(job, worker: worker, result: result) }
             while case .deliver(let waiters, let result) = step {
                 for waiter in waiters { waiter.resume(with: result) }
-                step = advance(worker) { $0.endDelivery(of: job, worker: worker) }
+                (step, context) = advance(worker) { $0.endDelivery(of: job, worker: worker) }
             }
         }
     }
 
     /// Applies a worker event under the lock, retiring the worker's handle and starting its
-    /// replacement when the step says so.
+    /// replacement when the step says so. The worker's ``RunPriority`` (when priorities propagate)
+    /// is made and dropped in the same lock, so a job costs no extra lock for it.
     @inlinable
     func advance(
         _ worker: UInt64, _ event: (inout Machine) -> Machine.WorkerStep
-    ) -> Machine.WorkerStep {
-        _state.withLock { state in
+    ) -> (Machine.WorkerStep, RunPriority?) {
+        var context: RunPriority?
+        let step = _state.withLock { state in
             let step = event(&state.machine)
-            if case .exit(let replacement) = step {
+            // The previous job's context ends with it; `follow` finds only the running job's.
+            if !state.contexts.isEmpty { state.contexts[worker] = nil }
+            switch step {
+            case .exit(let replacement):
                 state.workerTasks[worker] = nil
-                state.contexts[worker] = nil
                 if let replacement { spawnWorker(replacement, in: &state) }
+            case .run(_, let priority) where _propagatesPriority:
+                context = RunPriority(priority)
+                state.contexts[worker] = context
+            default:
+                break
             }
             return step
         }
+        return (step, context)
     }
 
     // MARK: Earlier names
