@@ -284,12 +284,12 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     // MARK: Helpers
 
-    @inlinable
+    @usableFromInline
     func isFresh(_ entry: Entry, in state: State, now: ContinuousClock.Instant) -> Bool {
         !entry.stale && entry.generation == state.generation && now - entry.fetchedAt < timeToLive
     }
 
-    @inlinable
+    @usableFromInline
     func insert(_ entry: Entry, for key: Key, in state: inout State) {
         state.memory.set(entry, for: key, cost: 1)
         while state.memory.count > countLimit { _ = state.memory.removeLeastRecentlyUsed() }

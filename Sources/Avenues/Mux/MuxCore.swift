@@ -58,7 +58,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     }
 
     /// The run a request for `key` would join now.
-    @inlinable
+    @usableFromInline
     func runKey(for key: Key) -> MuxRunKey<Key> {
         MuxRunKey(key: key, epoch: cache.epoch(for: key))
     }
