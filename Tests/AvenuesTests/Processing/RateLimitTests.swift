@@ -70,4 +70,25 @@ struct RateLimitTests {
         for _ in 0..<4 { clock.advance(by: .seconds(1)); await Task.yield() }
         for task in prefetches { task.cancel() }
     }
+    @Test func aPriorityRaisedWhileARunWaitsForItsTurnReachesTheWork() async throws {
+        let clock = SleepClock()
+        let seen = Shared([String: LoadPriority]())
+        // A scheduling chain's processor: each run tells its work the priority it runs at.
+        let processor = AutoProcessor<String, String>(
+            maxConcurrent: 2, reservedForVisible: 0, rateLimit: RateLimit(runsPerSecond: 1, clock: clock), executor: nil,
+            propagatesPriority: true
+        ) { key in
+            let priority = RunPriority.current?.value
+            seen.withLock { $0[key] = priority }
+            return key
+        }
+        _ = try await processor.value(for: "first")  // spends the burst
+        let done = Shared(false)
+        let claim = processor.claim("later", priority: .prefetch) { _ in done.withLock { $0 = true } }
+        await eventually("the run waits for its turn") { clock.sleepers == 1 }
+        processor.setPriority(.visible, for: claim)
+        clock.advance(by: .seconds(1))
+        await eventually("the run finished") { done.value }
+        #expect(seen.value["later"] == .visible)
+    }
 }
