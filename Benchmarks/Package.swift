@@ -27,6 +27,8 @@ let package = Package(
         .target(name: "ScrollSimulation", dependencies: [avenues]),
         .executableTarget(name: "scroll-sim", dependencies: ["ScrollSimulation"]),
         .testTarget(name: "ScrollSimulationTests", dependencies: ["ScrollSimulation"]),
+        // The hot paths run n and 2n times, for `instruction-counts.py` to count under callgrind.
+        .executableTarget(name: "instruction-counts", dependencies: [avenues]),
         // Paging's memory bound on 10,000,000 synthetic rows, and `history`'s rows beside git.
         .executableTarget(name: "paging-bench", dependencies: [
             avenues, .product(name: "GitHistory", package: "Examples"),

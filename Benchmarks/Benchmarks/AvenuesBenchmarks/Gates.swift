@@ -3,7 +3,7 @@ import Benchmark
 import Synchronization
 
 /// The hot paths again, measured only by what does not depend on the machine's load: allocations
-/// (and instructions where the machine has counters). Their static thresholds are checked in
+/// (instructions are counted by `instruction-counts.py` under callgrind). Their static thresholds are checked in
 /// `Thresholds/` and compared by `.ci/run` (`benchmark thresholds check --filter "gate-.*"`; the names have no spaces, which package-benchmark 1.38 writes as `_` but reads as spaces), so a
 /// change that makes a cache hit or a row read allocate, or adds work to a claim, fails CI. Timed
 /// figures stay out of CI: they are the other benchmarks, read by hand.

@@ -1,0 +1,1 @@
+../../Benchmarks/AvenuesBenchmarks/References.swift

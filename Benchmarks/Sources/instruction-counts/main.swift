@@ -1,0 +1,120 @@
+import Avenues
+import Dispatch
+import Foundation
+import Synchronization
+
+// Runs one hot path `operations` times, for `Benchmarks/instruction-counts.py` to count under
+// callgrind: it runs each scenario at n and 2n operations and divides the difference by n, so start-up
+// and the scenario's setup cancel out. The entry point is synchronous on purpose: valgrind 3.19
+// crashes when an async main parks the main thread in dispatch_main, but not when a detached task
+// runs the work while the main thread waits on a semaphore.
+//
+// The references are the timed benchmarks' own (References.swift is a link to that file).
+
+/// A scenario: setup (not measured: the same at n and 2n) returns the measured loop.
+typealias Scenario = @Sendable () async -> @Sendable (Int) async -> Void
+
+/// Stops the run when a scenario would not measure what it says (a hit that misses, say).
+func check(_ condition: Bool, _ what: String) {
+    if !condition {
+        FileHandle.standardError.write(Data("instruction-counts: expected \(what)\n".utf8))
+        exit(1)
+    }
+}
+
+/// Keeps `value` alive without the optimizer removing the work that made it.
+@inline(never)
+func keep<T>(_ value: T) { withExtendedLifetime(value) {} }
+
+let scenarios: KeyValuePairs<String, Scenario> = [
+    "mutex-read": {
+        let reference = LockedDictionaryReference(count: 10_000)
+        return { operations in for index in 0..<operations { keep(reference.value(at: index % 10_000)) } }
+    },
+    "avenue-item-at": {
+        let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: ClosureProcessor { $0 * 2 })
+        let changes = avenue.subscribe()
+        for row in 0..<10_000 { avenue.prepareItem(for: row, at: row) }
+        var seen = 0
+        for await _ in changes {
+            seen += 1
+            if seen == 10_000 { break }
+        }
+        // Loads still finishing on other threads would be counted with the reads: wait them out.
+        while avenue.tableSizes.loads > 0 { try? await Task.sleep(for: .milliseconds(1)) }
+        try? await Task.sleep(for: .milliseconds(20))
+        check((0..<10_000).allSatisfy { avenue.item(at: $0) == $0 * 2 }, "the avenue's rows are loaded")
+        return { operations in for index in 0..<operations { keep(avenue.item(at: index % 10_000)) } }
+    },
+    "asyncmux-a-hit": {
+        let reference = AsyncMuxHitReference(count: 100)
+        check(await reference.request(key: 99) == 99, "reference (a) hits")
+        return { operations in for index in 0..<operations { keep(await reference.request(key: index % 100)) } }
+    },
+    "asyncmux-a2-hit": {
+        let reference = AsyncMuxStructureReference { $0 }
+        for key in 0..<100 { _ = try? await reference.request(key: key) }
+        check((try? await reference.request(key: 99)) == 99, "reference (a') hits")
+        return { operations in for index in 0..<operations { keep(try? await reference.request(key: index % 100)) } }
+    },
+    "multiplexer-hit": {
+        let multiplexer = Multiplexer<Int> { 42 }
+        check((try? await multiplexer.value()) == 42, "the multiplexer has its value")
+        return { operations in for _ in 0..<operations { keep(try? await multiplexer.value()) } }
+    },
+    "multiplexer-map-hit": {
+        let map = MultiplexerMap<Int, Int> { $0 }
+        for key in 0..<100 { _ = try? await map.value(for: key) }
+        check(map.cachedValue(for: 99) == 99, "the map holds its 100 keys")
+        return { operations in for index in 0..<operations { keep(try? await map.value(for: index % 100)) } }
+    },
+    "asyncmux-a2-miss": {
+        return { operations in
+            let reference = AsyncMuxStructureReference { $0 }
+            for key in 0..<operations { keep(try? await reference.request(key: key)) }
+        }
+    },
+    "task-per-key-miss": {
+        return { operations in
+            let fetch: @Sendable (Int) async throws -> Int = { $0 }
+            for key in 0..<operations { keep(try? await Task { try await fetch(key) }.value) }
+        }
+    },
+    "multiplexer-map-miss": {
+        return { operations in
+            let map = MultiplexerMap<Int, Int> { $0 }
+            for key in 0..<operations { keep(try? await map.value(for: key)) }
+            check(map.cachedValue(for: operations - 1) == operations - 1, "every miss fetched and stored")
+        }
+    },
+    "autoprocessor-claim": {
+        return { operations in
+            let processor = AutoProcessor<Int, Int> { $0 }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let left = Atomic<Int>(operations)
+                for key in 0..<operations {
+                    processor.claim(key) { _ in
+                        if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.resume() }
+                    }
+                }
+            }
+        }
+    },
+]
+
+let arguments = CommandLine.arguments.dropFirst()
+guard arguments.count == 2, let name = arguments.first, let operations = arguments.last.flatMap({ Int($0) }),
+      operations > 0, let scenario = scenarios.first(where: { $0.key == name })?.value
+else {
+    let names = scenarios.map(\.key).joined(separator: ", ")
+    FileHandle.standardError.write(Data("usage: instruction-counts <scenario> <operations>\nscenarios: \(names)\n".utf8))
+    exit(2)
+}
+
+let finished = DispatchSemaphore(value: 0)
+Task.detached {
+    let measured = await scenario()
+    await measured(operations)
+    finished.signal()
+}
+finished.wait()

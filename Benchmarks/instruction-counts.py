@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Instructions per operation of the hot paths, counted by callgrind, beside their references.
+
+Each scenario of the `instruction-counts` executable runs under `valgrind --tool=callgrind` at n and
+2n operations; (I(2n) - I(n)) / n is the count per operation, with start-up and setup cancelled out.
+Counts are deterministic for one binary (wall time on a shared machine is not), so they can gate CI:
+
+    python3 Benchmarks/instruction-counts.py                      # print the table
+    python3 Benchmarks/instruction-counts.py --check Benchmarks/Thresholds/instructions.json
+    python3 Benchmarks/instruction-counts.py --record Benchmarks/Thresholds/instructions.json
+
+--check fails when a gated scenario takes more instructions per operation than its threshold;
+--record writes thresholds at the measured count plus a margin (after an intended change).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (scenario, operations n, reference it is compared with or None, gated in CI)
+SCENARIOS = [
+    ("mutex-read", 100_000, None, False),
+    ("avenue-item-at", 100_000, "mutex-read", True),
+    ("asyncmux-a-hit", 100_000, None, False),
+    ("asyncmux-a2-hit", 100_000, None, False),
+    ("multiplexer-hit", 100_000, "asyncmux-a-hit", True),
+    ("multiplexer-map-hit", 100_000, "asyncmux-a-hit", True),
+    ("task-per-key-miss", 5_000, None, False),
+    ("asyncmux-a2-miss", 5_000, None, False),
+    ("multiplexer-map-miss", 5_000, "asyncmux-a2-miss", True),
+    ("autoprocessor-claim", 5_000, None, True),
+]
+
+# Thresholds sit this far above the recorded count: scheduling makes multi-threaded scenarios vary by
+# well under 1 %, while the regressions the gate exists for (a hit that allocates, a miss that
+# starts running unspecialized) add 50 % or more.
+MARGIN = 1.25
+
+
+def build():
+    subprocess.run(
+        ["swift", "build", "-c", "release", "--package-path", HERE, "--product", "instruction-counts"],
+        check=True,
+    )
+    path = subprocess.run(
+        ["swift", "build", "-c", "release", "--package-path", HERE, "--show-bin-path"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    return os.path.join(path, "instruction-counts")
+
+
+def collected(binary, scenario, operations):
+    run = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", binary, scenario, str(operations)],
+        capture_output=True, text=True,
+        # Hash seeds are random per process, and so are dictionaries' probe lengths: fix them.
+        env={**os.environ, "SWIFT_DETERMINISTIC_HASHING": "1"},
+    )
+    match = re.search(r"Collected : (\d+)", run.stderr)
+    if run.returncode != 0 or match is None:
+        sys.exit(f"error: callgrind could not count {scenario} ({operations} operations):\n{run.stderr[-2000:]}")
+    return int(match.group(1))
+
+
+def per_operation(binary, scenario, operations):
+    return (collected(binary, scenario, 2 * operations) - collected(binary, scenario, operations)) / operations
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", help="a built instruction-counts executable (default: build it)")
+    parser.add_argument("--check", metavar="JSON", help="fail when a gated scenario exceeds its threshold")
+    parser.add_argument("--record", metavar="JSON", help="write thresholds from this run")
+    parser.add_argument("--only", nargs="*", help="scenarios to run (default: all)")
+    arguments = parser.parse_args()
+
+    if shutil.which("valgrind") is None:
+        sys.exit("error: valgrind is not on PATH (Debian: apt-get install valgrind)")
+    binary = arguments.binary or build()
+    chosen = [s for s in SCENARIOS if not arguments.only or s[0] in arguments.only]
+
+    counts = {}
+    print(f"{'scenario':<24}{'instructions/op':>16}  reference")
+    for name, operations, reference, _ in chosen:
+        counts[name] = per_operation(binary, name, operations)
+        versus = ""
+        if reference in counts:
+            versus = f"{counts[name] / counts[reference]:.2f}x {reference} ({counts[reference]:,.0f})"
+        print(f"{name:<24}{counts[name]:>16,.0f}  {versus}", flush=True)
+
+    gated = {name for name, _, _, gate in chosen if gate}
+    if arguments.record:
+        thresholds = {name: round(counts[name] * MARGIN) for name in sorted(gated)}
+        with open(arguments.record, "w") as file:
+            json.dump(thresholds, file, indent=2, sort_keys=True)
+            file.write("\n")
+        print(f"wrote {arguments.record}")
+    if arguments.check:
+        with open(arguments.check) as file:
+            thresholds = json.load(file)
+        failures = [
+            f"{name}: {counts[name]:,.0f} instructions per operation, threshold {thresholds[name]:,}"
+            for name in sorted(gated) if name in thresholds and counts[name] > thresholds[name]
+        ]
+        missing = sorted(gated - thresholds.keys())
+        if missing:
+            failures.append(f"no threshold for {', '.join(missing)} (run with --record after checking the counts)")
+        if failures:
+            sys.exit("error: instruction counts above their thresholds:\n  " + "\n  ".join(failures))
+        print(f"all {len(gated)} gated scenarios within {arguments.check}")
+
+
+if __name__ == "__main__":
+    main()
