@@ -341,9 +341,12 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     @inlinable
     func spawnWorker(_ worker: UInt64, in state: inout State) {
         // Detached: workers belong to the processor, not to whichever caller happened to start them
-        // (no inherited actor, priority or task-locals).
-        state.workerTasks[worker] = Task.detached(executorPreference: _executor) { [self] in
-            await runWorker(worker)
+        // (no inherited actor, priority or task-locals). Without an executor, the plain spawn:
+        // `executorPreference: nil` cost 8 % more instructions per claim (callgrind).
+        if let _executor {
+            state.workerTasks[worker] = Task.detached(executorPreference: _executor) { [self] in await runWorker(worker) }
+        } else {
+            state.workerTasks[worker] = Task.detached { [self] in await runWorker(worker) }
         }
     }
 
