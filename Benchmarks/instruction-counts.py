@@ -10,7 +10,8 @@ Counts are deterministic for one binary (wall time on a shared machine is not), 
     python3 Benchmarks/instruction-counts.py --record Benchmarks/Thresholds/instructions.json
 
 --check fails when a gated scenario takes more instructions per operation than its threshold;
---record writes thresholds at the measured count plus a margin (after an intended change).
+--record writes thresholds at the measured count plus a margin (after an intended change): 25 % for
+single-threaded paths, 50 % for those that move between threads.
 """
 
 import argparse
@@ -23,24 +24,28 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# (scenario, operations n, reference it is compared with or None, gated in CI)
+# Thresholds sit this far above the recorded count. Single-threaded hits repeat to within 1 %; the
+# multi-threaded scenarios (a miss hands its fetch to a worker; claims run on workers) move by up to
+# 10 % with how threads are scheduled, more on a loaded machine. The regressions the gate exists for
+# (a hit that allocates or runs unspecialized, a miss path that stops specializing) add 50 % or more.
+EXACT, THREADED = 1.25, 1.5
+
+# (scenario, operations n, reference it is compared with or None, threshold margin or None: not gated)
 SCENARIOS = [
-    ("mutex-read", 100_000, None, False),
-    ("avenue-item-at", 100_000, "mutex-read", True),
-    ("asyncmux-a-hit", 100_000, None, False),
-    ("asyncmux-a2-hit", 100_000, None, False),
-    ("multiplexer-hit", 100_000, "asyncmux-a-hit", True),
-    ("multiplexer-map-hit", 100_000, "asyncmux-a-hit", True),
-    ("task-per-key-miss", 5_000, None, False),
-    ("asyncmux-a2-miss", 5_000, None, False),
-    ("multiplexer-map-miss", 5_000, "asyncmux-a2-miss", True),
-    ("autoprocessor-claim", 5_000, None, True),
+    ("mutex-read", 100_000, None, None),
+    ("avenue-item-at", 100_000, "mutex-read", EXACT),
+    ("asyncmux-a-hit", 100_000, None, None),
+    ("asyncmux-a2-hit", 100_000, None, None),
+    ("multiplexer-hit", 100_000, "asyncmux-a-hit", EXACT),
+    ("multiplexer-map-hit", 100_000, "asyncmux-a-hit", EXACT),
+    ("task-per-key-miss", 5_000, None, None),
+    ("asyncmux-a2-miss", 5_000, None, None),
+    ("multiplexer-map-miss", 5_000, "asyncmux-a2-miss", THREADED),
+    ("autoprocessor-claim", 5_000, None, THREADED),
 ]
 
-# Thresholds sit this far above the recorded count: scheduling makes multi-threaded scenarios vary by
-# well under 1 %, while the regressions the gate exists for (a hit that allocates, a miss that
-# starts running unspecialized) add 50 % or more.
-MARGIN = 1.25
+# Each count is the least of this many runs: other threads' work only ever adds instructions.
+REPETITIONS = 2
 
 
 def build():
@@ -69,7 +74,9 @@ def collected(binary, scenario, operations):
 
 
 def per_operation(binary, scenario, operations):
-    return (collected(binary, scenario, 2 * operations) - collected(binary, scenario, operations)) / operations
+    def least(count):
+        return min(collected(binary, scenario, count) for _ in range(REPETITIONS))
+    return (least(2 * operations) - least(operations)) / operations
 
 
 def main():
@@ -94,9 +101,10 @@ def main():
             versus = f"{counts[name] / counts[reference]:.2f}x {reference} ({counts[reference]:,.0f})"
         print(f"{name:<24}{counts[name]:>16,.0f}  {versus}", flush=True)
 
-    gated = {name for name, _, _, gate in chosen if gate}
+    margins = {name: margin for name, _, _, margin in chosen if margin}
+    gated = set(margins)
     if arguments.record:
-        thresholds = {name: round(counts[name] * MARGIN) for name in sorted(gated)}
+        thresholds = {name: round(counts[name] * margins[name]) for name in sorted(gated)}
         with open(arguments.record, "w") as file:
             json.dump(thresholds, file, indent=2, sort_keys=True)
             file.write("\n")
