@@ -1,6 +1,7 @@
 import Foundation
 
-// Inlinable: the fresh-copy read, the store and the epoch (see `MuxCore`); the disk and save paths are not.
+// Inlinable: the fresh-copy read, a run's start, the store and the epoch (see `MuxCore`; Benchmarks/README.md,
+// "Instruction counts", says what each pays); the disk and save paths are not.
 /// The caching policy shared by ``Multiplexer`` and ``MultiplexerMap``:
 ///
 /// - a **memory copy** is fresh for the time-to-live after it was fetched (monotonic clock), unless a
@@ -93,6 +94,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         case fresh(Value)
         /// A multi-key request is fetching the key: the run waits for it.
         case batch(MuxBatch<Key, Value>)
+        /// Neither: the run fetches.
         case fetch
     }
 
