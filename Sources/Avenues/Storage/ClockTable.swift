@@ -44,19 +44,30 @@ struct ClockTable<Key: Hashable, Value> {
     }
 
     /// Inserts or replaces the value for `key`. A replaced entry counts as used; a new one is not
-    /// marked until it is read, so a burst of writes nobody reads is evicted first.
+    /// marked until it is read, so a burst of writes nobody reads is evicted first. A new entry goes
+    /// just behind the hand, as in CLOCK a page takes the frame the hand freed: the sweep reaches it
+    /// last, so it is never the next victim because it is new. (Appended where the hand would meet
+    /// it first, each write evicted the one before it, and a value stored for a row about to be read
+    /// was gone when the row read it.)
     @inlinable
     mutating func set(_ value: Value, for key: Key, cost: Int) {
         if let slot = slots[key] {
-            totalCost += cost - entries[slot].cost
+            totalCost = totalCost &+ (cost &- entries[slot].cost)
             entries[slot].value = value
             entries[slot].cost = cost
             entries[slot].referenced = true
             return
         }
-        slots[key] = entries.count
+        let last = entries.count
+        slots[key] = last
         entries.append(Entry(key: key, value: value, cost: cost, referenced: false))
-        totalCost += cost
+        totalCost = totalCost &+ cost  // wrapping: without a cost limit the total is only reported
+        if hand < last {
+            entries.swapAt(hand, last)
+            slots[entries[hand].key] = hand
+            slots[entries[last].key] = last
+        }
+        hand += 1
     }
 
     /// Removes the value for `key`, returning it.
@@ -101,7 +112,7 @@ struct ClockTable<Key: Hashable, Value> {
         }
         let entry = entries.removeLast()
         slots[entry.key] = nil
-        totalCost -= entry.cost
+        totalCost = totalCost &- entry.cost
         return entry
     }
 }

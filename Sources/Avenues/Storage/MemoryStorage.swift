@@ -44,21 +44,24 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
         _table.withLock { $0.value(for: key) }
     }
 
-    /// Stores `value`, then evicts entries not used recently until both limits hold.
+    /// Stores `value`, evicting entries not used recently until both limits hold. The entries to
+    /// evict are chosen before `value` goes in, so the value just stored is never one of them.
     @inlinable
     public func set(_ value: Value, for key: Key) {
-        let cost = _cost(value)
+        let cost = max(0, _cost(value))  // a negative cost would let the total run past the limit
         // Evicted values are released after the lock, so their deinit never runs inside it.
         let evicted: [Value] = _table.withLock { table in
             var evicted: [Value] = []
-            if let costLimit, cost > costLimit {
-                if let old = table.removeValue(for: key) { evicted.append(old) }
-                return evicted
-            }
-            table.set(value, for: key, cost: cost)
-            while isOverLimit(table), let entry = table.evict() {
+            let replaced = table.removeValue(for: key)
+            if let replaced { evicted.append(replaced) }
+            if let costLimit, cost > costLimit { return evicted }
+            if countLimit == 0 { return evicted }
+            while isOverLimit(table, adding: cost), let entry = table.evict() {
                 evicted.append(entry.value)
             }
+            table.set(value, for: key, cost: cost)
+            // A replacement counts as a use, as a read would.
+            if replaced != nil { _ = table.value(for: key) }
             return evicted
         }
         _ = evicted
@@ -90,10 +93,11 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     /// The keys held now, in no particular order; O(n), meant for tests and diagnostics.
     public var keys: [Key] { _table.withLock { $0.keys } }
 
+    /// Whether one more entry costing `cost` would break a limit.
     @inlinable
-    func isOverLimit(_ table: ClockTable<Key, Value>) -> Bool {
-        if let countLimit, table.count > countLimit { return true }
-        if let costLimit, table.totalCost > costLimit { return true }
+    func isOverLimit(_ table: ClockTable<Key, Value>, adding cost: Int) -> Bool {
+        if let countLimit, table.count + 1 > countLimit { return true }
+        if let costLimit, table.totalCost > costLimit - cost { return true }
         return false
     }
 }

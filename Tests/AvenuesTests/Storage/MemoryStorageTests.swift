@@ -43,6 +43,26 @@ struct MemoryStorageTests {
         }
         #expect(storage.count == 50)
     }
+    @Test func aValueJustStoredIsKeptWhenEveryOtherEntryWasRead() {
+        // The ordered stream's hang: every row printed so far had been read, so the sweep cleared
+        // their bits and took the value just stored, before anyone could read it.
+        let storage = MemoryStorage<Int, Int>(countLimit: 3)
+        for key in 1...3 { storage.set(key, for: key) }
+        for key in 1...3 { _ = storage.value(for: key) }
+        storage.set(4, for: 4)
+        #expect(storage.value(for: 4) == 4)
+        #expect(storage.count == 3)
+    }
+
+    @Test func aBurstOfWritesNobodyReadsKeepsTheNewestWritesNotOnlyTheLastOne() {
+        // Rows prefetched ahead are written and read later; each write must not evict the one before.
+        let storage = MemoryStorage<Int, Int>(countLimit: 100)
+        for key in 0..<300 { storage.set(key, for: key) }
+        let newest = (250..<300).filter { storage.value(for: $0) == nil }
+        #expect(newest.isEmpty, "the newest writes were evicted: \(newest)")
+        #expect(storage.count == 100)
+    }
+
     @Test func theCostLimitEvictsUntilTheTotalFits() {
         let storage = MemoryStorage<String, [UInt8]>(costLimit: 10, cost: { $0.count })
         storage.set([UInt8](repeating: 0, count: 4), for: "a")
