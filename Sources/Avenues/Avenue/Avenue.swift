@@ -19,6 +19,14 @@ import Synchronization
 /// avenue.cancel(at: 7)                        // scrolled away: drop this row's claim
 /// ```
 ///
+/// **A screen never empties itself.** A row prepared at `.visible` keeps the last value it got, even
+/// when a bounded storage evicts it (``item(at:)`` still returns it; preparing the row again loads
+/// it back into storage, showing the kept value meanwhile). So a visible row that has no value is
+/// always loading or failed, whatever the storage's limits. A visible row that failed is tried
+/// again by the avenue itself when its ``retryPolicy`` wait is over (at most once a second), so a
+/// server coming back shows without a key press; rows prepared at `.prefetch` are tried again only
+/// when prepared again.
+///
 /// Every method is thread-safe and returns without waiting for work or for callbacks. A row is told
 /// once per change (`onStateChange`, ``subscribe()``), after its value is readable with ``item(at:)``;
 /// callbacks of one avenue never run concurrently and may call back into the avenue. Once
@@ -41,12 +49,14 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     public let retryPolicy: RetryPolicy
     /// The clock of retry waits (replaceable in tests).
     @usableFromInline let _now: @Sendable () -> ContinuousClock.Instant
+    /// Sleeps until an instant of `_now`'s clock: how the retry timer waits (replaceable in tests).
+    @usableFromInline let _sleep: @Sendable (ContinuousClock.Instant) async throws -> Void
     /// What makes the values; shared de-duplication if it is shared with other avenues.
     public let processor: AutoProcessor<Key, Value>
     /// Where callbacks run.
     public let callbackMode: CallbackMode
 
-    @usableFromInline typealias Machine = AvenueStateMachine<Index, Key, AutoProcessor<Key, Value>.Claim>
+    @usableFromInline typealias Machine = AvenueStateMachine<Index, Key, Value, AutoProcessor<Key, Value>.Claim>
     @usableFromInline typealias Tagged = AvenueChanges<Index>.Tagged
 
     @usableFromInline
@@ -77,6 +87,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @usableFromInline let _subscribers = Locked(Subscribers())
     /// Serializes callbacks without making any thread wait for another's callbacks.
     @usableFromInline let _deliveries = Locked(Deliveries())
+    /// The task that retries failed visible rows when their wait is over, and when it wakes.
+    @usableFromInline let _retryTimer = Locked<(task: Task<Void, Never>?, deadline: ContinuousClock.Instant?)>((nil, nil))
 
     /// Creates an avenue.
     ///
@@ -97,7 +109,10 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         callbackMode: CallbackMode = .completingThread,
         retryPolicy: RetryPolicy = .default
     ) {
-        self.init(storage: storage, processor: processor, callbackMode: callbackMode, retryPolicy: retryPolicy, now: { .now })
+        self.init(
+            storage: storage, processor: processor, callbackMode: callbackMode, retryPolicy: retryPolicy,
+            now: { .now }, sleep: { try await ContinuousClock().sleep(until: $0) }
+        )
     }
 
     @inlinable
@@ -106,13 +121,15 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         processor: some Processor<Key, Value>,
         callbackMode: CallbackMode,
         retryPolicy: RetryPolicy,
-        now: @escaping @Sendable () -> ContinuousClock.Instant
+        now: @escaping @Sendable () -> ContinuousClock.Instant,
+        sleep: @escaping @Sendable (ContinuousClock.Instant) async throws -> Void
     ) {
         self.storage = storage
         self._read = { storage.lookup($0) }
         self._write = { storage.set($0, for: $1) }
         self.retryPolicy = retryPolicy
         self._now = now
+        self._sleep = sleep
         self._state = Locked(Machine(retryPolicy: retryPolicy))
         if let shared = processor as? AutoProcessor<Key, Value> {
             self.processor = shared
@@ -129,8 +146,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     deinit {
-        let claims = _state.withLock { $0.releaseAll().release }
-        for claim in claims { processor.release(claim) }
+        _retryTimer.withLock { $0.task }?.cancel()
+        let effects = _state.withLock { $0.releaseAll() }
+        for claim in effects.release { processor.release(claim) }
         let buffers = _subscribers.withLock { Array($0.buffers.values) }
         for buffer in buffers { buffer.finish() }
     }
@@ -192,7 +210,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// A row showing another key is moved to `key` (its old claim is dropped). Preparing a row that
     /// already waits for `key` only updates its priority, so calling this on every redraw is cheap.
     /// A stale stored value is shown at once while a load replaces it. A failed row is retried once
-    /// its ``retryPolicy`` wait is over (``retry(at:)`` retries at once).
+    /// its ``retryPolicy`` wait is over — by this call, or at `.visible` by the avenue itself
+    /// (``retry(at:)`` retries at once).
     ///
     /// - Parameters:
     ///   - key: the key whose value the row shows.
@@ -210,8 +229,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         guard let (key, priority) = _state.withLock({ machine -> (Key, LoadPriority)? in
             guard let row = machine.rows[index] else { return nil }
             machine.forgetFailure(of: row.key)
-            if case .waiting(let priority) = row.phase { return (row.key, priority) }
-            return (row.key, .visible)
+            return (row.key, row.phase.priority)
         }) else { return }
         prepare(key, at: index, priority: priority, force: true)
     }
@@ -220,35 +238,37 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     func prepare(_ key: Key, at index: Index, priority: LoadPriority, force: Bool) {
         var (waiting, settled, epoch) = _state.withLock { machine in
             (machine.isWaiting(at: index, for: key, priority: priority),
-             machine.isSettled(at: index, on: key),
+             machine.isSettled(at: index, on: key, priority: priority),
              machine.storeEpoch)
         }
         if waiting { return }
         let now = _now()
         while true {
             // Read outside the lock: a storage may be slow (a disk layer) and `item(at:)` must not wait.
-            let found: Machine.Found? = _read(key).map { $0.isStale ? .stale : .fresh }
-            if found == .fresh, settled { return }
-            let outcome: (retryAt: UInt64?, release: [AutoProcessor<Key, Value>.Claim]) = _state.withLock { machine in
+            let found = _read(key)
+            if settled, let found, !found.isStale { return }
+            let outcome: (retryAt: UInt64?, effects: Machine.Effects) = _state.withLock { machine in
                 switch machine.prepare(key, at: index, priority: priority, found: found, epoch: epoch, now: now, force: force) {
                 case .retry:
-                    return (machine.storeEpoch, [])
+                    return (machine.storeEpoch, Machine.Effects())
                 case .done(let effects):
                     return (nil, apply(effects, to: &machine))
                 }
             }
-            for claim in outcome.release { processor.release(claim) }
+            finishOutsideTheLock(outcome.effects)
             guard let newEpoch = outcome.retryAt else { return }
             (waiting, settled, epoch) = (false, false, newEpoch)
         }
     }
 
     /// The value row `index` shows — fresh or stale — or `nil` if it has none. Reads storage; never
-    /// waits for work.
+    /// waits for work. A row prepared at `.visible` keeps showing the last value it got even when a
+    /// bounded storage has evicted it.
     @inlinable
     public func item(at index: Index) -> Value? {
         guard let key = key(at: index) else { return nil }
-        return _read(key)?.value
+        if let found = _read(key) { return found.value }
+        return _state.withLock { $0.pin(at: index, for: key) }
     }
 
     /// The key row `index` is assigned to, if any.
@@ -266,13 +286,14 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             guard let row = machine.rows[index] else { return nil }
             return (row, machine.retryAt(of: row.key, now: now))
         }) else { return .empty }
-        let found = _read(row.key)
+        // Storage first; a visible row's pin stands in for a value storage let go of.
+        let found = _read(row.key) ?? row.pin.map { StoredValue($0, isStale: !row.phase.isSettled) }
         switch (row.phase, found?.isStale) {
         case (_, false?): return .loaded
         case (.waiting, true?): return .stale(revalidating: true, error: nil)
         case (.waiting, nil): return .loading
-        case (.failed(let error), true?): return .stale(revalidating: false, error: error)
-        case (.failed(let error), nil): return .failed(error, retryAt: retryAt)
+        case (.failed(let error, _), true?): return .stale(revalidating: false, error: error)
+        case (.failed(let error, _), nil): return .failed(error, retryAt: retryAt)
         case (.settled, true?): return .stale(revalidating: false, error: nil)
         case (.settled, nil): return .empty
         }
@@ -321,10 +342,10 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     // MARK: Internals
 
-    /// Makes the processor calls that are safe under the lock (they never call out) and returns the
-    /// claims to release after it.
+    /// Makes the processor calls that are safe under the lock (they never call out) and returns
+    /// what is left for after it: claims to release, values to let go of.
     @inlinable
-    func apply(_ effects: Machine.Effects, to machine: inout Machine) -> [AutoProcessor<Key, Value>.Claim] {
+    func apply(_ effects: Machine.Effects, to machine: inout Machine) -> Machine.Effects {
         if let start = effects.start {
             let claim = processor.observe(start.key, priority: start.priority) { [weak self] result, cancelledForEveryone in
                 self?.finish(start.key, loadID: start.loadID, result: result, cancelledForEveryone: cancelledForEveryone)
@@ -334,23 +355,37 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         for change in effects.reprioritize {
             processor.setPriority(change.priority, for: change.claim)
         }
-        return effects.release
+        var rest = effects
+        rest.start = nil
+        rest.reprioritize = []
+        return rest
+    }
+
+    /// Releases claims (their work's cancellation handlers run here) and the values rows let go of,
+    /// and arms the retry timer if a visible row failed.
+    @inlinable
+    func finishOutsideTheLock(_ effects: Machine.Effects) {
+        for claim in effects.release { processor.release(claim) }
+        if effects.failedVisibly { scheduleRetries() }
+        _ = effects  // pins and rows dropped here, outside the lock
     }
 
     @inlinable
-    func finishCancelling(_ claims: [AutoProcessor<Key, Value>.Claim]) {
-        for claim in claims { processor.release(claim) }
+    func finishCancelling(_ effects: Machine.Effects) {
+        finishOutsideTheLock(effects)
     }
 
     /// A load finished on a processor worker.
     @inlinable
     func finish(_ key: Key, loadID: UInt64, result: Result<Value, any Error>, cancelledForEveryone: Bool) {
         let outcome: Machine.Outcome
+        var loaded: Value?
         switch result {
         case .success(let value):
             // Stored before rows are told, so `item(at:)` reads it in the callback.
             _write(value, key)
             outcome = .loaded
+            loaded = value
         case .failure where cancelledForEveryone:
             outcome = .cancelled
         case .failure(let error):
@@ -360,9 +395,43 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         }
         let now = _now()
         let random = Double.random(in: 0...1)
-        let deliveries = _state.withLock { $0.complete(key, loadID: loadID, outcome: outcome, now: now, random: random) }
-        guard !deliveries.isEmpty else { return }
+        let completion = _state.withLock { $0.complete(key, loadID: loadID, outcome: outcome, value: loaded, now: now, random: random) }
+        if completion.retriesChanged { scheduleRetries() }
+        guard !completion.deliveries.isEmpty else { return }
+        let deliveries = completion.deliveries
         callbackMode.run { [self] in deliver(deliveries) }
+    }
+
+    // MARK: Retrying visible rows
+
+    /// Arms the timer for the earliest moment a failed visible row may load again (at once if one
+    /// already may), unless it is armed for that moment or earlier.
+    @usableFromInline
+    func scheduleRetries() {
+        let now = _now()
+        guard let deadline = _state.withLock({ $0.nextRetry(now: now) }) else { return }
+        let replaced = _retryTimer.withLock { timer -> Task<Void, Never>?? in
+            if let armed = timer.deadline, armed <= deadline, timer.task != nil { return .none }
+            let previous = timer.task
+            let sleep = _sleep
+            timer.deadline = deadline
+            timer.task = Task.detached { [weak self] in
+                if deadline > now { do { try await sleep(deadline) } catch { return } }
+                self?.retryDueRows()
+            }
+            return .some(previous)
+        }
+        if case .some(let previous?) = replaced { previous.cancel() }  // outside the lock: it runs handlers
+    }
+
+    /// Prepares again every failed visible row whose wait is over, then arms the timer for the rest.
+    @usableFromInline
+    func retryDueRows() {
+        _retryTimer.withLock { $0 = (nil, nil) }
+        let now = _now()
+        let due = _state.withLock { $0.dueRetries(now: now) }
+        for (index, key) in due { prepare(key, at: index, priority: .visible, force: false) }
+        scheduleRetries()
     }
 
     /// Tells the rows' observers, one delivery at a time: a thread that finds another thread (or an

@@ -14,22 +14,47 @@
 ///   when the wait is over, and the first success ends it.
 /// - A stored value may be **stale**: the row shows it while a load (one per key, as always)
 ///   replaces it.
+/// - A row prepared at `.visible` **pins** the last value it got (from storage, or from its load):
+///   when a bounded storage evicts it, the row still shows it, so a screen never empties itself.
+///   Lowered to `.prefetch`, released or moved to another key, the row drops its pin. Dropped pins
+///   leave in ``Effects/dropped`` (or ``Completion/dropped``), to be released after the lock.
+/// - `failedVisible` holds exactly the rows whose phase is `.failed` at `.visible`: the rows the
+///   avenue retries by itself when their wait is over.
+///
+/// Invariant: a row at `.visible` is never settled without a value — it has a pin, or storage
+/// had its value when it settled (a pin is taken then), or it is waiting or failed.
 @usableFromInline
-struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, Claim> {
+struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, Value: Sendable, Claim> {
     @usableFromInline
     enum RowPhase: Sendable {
-        /// Not waiting: the value is whatever storage holds for the key (possibly nothing).
-        case settled
+        /// Not waiting: the value is whatever storage holds for the key, else the row's pin.
+        case settled(LoadPriority)
         case waiting(LoadPriority)
-        case failed(any Error)
+        case failed(any Error, LoadPriority)
+
+        /// The priority the row was last prepared at.
+        @inlinable var priority: LoadPriority {
+            switch self {
+            case .settled(let priority), .waiting(let priority), .failed(_, let priority): priority
+            }
+        }
+
+        @inlinable var isSettled: Bool {
+            if case .settled = self { return true }
+            return false
+        }
     }
 
     @usableFromInline
-    struct Row: Sendable {
+    struct Row {
         @usableFromInline var key: Key
         @usableFromInline var ticket: UInt64
         @usableFromInline var phase: RowPhase
-        @inlinable init(key: Key, ticket: UInt64, phase: RowPhase) { (self.key, self.ticket, self.phase) = (key, ticket, phase) }
+        /// The last value the row got, kept while it is visible.
+        @usableFromInline var pin: Value?
+        @inlinable init(key: Key, ticket: UInt64, phase: RowPhase, pin: Value? = nil) {
+            (self.key, self.ticket, self.phase, self.pin) = (key, ticket, phase, pin)
+        }
     }
 
     @usableFromInline
@@ -86,14 +111,25 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         @usableFromInline var start: (key: Key, loadID: UInt64, priority: LoadPriority)?
         @usableFromInline var reprioritize: [(claim: Claim, priority: LoadPriority)] = []
         @usableFromInline var release: [Claim] = []
+        /// Pins no row holds any more: released after the lock, so a value's deinit never runs in it.
+        @usableFromInline var dropped: [Value] = []
+        /// A whole row table let go of (``releaseAll()``), likewise.
+        @usableFromInline var droppedRows: RowTable<Index, Row>?
+        /// A visible row failed: the avenue must (re)arm its retry timer.
+        @usableFromInline var failedVisibly = false
         @inlinable init() {}
     }
 
-    /// What `prepare` found in storage before taking the lock.
+    /// What a completion changes.
     @usableFromInline
-    enum Found: Sendable {
-        case fresh
-        case stale
+    struct Completion {
+        /// The rows to tell.
+        @usableFromInline var deliveries: [Delivery] = []
+        /// Pins replaced, to release after the lock.
+        @usableFromInline var dropped: [Value] = []
+        /// A visible row failed, or connectivity came back: the avenue must look at its retries.
+        @usableFromInline var retriesChanged = false
+        @inlinable init() {}
     }
 
     /// A key whose last load failed.
@@ -105,8 +141,11 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         /// failure, which waits on the avenue's offline state alone.
         @usableFromInline var retryAt: ContinuousClock.Instant?
         @usableFromInline var offline: Bool
-        @inlinable init(error: any Error, attempts: Int, retryAt: ContinuousClock.Instant?, offline: Bool = false) {
-            (self.error, self.attempts, self.retryAt, self.offline) = (error, attempts, retryAt, offline)
+        /// When it failed: the avenue's own retries of a visible row wait at least
+        /// ``automaticRetryFloor`` from then, whatever the policy says.
+        @usableFromInline var failedAt: ContinuousClock.Instant?
+        @inlinable init(error: any Error, attempts: Int, retryAt: ContinuousClock.Instant?, offline: Bool = false, failedAt: ContinuousClock.Instant? = nil) {
+            (self.error, self.attempts, self.retryAt, self.offline, self.failedAt) = (error, attempts, retryAt, offline, failedAt)
         }
     }
 
@@ -123,6 +162,10 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             (self.error, self.attempts, self.until) = (error, attempts, until)
         }
     }
+
+    /// The shortest wait before the avenue retries a failed visible row by itself: a policy with no
+    /// wait (``RetryPolicy/immediately``) must not turn a row that always fails into a busy loop.
+    @usableFromInline static var automaticRetryFloor: Duration { .seconds(1) }
 
     /// The most failure records kept; beyond it the oldest are forgotten (their keys may retry early).
     @usableFromInline static var failureLimit: Int { 4_096 }
@@ -142,6 +185,8 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @usableFromInline var nextLoadID: UInt64 = 0
     @usableFromInline private(set) var failures: [Key: Failure] = [:]
     @usableFromInline private(set) var offline: Offline?
+    /// The rows failed at `.visible`, with their keys.
+    @usableFromInline private(set) var failedVisible: [Index: Key] = [:]
     @usableFromInline let retryPolicy: RetryPolicy
 
     @inlinable init(retryPolicy: RetryPolicy = .default) {
@@ -163,52 +208,68 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         return current == priority
     }
 
-    /// `true` when the row shows `key` and is not waiting or failed, so a storage hit means done.
+    /// `true` when the row shows `key`, settled at `priority`, so a storage hit means done.
     @inlinable
-    func isSettled(at index: Index, on key: Key) -> Bool {
-        guard let row = rows[index], row.key == key, case .settled = row.phase else { return false }
-        return true
+    func isSettled(at index: Index, on key: Key, priority: LoadPriority) -> Bool {
+        guard let row = rows[index], row.key == key, case .settled(let current) = row.phase else { return false }
+        return current == priority
     }
 
-    /// Row `index` wants `key`. `found` says what storage had when read at `epoch`; `now` decides
+    /// The value row `index` pinned, if it still shows `key`.
+    @inlinable
+    func pin(at index: Index, for key: Key) -> Value? {
+        guard let row = rows[index], row.key == key else { return nil }
+        return row.pin
+    }
+
+    /// Row `index` wants `key`. `found` is what storage had when read at `epoch`; `now` decides
     /// whether a failed key may load again, unless `force` (an explicit retry).
     @inlinable
     mutating func prepare(
-        _ key: Key, at index: Index, priority: LoadPriority, found: Found?, epoch: UInt64,
+        _ key: Key, at index: Index, priority: LoadPriority, found: StoredValue<Value>?, epoch: UInt64,
         now: ContinuousClock.Instant, force: Bool = false
     ) -> PrepareOutcome {
-        if found != .fresh, loads[key] == nil, epoch != storeEpoch { return .retry }
+        let fresh = found.map { !$0.isStale } ?? false
+        if !fresh, loads[key] == nil, epoch != storeEpoch { return .retry }
         var effects = Effects()
+        // What the row keeps showing if it stays on this key at `.visible`.
+        var pin: Value?
         if let row = rows[index], row.key == key {
+            pin = priority == .visible ? (fresh ? found?.value : row.pin) : nil
             switch row.phase {
             case .waiting(let current):
                 if current != priority { setRowPriority(priority, at: index, key: key, into: &effects) }
+                update(index, phase: .waiting(priority), pin: pin, into: &effects)
                 return .done(effects)
-            case .settled where found == .fresh:
+            case .settled where fresh:
+                update(index, phase: .settled(priority), pin: pin, into: &effects)
                 return .done(effects)
-            case .failed where !force && found != .fresh && blockingFailure(of: key, now: now) != nil:
-                return .done(effects)  // still waiting: nothing changes, nobody is told
+            case .failed(let error, _) where !force && !fresh && blockingFailure(of: key, now: now) != nil:
+                // Still waiting: nothing changes, nobody is told (a visible row is retried by the avenue).
+                update(index, phase: .failed(error, priority), pin: pin, into: &effects)
+                return .done(effects)
             case .settled, .failed:
                 break  // evicted or stale since, or a retry after a failure
             }
         } else if rows[index] != nil {
             detach(index, into: &effects)
         }
+        if fresh, priority == .visible { pin = found?.value }
         nextTicket &+= 1
-        if found == .fresh {
+        if fresh {
             statistics.cacheHits += 1
-            rows[index] = Row(key: key, ticket: nextTicket, phase: .settled)
+            setRow(Row(key: key, ticket: nextTicket, phase: .settled(priority), pin: pin), at: index, into: &effects)
             return .done(effects)
         }
         // A load is needed: nothing is stored, or only a stale value (shown meanwhile).
         if let loadIndex = loads.index(forKey: key) {
-            rows[index] = Row(key: key, ticket: nextTicket, phase: .waiting(priority))
+            setRow(Row(key: key, ticket: nextTicket, phase: .waiting(priority), pin: pin), at: index, into: &effects)
             loads.values[loadIndex].rows.append((index, priority))
             followPriority(of: loadIndex, into: &effects)
             return .done(effects)
         }
         if !force, let failure = blockingFailure(of: key, now: now) {
-            rows[index] = Row(key: key, ticket: nextTicket, phase: .failed(failure.error))
+            setRow(Row(key: key, ticket: nextTicket, phase: .failed(failure.error, priority), pin: pin), at: index, into: &effects)
             return .done(effects)
         }
         if force { failures[key] = nil }
@@ -218,7 +279,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             self.offline?.until = probeWait
             self.offline?.probe = key
         }
-        rows[index] = Row(key: key, ticket: nextTicket, phase: .waiting(priority))
+        setRow(Row(key: key, ticket: nextTicket, phase: .waiting(priority), pin: pin), at: index, into: &effects)
         nextLoadID &+= 1
         loads[key] = Load(id: nextLoadID, claim: nil, rows: [(index, priority)], claimed: priority)
         statistics.loadsStarted += 1
@@ -248,6 +309,34 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         return max(retryAt, offline?.until ?? retryAt)
     }
 
+    /// When the avenue must next look at its failed visible rows: the earliest moment one of them
+    /// may load again, or `nil` if none will without ``Avenue/retry(at:)``.
+    @inlinable
+    func nextRetry(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        var next: ContinuousClock.Instant?
+        for key in failedVisible.values {
+            let floor = failures[key]?.failedAt.map { $0.advanced(by: Self.automaticRetryFloor) } ?? now
+            let at: ContinuousClock.Instant
+            if let failure = blockingFailure(of: key, now: now) {
+                guard let retryAt = failure.retryAt else { continue }
+                at = max(retryAt, floor)
+            } else {
+                at = max(now, floor)
+            }
+            next = min(next ?? at, at)
+        }
+        return next
+    }
+
+    /// The failed visible rows whose wait is over at `now`, with their keys.
+    @inlinable
+    func dueRetries(now: ContinuousClock.Instant) -> [(index: Index, key: Key)] {
+        failedVisible.compactMap { index, key in
+            let floor = failures[key]?.failedAt.map { $0.advanced(by: Self.automaticRetryFloor) } ?? now
+            return floor <= now && blockingFailure(of: key, now: now) == nil ? (index, key) : nil
+        }
+    }
+
     /// Records the processor claim made for a load just started.
     @inlinable
     mutating func attach(_ claim: Claim, to key: Key, loadID: UInt64) {
@@ -261,8 +350,10 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @inlinable
     mutating func release(_ index: Index) -> Effects {
         var effects = Effects()
-        if rows[index] != nil { detach(index, into: &effects) }
-        rows[index] = nil
+        if rows[index] != nil {
+            detach(index, into: &effects)
+            setRow(nil, at: index, into: &effects)
+        }
         return effects
     }
 
@@ -272,7 +363,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         var effects = Effects()
         failures[key] = nil
         guard let load = loads.removeValue(forKey: key) else { return effects }
-        for row in load.rows { rows[row.index] = nil }
+        for row in load.rows { setRow(nil, at: row.index, into: &effects) }
         if let claim = load.claim { effects.release.append(claim) }
         statistics.loadsCancelled += 1
         return effects
@@ -285,43 +376,59 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         effects.release = loads.values.compactMap(\.claim)
         statistics.loadsCancelled += loads.count
         loads = [:]
+        effects.droppedRows = rows
         rows.removeAll()
+        failedVisible = [:]
         return effects
     }
 
     // MARK: Completion
 
-    /// The load `loadID` of `key` finished at `now`. A success must already be in storage. `random`
-    /// (0...1) picks the retry wait's jitter.
+    /// The load `loadID` of `key` finished at `now`. A success must already be in storage; `value`
+    /// is the value loaded, pinned by the visible rows. `random` (0...1) picks the retry wait's jitter.
     @inlinable
     mutating func complete(
-        _ key: Key, loadID: UInt64, outcome: Outcome, now: ContinuousClock.Instant, random: Double = 0.5
-    ) -> [Delivery] {
-        guard let index = loads.index(forKey: key), loads.values[index].id == loadID else { return [] }
+        _ key: Key, loadID: UInt64, outcome: Outcome, value: Value? = nil, now: ContinuousClock.Instant, random: Double = 0.5
+    ) -> Completion {
+        var completion = Completion()
+        guard let index = loads.index(forKey: key), loads.values[index].id == loadID else { return completion }
         let load = loads.remove(at: index).value
-        let phase: RowPhase
         let change: Change
         switch outcome {
         case .loaded:
             storeEpoch &+= 1
             statistics.loadsCompleted += 1
             failures[key] = nil
-            offline = nil  // a load went through: connectivity is back
-            (phase, change) = (.settled, .loaded)
+            if offline != nil {
+                offline = nil  // a load went through: connectivity is back
+                completion.retriesChanged = !failedVisible.isEmpty
+            }
+            change = .loaded
         case .cancelled:
             statistics.loadsCancelled += 1
-            (phase, change) = (.settled, .cancelled)
+            change = .cancelled
         case .failed(let error):
             statistics.loadsFailed += 1
             noteFailure(of: key, error: error, now: now, random: random)
-            (phase, change) = (.failed(error), .failed(error))
+            change = .failed(error)
         }
-        return load.rows.compactMap { row in
-            guard var entry = rows[row.index] else { return nil }
-            entry.phase = phase
-            rows[row.index] = entry
-            return Delivery(index: row.index, ticket: entry.ticket, change: change)
+        var effects = Effects()
+        for waiting in load.rows {
+            guard let entry = rows[waiting.index] else { continue }
+            let priority = entry.phase.priority
+            switch outcome {
+            case .loaded:
+                update(waiting.index, phase: .settled(priority), pin: priority == .visible ? (value ?? entry.pin) : nil, into: &effects)
+            case .cancelled:
+                update(waiting.index, phase: .settled(priority), pin: entry.pin, into: &effects)
+            case .failed(let error):
+                update(waiting.index, phase: .failed(error, priority), pin: entry.pin, into: &effects)
+            }
+            completion.deliveries.append(Delivery(index: waiting.index, ticket: entry.ticket, change: change))
         }
+        completion.dropped = effects.dropped
+        completion.retriesChanged = completion.retriesChanged || effects.failedVisibly
+        return completion
     }
 
     /// Records a failure of `key` and when it may load again.
@@ -341,7 +448,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             if failures[key] == nil, failures.count >= Self.failureLimit, let oldest = failures.keys.first {
                 failures[oldest] = nil
             }
-            failures[key] = Failure(error: error, attempts: attempts, retryAt: nil, offline: true)
+            failures[key] = Failure(error: error, attempts: attempts, retryAt: nil, offline: true, failedAt: now)
             return
         } else if let delay = error.retryDelay {
             retryAt = now.advanced(by: delay)
@@ -353,7 +460,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         if failures[key] == nil, failures.count >= Self.failureLimit, let oldest = failures.keys.first {
             failures[oldest] = nil
         }
-        failures[key] = Failure(error: error, attempts: attempts, retryAt: retryAt)
+        failures[key] = Failure(error: error, attempts: attempts, retryAt: retryAt, failedAt: now)
     }
 
     /// Forgets `key`'s failure, so the next prepare loads it at once (``Avenue/retry(at:)``).
@@ -369,6 +476,35 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     // MARK: Helpers
+
+    /// Puts `row` at `index` (or removes it), keeping ``failedVisible`` exact and handing the pin it
+    /// replaces to `effects`.
+    @inlinable
+    mutating func setRow(_ row: Row?, at index: Index, into effects: inout Effects) {
+        if let old = rows[index]?.pin { effects.dropped.append(old) }
+        rows[index] = row
+        noteFailedVisibility(of: row, at: index, into: &effects)
+    }
+
+    /// Changes row `index`'s phase and pin in place (its ticket and key stay).
+    @inlinable
+    mutating func update(_ index: Index, phase: RowPhase, pin: Value?, into effects: inout Effects) {
+        guard var row = rows[index] else { return }
+        if let old = row.pin { effects.dropped.append(old) }
+        row.phase = phase
+        row.pin = pin
+        rows[index] = row
+        noteFailedVisibility(of: row, at: index, into: &effects)
+    }
+
+    @inlinable
+    mutating func noteFailedVisibility(of row: Row?, at index: Index, into effects: inout Effects) {
+        if let row, case .failed(_, .visible) = row.phase {
+            if failedVisible.updateValue(row.key, forKey: index) == nil { effects.failedVisibly = true }
+        } else if !failedVisible.isEmpty {
+            failedVisible[index] = nil
+        }
+    }
 
     /// Takes row `index` out of the load it waits on, if any.
     @inlinable
@@ -391,7 +527,6 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         guard rows[index] != nil, let loadIndex = loads.index(forKey: key),
               let slot = loads.values[loadIndex].rows.firstIndex(where: { $0.index == index })
         else { preconditionFailure("Invalid state: a waiting row is missing from its load") }
-        rows[index]?.phase = .waiting(priority)
         loads.values[loadIndex].rows[slot].priority = priority
         followPriority(of: loadIndex, into: &effects)
     }

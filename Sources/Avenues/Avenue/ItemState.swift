@@ -9,8 +9,9 @@ public enum ItemState: Sendable, CustomStringConvertible {
     /// An outdated value is shown (readable with ``Avenue/item(at:)``): a fresh one is being loaded
     /// (`revalidating`), or loading it failed (`error`) and the outdated one stays.
     case stale(revalidating: Bool, error: (any Error)?)
-    /// Making the row's value failed. Preparing the row again tries again at `retryAt` or later;
-    /// `nil` when the key failed too often and only ``Avenue/retry(at:)`` tries again.
+    /// Making the row's value failed. A visible row is tried again by its avenue at `retryAt` (or a
+    /// second after the failure, if that is later); any row is tried again when prepared at or after
+    /// `retryAt`. `nil` when the key failed too often and only ``Avenue/retry(at:)`` tries again.
     case failed(any Error, retryAt: ContinuousClock.Instant?)
 
     /// `true` for `.loaded`.

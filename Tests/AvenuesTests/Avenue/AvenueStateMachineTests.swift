@@ -5,7 +5,9 @@ import Testing
 /// out, with no thread, lock or clock involved.
 @Suite("Avenue state machine")
 struct AvenueStateMachineTests {
-    typealias Machine = AvenueStateMachine<Int, String, Int>
+    typealias Machine = AvenueStateMachine<Int, String, Int, Int>
+    /// A fresh value found in storage.
+    let fresh = StoredValue(1)
     let now = ContinuousClock.now
 
     /// The effects of a prepare that must not be retried.
@@ -25,7 +27,7 @@ struct AvenueStateMachineTests {
         // Row 1 reads storage (a miss) at this epoch, then — before it takes the lock — the load
         // completes and stores the value.
         let epochOfRow1sRead = machine.storeEpoch
-        let deliveries = machine.complete("k", loadID: loadID, outcome: .loaded, now: now)
+        let deliveries = machine.complete("k", loadID: loadID, outcome: .loaded, now: now).deliveries
         #expect(deliveries.map(\.index) == [0])
         // Its miss is outdated: the machine asks for the storage to be read again, not for a load.
         guard case .retry = machine.prepare("k", at: 1, priority: .visible, found: nil, epoch: epochOfRow1sRead, now: now) else {
@@ -33,7 +35,7 @@ struct AvenueStateMachineTests {
             return
         }
         // Read again, the value is there: the row settles and nothing starts.
-        let second = done(machine.prepare("k", at: 1, priority: .visible, found: .fresh, epoch: machine.storeEpoch, now: now))
+        let second = done(machine.prepare("k", at: 1, priority: .visible, found: fresh, epoch: machine.storeEpoch, now: now))
         #expect(second.start == nil)
         #expect(machine.statistics.loadsStarted == 1 && machine.statistics.cacheHits == 1)
     }
@@ -53,7 +55,7 @@ struct AvenueStateMachineTests {
     @Test func aDeliveryCarriesTheTicketOfTheRowItWasMadeFor() throws {
         var machine = Machine()
         let start = done(machine.prepare("a", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start
-        let deliveries = machine.complete("a", loadID: start?.loadID ?? 0, outcome: .loaded, now: now)
+        let deliveries = machine.complete("a", loadID: start?.loadID ?? 0, outcome: .loaded, now: now).deliveries
         let delivery = try #require(deliveries.first)
         #expect(machine.isCurrent(0, ticket: delivery.ticket))
         // The row moves to another key before the notification is handed out: it is no longer current,
@@ -74,7 +76,7 @@ struct AvenueStateMachineTests {
         #expect(!machine.isCurrent(0, ticket: oldTicket))
         // The first load's late completion is dropped: no delivery, the new load still waits.
         let late = machine.complete("a", loadID: start?.loadID ?? 0, outcome: .loaded, now: now)
-        #expect(late.isEmpty)
+        #expect(late.deliveries.isEmpty)
         #expect(machine.loads["a"] != nil)
     }
 

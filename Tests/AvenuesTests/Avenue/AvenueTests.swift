@@ -25,7 +25,7 @@ struct AvenueFixture {
         let clock = clock
         avenue = Avenue(
             storage: storage, processor: AutoProcessor(maxConcurrent: maxConcurrent, work), callbackMode: callbackMode,
-            retryPolicy: retryPolicy, now: { clock.now }
+            retryPolicy: retryPolicy, now: { clock.now }, sleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
         )
         let told = told, errors = errors
         avenue.onStateChange = { told.append($0) }
@@ -279,6 +279,20 @@ struct AvenueTests {
         #expect(f.told.count == 0)
     }
 
+    @Test func anEvictedValueIsLoadedAgainWhilePreparedAtPrefetchItShowsNothing() async {
+        let f = AvenueFixture()
+        f.avenue.prepareItem(for: "k", at: 0, priority: .prefetch)
+        await f.work.waitUntilStarted("k")
+        f.work.succeed("k", with: 1)
+        await f.told.wait(for: 0)
+        f.storage.removeValue(for: "k")
+        // Off screen, nothing is pinned: the row is empty until it is prepared again.
+        #expect(f.avenue.state(at: 0).description == "empty" && f.avenue.item(at: 0) == nil)
+        f.avenue.prepareItem(for: "k", at: 0, priority: .prefetch)
+        await f.work.waitUntilStarted("k", times: 2)
+        #expect(f.avenue.state(at: 0).isLoading)
+    }
+
     @Test func anEvictedValueIsLoadedAgain() async {
         let f = AvenueFixture()
         f.avenue.prepareItem(for: "k", at: 0)
@@ -286,9 +300,12 @@ struct AvenueTests {
         f.work.succeed("k", with: 1)
         await f.told.wait(for: 0)
         f.storage.removeValue(for: "k")
-        #expect(f.avenue.state(at: 0).description == "empty")
+        // The row is visible: it keeps showing what it had, so the screen does not empty itself...
+        #expect(f.avenue.state(at: 0).isLoaded && f.avenue.item(at: 0) == 1)
+        // ...and preparing it again loads the value storage let go of, showing the old one meanwhile.
         f.avenue.prepareItem(for: "k", at: 0)
         await f.work.waitUntilStarted("k", times: 2)
+        #expect(f.avenue.state(at: 0).description == "stale(revalidating)" && f.avenue.item(at: 0) == 1)
         f.work.succeed("k", with: 2)
         await f.told.wait(for: 0, times: 2)
         #expect(f.avenue.item(at: 0) == 2)

@@ -100,6 +100,95 @@ struct FailurePolicyTests {
         f.avenue.cancelAll()
     }
 
+    // MARK: Visible rows retry by themselves
+
+    /// An avenue whose retry timer sleeps on a clock the test moves.
+    struct TimedFixture {
+        let work = ControlledWork<String, Int>()
+        let clock = SleepClock()
+        let avenue: Avenue<Int, String, Int>
+        let told = EventLog<Int>()
+
+        init(policy: RetryPolicy = RetryPolicy(jitter: 0)) {
+            let clock = clock, told = told
+            avenue = Avenue(
+                storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: 8, work), callbackMode: .completingThread,
+                retryPolicy: policy, now: { clock.now }, sleep: { try await clock.sleep(until: $0, tolerance: nil) }
+            )
+            avenue.onStateChange = { told.append($0) }
+        }
+
+        /// Waits until the retry timer sleeps (it is armed on a task of its own).
+        func waitUntilTheTimerSleeps() async {
+            await eventually("the retry timer sleeps") { clock.sleepers == 1 }
+        }
+    }
+
+    @Test func aFailedVisibleRowIsTriedAgainByItselfWhenItsWaitIsOver() async {
+        let f = TimedFixture()
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.fail("k", with: TestError("503"))
+        await f.told.wait(for: 0)
+        await f.waitUntilTheTimerSleeps()
+        #expect(f.work.starts(of: "k") == 1)
+        // Nobody touches the row: when the wait (1 s) is over, it loads again.
+        f.clock.advance(by: .seconds(1))
+        await f.work.waitUntilStarted("k", times: 2)
+        f.work.succeed("k", with: 7)
+        await f.told.wait(for: 0, times: 2)
+        #expect(f.avenue.item(at: 0) == 7)
+    }
+
+    @Test func aRowOffScreenOrLoweredToPrefetchIsNotTriedAgainByItself() async {
+        let f = TimedFixture()
+        f.avenue.prepareItem(for: "off", at: 1, priority: .prefetch)
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("off")
+        await f.work.waitUntilStarted("k")
+        f.work.fail("off", with: TestError("503"))
+        f.work.fail("k", with: TestError("503"))
+        await f.told.wait(forCount: 2)
+        await f.waitUntilTheTimerSleeps()
+        f.avenue.prepareItem(for: "k", at: 0, priority: .prefetch)  // it scrolled out of view
+        f.clock.advance(by: .seconds(5))
+        // The timer woke and found nothing to retry: it is not armed again.
+        await eventually("the timer is done") { f.clock.sleepers == 0 && f.avenue._retryTimer.withLock { $0.task == nil } }
+        #expect(f.work.starts(of: "k") == 1 && f.work.starts(of: "off") == 1)
+    }
+
+    @Test func aRowThatAlwaysFailsUnderAPolicyThatNeverWaitsIsTriedAtMostOnceASecond() async {
+        let f = TimedFixture(policy: .immediately)
+        f.avenue.prepareItem(for: "k", at: 0)
+        for attempt in 1...3 {
+            await f.work.waitUntilStarted("k", times: attempt)
+            f.work.fail("k", with: TestError("500"))
+            await f.told.wait(for: 0, times: attempt)
+            await f.waitUntilTheTimerSleeps()
+            f.clock.advance(by: .milliseconds(999))
+            #expect(f.work.starts(of: "k") == attempt)  // not a busy loop
+            f.clock.advance(by: .milliseconds(1))
+        }
+        await f.work.waitUntilStarted("k", times: 4)
+        f.avenue.cancelAll()
+    }
+
+    @Test func whenConnectivityComesBackEveryFailedVisibleRowLoadsWithoutAKeyPress() async {
+        let f = TimedFixture()
+        for row in 0..<3 { f.avenue.prepareItem(for: "k\(row)", at: row) }
+        for row in 0..<3 { await f.work.waitUntilStarted("k\(row)") }
+        for row in 0..<3 { f.work.fail("k\(row)", with: URLError(.cannotConnectToHost)) }
+        await f.told.wait(forCount: 3)
+        await f.waitUntilTheTimerSleeps()
+        f.clock.advance(by: .seconds(1))
+        // One probe after the offline wait; when it goes through, the others load at once.
+        await eventually("one probe started") { f.work.totalStarts == 4 }
+        let probe = f.work.pendingKeys[0]
+        f.work.succeed(probe, with: 1)
+        await eventually("every row loads again") { f.work.totalStarts == 6 }
+        f.avenue.cancelAll()
+    }
+
     /// A user holds ↓ for 10 s (30 rows a second) over rows whose back end answers 500, with a
     /// prefetcher re-preparing the window on every key press. Returns the requests the back end got.
     static func requestsWhileHoldingDown(over failing: Int, policy: RetryPolicy) async -> Int {
@@ -110,7 +199,7 @@ struct FailurePolicyTests {
             throw TestError("500 Internal Server Error")
         }
         let avenue = Avenue<Int, Int, Int>(
-            storage: MemoryStorage(), processor: processor, callbackMode: .completingThread, retryPolicy: policy, now: { clock.now }
+            storage: MemoryStorage(), processor: processor, callbackMode: .completingThread, retryPolicy: policy, now: { clock.now }, sleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
         )
         let prefetcher = RowPrefetcher(avenue: avenue, ahead: 40, behind: 10) { $0 < failing ? $0 : nil }
         for press in 0..<300 {

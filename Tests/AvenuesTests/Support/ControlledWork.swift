@@ -82,6 +82,8 @@ final class ControlledWork<Key: Hashable & Sendable, Value: Sendable>: Processor
     func fail(_ key: Key, with error: any Error) -> Bool { finish(key, with: .failure(error)) }
 
     func starts(of key: Key) -> Int { state.withLock { $0.starts[key] ?? 0 } }
+    /// The keys with a run waiting to be finished, in no particular order.
+    var pendingKeys: [Key] { state.withLock { Array($0.pending.keys) } }
     var totalStarts: Int { state.withLock { $0.order.count } }
     var startOrder: [Key] { state.withLock { $0.order } }
     func cancellationsSeen(by key: Key) -> Int { state.withLock { $0.cancellationsSeen[key] ?? 0 } }

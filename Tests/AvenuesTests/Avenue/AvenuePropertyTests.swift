@@ -1,0 +1,115 @@
+import Testing
+@testable import Avenues
+
+/// Seeded random operation sequences against an avenue over a bounded `MemoryStorage`, with the
+/// avenue's promise to a screen checked after every step: a visible row that has no value is
+/// loading or failed, never idle — whatever the storage's limits. Workers run on a ``HeldExecutor``,
+/// so every step's effects have happened when it is checked, and a seed replays exactly.
+@Suite("Avenue properties", .timeLimit(.minutes(5)))
+struct AvenuePropertyTests {
+    static let seeds: ClosedRange<UInt64> = 1...20
+    /// 100,000 steps in all; a tenth under ThreadSanitizer, which adds nothing to a run on one thread
+    /// but its cost.
+    static let stepsPerSeed = ThreadSanitizer.annotations == nil ? 5_000 : 500
+    static let rows = 80
+
+    @Test func aVisibleRowWithoutAValueIsAlwaysLoadingOrFailedWhateverTheMemoryLimits() {
+        for seed in Self.seeds {
+            if let failure = Self.run(seed: seed, steps: Self.stepsPerSeed) {
+                Issue.record("seed \(seed): \(failure)")
+                return
+            }
+        }
+    }
+
+    /// Runs one sequence; the first broken promise, described with its step, or `nil`.
+    static func run(seed: UInt64, steps: Int) -> String? {
+        var random = SplitMix64(seed: seed)
+        let executor = HeldExecutor()
+        let work = ControlledWork<Int, Int>()
+        let countLimit = Int.random(in: 1...12, using: &random)
+        let storage = MemoryStorage<Int, Int>(countLimit: countLimit)
+        let clock = TestClock()
+        let avenue = Avenue<Int, Int, Int>(
+            storage: storage, processor: AutoProcessor(maxConcurrent: Int.random(in: 1...4, using: &random), executor: executor, work),
+            callbackMode: .completingThread, retryPolicy: RetryPolicy(attempts: 3, base: .seconds(1), cap: .seconds(4), jitter: 0),
+            now: { clock.now }, sleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
+        )
+        let prefetcher = RowPrefetcher(
+            avenue: avenue, ahead: Int.random(in: 0...6, using: &random), behind: Int.random(in: 0...2, using: &random)
+        ) { $0 < rows ? $0 : nil }
+        var visible = 0..<0
+        var version = 0
+        // The last steps, for the message of a failure (kept short: this runs 100,000 times).
+        var log = RecentSteps()
+        for step in 0..<steps {
+            let roll = Int.random(in: 0..<100, using: &random)
+            switch roll {
+            case 0..<35:
+                let top = Int.random(in: 0..<rows, using: &random)
+                visible = top ..< min(rows, top + Int.random(in: 1...8, using: &random))
+                prefetcher.show(visible)
+                let shown = visible
+                log.append("show \(shown)")
+            case 35..<40:
+                prefetcher.show(visible)  // a redraw
+                log.append("redraw")
+            case 40..<65:
+                if let key = work.pendingKeys.randomElement(using: &random) {
+                    version += 1
+                    work.succeed(key, with: key * 1_000_000 + version)
+                    log.append("succeed \(key)")
+                }
+            case 65..<72:
+                if let key = work.pendingKeys.randomElement(using: &random) {
+                    work.fail(key, with: TestError("boom"))
+                    log.append("fail \(key)")
+                }
+            case 72..<87:
+                // Someone else writes to the shared storage: evictions.
+                let other = 1_000 + Int.random(in: 0..<50, using: &random)
+                storage.set(other * 1_000_000, for: other)
+                log.append("write \(other)")
+            case 87..<92:
+                let key = Int.random(in: 0..<rows, using: &random)
+                storage.removeValue(for: key)
+                log.append("remove \(key)")
+            default:
+                clock.advance(by: .milliseconds(Int.random(in: 100...3_000, using: &random)))
+                log.append("advance clock")
+            }
+            executor.runAll()
+            for row in visible {
+                let state = avenue.state(at: row)
+                if let value = avenue.item(at: row) {
+                    guard value / 1_000_000 == row else { return "step \(step): row \(row) shows \(value) (\(log))" }
+                    guard state.hasValue else { return "step \(step): row \(row) has a value but is \(state) (\(log))" }
+                } else {
+                    switch state {
+                    case .loading, .failed: break
+                    default: return "step \(step): visible row \(row) has no value and is \(state), countLimit \(countLimit) (\(log))"
+                    }
+                }
+            }
+        }
+        prefetcher.stop()
+        executor.runAll()
+        return nil
+    }
+}
+
+/// The last eight steps of a sequence, cheaply: strings are made only when a failure is described.
+struct RecentSteps: CustomStringConvertible {
+    private var steps: [() -> String] = []
+    private var next = 0
+
+    mutating func append(_ step: @autoclosure @escaping () -> String) {
+        if steps.count < 8 { steps.append(step) } else { steps[next] = step }
+        next = (next + 1) % 8
+    }
+
+    var description: String {
+        let ordered = steps.count < 8 ? steps : Array(steps[next...] + steps[..<next])
+        return ordered.map { $0() }.joined(separator: "; ")
+    }
+}
