@@ -111,7 +111,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     ) {
         self.init(
             storage: storage, processor: processor, callbackMode: callbackMode, retryPolicy: retryPolicy,
-            now: { .now }, sleep: { try await ContinuousClock().sleep(until: $0) }
+            now: { .now }, sleep: { try await Saturating.sleep(until: $0, on: ContinuousClock()) }
         )
     }
 

@@ -99,7 +99,7 @@ public struct Page<Cursor: Hashable & Sendable, Item: Sendable>: Sendable {
     public init(items: [Item], cursorAfter: Cursor?, itemsAfter: Int? = nil) {
         self.items = items
         self.cursorAfter = cursorAfter
-        self.itemsAfter = itemsAfter.map { max(0, $0) }
+        self.itemsAfter = itemsAfter
     }
 }
 

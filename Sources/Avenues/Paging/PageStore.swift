@@ -3,8 +3,12 @@
 ///
 /// One page per page number, with the generation it was loaded in: a page of an older generation
 /// (before a refresh), or one from the page cache (a previous run), is returned by ``lookup(_:)`` as
-/// stale, so its rows show while the current one loads. ``drop(keepingRows:protected:center:)``
-/// applies the memory bound.
+/// stale, so its rows show while the current one loads.
+///
+/// The memory bound is applied on every store, under the store's lock: beyond `limit` rows, the
+/// pages farthest from the window's centre go first, never a page the window protects (set with
+/// ``protect(_:center:)`` each time the window changes). So the rows held never exceed the larger
+/// of the limit and the rows the window protects, at any moment.
 @usableFromInline
 final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     @usableFromInline typealias Key = PageKey<Cursor>
@@ -21,9 +25,13 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     @usableFromInline let resident = Locked([Int: Resident]())
     @usableFromInline let cache: (any Storage<Int, Page<Cursor, Item>>)?
     private let stored = LateBound<(Key, Value), Void>()
+    /// The most rows held beyond the protected pages.
+    let limit: Int
+    private let protection = Locked<(pages: Set<Int>, center: Int)>(([], 0))
 
-    init(cache: (any Storage<Int, Page<Cursor, Item>>)?) {
+    init(cache: (any Storage<Int, Page<Cursor, Item>>)?, limit: Int) {
         self.cache = cache
+        self.limit = limit
     }
 
     /// Called with every page stored (after the store's lock is released).
@@ -48,13 +56,18 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
         return cache?.value(for: key.number).map { StoredValue($0, isStale: true) }
     }
 
-    /// Holds `value` unless a newer generation of the page is held (a late load of an old one).
+    /// Holds `value` unless a newer generation of the page is held (a late load of an old one), then
+    /// applies the bound.
     @usableFromInline func set(_ value: Value, for key: Key) {
-        let kept = resident.withLock { resident -> Bool in
-            if let held = resident[key.number], held.generation > key.generation { return false }
-            resident[key.number] = Resident(generation: key.generation, page: value)
-            return true
+        let (pages, center) = protection.withLock { $0 }
+        let (kept, dropped) = resident.withLock { resident -> (Bool, [Resident]) in
+            if let held = resident[key.number], held.generation > key.generation { return (false, []) }
+            let replaced = resident.updateValue(Resident(generation: key.generation, page: value), forKey: key.number)
+            var dropped = Self.trim(&resident, limit: limit, protected: pages, center: center)
+            if let replaced { dropped.append(replaced) }
+            return (true, dropped)
         }
+        _ = dropped  // released after the lock
         guard kept else { return }
         cache?.set(value, for: key.number)
         stored((key, value))
@@ -83,21 +96,26 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
         resident.withLock { resident in (resident.count, resident.values.reduce(0) { $0 + $1.page.items.count }) }
     }
 
-    /// Drops the pages farthest from `center` until at most `keepingRows` rows are held, never one
-    /// in `protected`. Dropped values are released after the lock.
-    func drop(keepingRows limit: Int, protected: Set<Int>, center: Int) {
-        let dropped = resident.withLock { resident -> [Resident] in
-            var rows = resident.values.reduce(0) { $0 + $1.page.items.count }
-            guard rows > limit else { return [] }
-            var dropped: [Resident] = []
-            let candidates = resident.keys.filter { !protected.contains($0) }.sorted { abs($0 - center) > abs($1 - center) }
-            for number in candidates {
-                guard rows > limit, let page = resident.removeValue(forKey: number) else { break }
-                rows -= page.page.items.count
-                dropped.append(page)
-            }
-            return dropped
+    /// The window now protects `pages` (never dropped) and centres on page `center`; applies the
+    /// bound at once.
+    func protect(_ pages: Set<Int>, center: Int) {
+        protection.withLock { $0 = (pages, center) }
+        let dropped = resident.withLock { Self.trim(&$0, limit: limit, protected: pages, center: center) }
+        _ = dropped  // released after the lock
+    }
+
+    /// Drops the pages farthest from `center` until at most `limit` rows are held, never one in
+    /// `protected`; returns them, to be released after the lock.
+    private static func trim(_ resident: inout [Int: Resident], limit: Int, protected: Set<Int>, center: Int) -> [Resident] {
+        var rows = resident.values.reduce(0) { Saturating.add($0, $1.page.items.count) }
+        guard rows > limit else { return [] }
+        var dropped: [Resident] = []
+        let candidates = resident.keys.filter { !protected.contains($0) }.sorted { ($0 - center).magnitude > ($1 - center).magnitude }
+        for number in candidates {
+            guard rows > limit, let page = resident.removeValue(forKey: number) else { break }
+            rows -= page.page.items.count
+            dropped.append(page)
         }
-        _ = dropped
+        return dropped
     }
 }

@@ -51,43 +51,15 @@ public final class PagedRows<Source: PageSource>: Sendable {
 
     @usableFromInline let _store: PageStore<Cursor, Item>
     let prefetcher: RowPrefetcher<PageKey<Cursor>, Page<Cursor, Item>>
-    let state: Locked<State>
+    let machine: Locked<PagedRowsStateMachine<Cursor>>
+    /// Applies the window, one caller at a time (the latest rows win).
+    let windows = SerialDrain<Void>()
+    /// Tells the details the visible rows, one caller at a time.
+    let detailsDrain = SerialDrain<Void>()
     let listeners = Locked(Listeners())
-    /// Whether the source can start at any offset.
-    let jumps: Bool
-
-    struct State {
-        /// Page number → generation, as ranges starting at a page: the last entry whose `fromPage`
-        /// is at or below a page gives its generation.
-        var generations: [(fromPage: Int, generation: UInt64)] = [(0, 0)]
-        var nextGeneration: UInt64 = 1
-        /// How to reach page `n` by cursor (the cursor the page before gave).
-        var cursors: [Int: Cursor] = [:]
-        /// The highest page reachable by walking cursors from the first page.
-        var walkedTo = 0
-        /// The last page, once a page said nothing follows it.
-        var endPage: Int?
-        /// The exact number of rows, once known.
-        var total: Int?
-        /// The most rows there can be: an empty last page loaded past the rows known (a jump or a
-        /// prefetch beyond the unknown end) says only that the list ends at or before its start.
-        var endAtMost: Int?
-        /// Rows known to exist (the end of the farthest page loaded).
-        var knownRows = 0
-        /// The visible rows last shown.
-        var visible: Range<Int>?
-        var shownBefore = false
-        /// The first screen and the page its initial load reaches, while the list still shows it.
-        var initial: (rows: Range<Int>, endPage: Int)?
-        /// The window must be applied again (new rows shown, a cursor learned, a refresh).
-        var dirty = false
-        /// Set while a caller applies windows; others leave theirs to it (the latest one wins).
-        var applying = false
-        /// The details must be told the visible rows again; set while a caller tells them.
-        var detailsPending = false
-        var tellingDetails = false
-        var following: Task<Void, Never>?
-    }
+    let following = Locked<Task<Void, Never>?>(nil)
+    /// The kinds of contract breach already reported (each is reported once).
+    let breachesReported = Locked(Set<String>())
 
     struct Listeners {
         var onChange: (@Sendable (PagedRowsChange) -> Void)?
@@ -96,7 +68,12 @@ public final class PagedRows<Source: PageSource>: Sendable {
         /// The ``subscribe()`` subscriptions, by page number.
         var subscriptions: [UInt64: ChangeSubscription<Int>] = [:]
         var nextSubscription: UInt64 = 0
+        /// The errors to hand subscribers with their page's change, newest per page.
+        var errors: [Int: any Error] = [:]
     }
+
+    /// The shortest interval of ``follow(every:)``.
+    public static var shortestFollowInterval: Duration { .milliseconds(100) }
 
     /// Creates rows over `source`.
     ///
@@ -107,35 +84,52 @@ public final class PagedRows<Source: PageSource>: Sendable {
     ///     them at once as stale while they load again; `nil` (the default) for none.
     ///   - maxConcurrentLoads: pages loaded at once; 2 by default.
     ///   - retryPolicy: how long a failed page waits before it is tried again; the default by default.
-    public init(
+    public convenience init(
         source: Source,
         configuration: PagingConfiguration = PagingConfiguration(),
         pageCache: (any Storage<Int, Page<Cursor, Item>>)? = nil,
         maxConcurrentLoads: Int = 2,
         retryPolicy: RetryPolicy = .default
     ) {
+        self.init(
+            source: source, configuration: configuration, pageCache: pageCache, maxConcurrentLoads: maxConcurrentLoads,
+            retryPolicy: retryPolicy, executor: nil, retrySleep: { try await Saturating.sleep(until: $0, on: ContinuousClock()) }
+        )
+    }
+
+    /// `executor`: where page loads run; `retrySleep`: how the pages' retry timer waits (a test
+    /// holds both until it says).
+    init(
+        source: Source,
+        configuration: PagingConfiguration,
+        pageCache: (any Storage<Int, Page<Cursor, Item>>)?,
+        maxConcurrentLoads: Int,
+        retryPolicy: RetryPolicy,
+        executor: (any TaskExecutor)?,
+        retrySleep: @escaping @Sendable (ContinuousClock.Instant) async throws -> Void
+    ) {
         self.source = source
         self.configuration = configuration
-        jumps = source is any OffsetPageSource
-        let store = PageStore<Cursor, Item>(cache: pageCache)
+        let settings = PagedRowsStateMachine<Cursor>.Settings(configuration, jumps: source is any OffsetPageSource)
+        let store = PageStore<Cursor, Item>(cache: pageCache, limit: configuration.maxResident)
         self._store = store
         let size = configuration.pageSize
-        let loader = AutoProcessor<PageKey<Cursor>, Page<Cursor, Item>>(maxConcurrent: maxConcurrentLoads) { key in
-            try await Self.load(key, from: source, size: size)
+        let breaches = LateBound<PageSourceError, Void>()
+        let loader = AutoProcessor<PageKey<Cursor>, Page<Cursor, Item>>(maxConcurrent: maxConcurrentLoads, executor: executor) { key in
+            try await Self.load(key, from: source, size: size) { breaches($0) }
         }
-        pages = Avenue(storage: store, processor: loader, retryPolicy: retryPolicy)
-        state = Locked(State())
-        let ahead = (configuration.prefetchDistance + size - 1) / size
-        let behind = (configuration.prefetchDistance / 4 + size - 1) / size
+        pages = Avenue(storage: store, processor: loader, callbackMode: .completingThread, retryPolicy: retryPolicy, now: { .now }, sleep: retrySleep)
+        machine = Locked(PagedRowsStateMachine(settings: settings))
         let resolver = KeyResolver<Cursor>()
-        prefetcher = RowPrefetcher(avenue: pages, ahead: ahead, behind: behind) { resolver.key(for: $0) }
-        resolver.set { [weak self] number in self.flatMap { rows in rows.state.withLock { rows.key(for: number, in: $0) } } }
+        prefetcher = RowPrefetcher(avenue: pages, ahead: settings.aheadPages, behind: settings.behindPages) { resolver.key(for: $0) }
+        resolver.set { [weak self] number in self?.machine.withLock { $0.key(for: number) } }
         store.onStore { [weak self] key, page in self?.stored(page, for: key) }
+        breaches.set { [weak self] breach in self?.report(breach) }
         pages.onStateChange = { [weak self] number in self?.pageChanged(number) }
     }
 
     deinit {
-        state.withLock { $0.following?.cancel() }
+        following.withLock { $0 }?.cancel()
         for subscription in listeners.withLock({ Array($0.subscriptions.values) }) { subscription.finish() }
     }
 
@@ -144,10 +138,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// How many rows there are: exact once the source said or the end was loaded, else at least the
     /// rows loaded so far.
     public var count: RowCount {
-        state.withLock { state in
-            if let total = state.total { return .exact(total) }
-            return .atLeast(state.knownRows)
-        }
+        machine.withLock { $0.count }
     }
 
     /// The item of `row`, or `nil` when its page is not loaded (or `row` does not exist). A page from
@@ -174,10 +165,10 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// Whether pages are loading, failed or ended, for the visible rows and either side of them.
     public var loadStates: PageLoadStates {
         let size = configuration.pageSize
-        let (visible, endPage) = state.withLock { ($0.visible, $0.endPage) }
+        let (visible, endPage) = machine.withLock { ($0.visible, $0.endPage) }
         guard let visible else { return PageLoadStates(refresh: .idle, before: .idle, after: .idle) }
-        let first = visible.lowerBound / size, last = max(first, (visible.upperBound - 1) / size)
-        func combined(_ numbers: [Int]) -> PageLoadState {
+        let first = visible.lowerBound / size, last = max(first, max(visible.lowerBound, visible.upperBound - 1) / size)
+        func combined(_ numbers: some Sequence<Int>) -> PageLoadState {
             var result = PageLoadState.idle
             for number in numbers {
                 switch pages.state(at: number) {
@@ -193,7 +184,8 @@ public final class PagedRows<Source: PageSource>: Sendable {
         var after = combined(window.filter { $0 > last })
         // Nothing pending after the window, and the last page is here: the end is reached.
         if case .idle = after, let endPage, last >= endPage || _store.anyPage(endPage) != nil { after = .endReached }
-        return PageLoadStates(refresh: combined(Array(first...last)), before: before, after: after)
+        let visiblePages = first ... min(last, first + (configuration.maxResident / size))
+        return PageLoadStates(refresh: combined(visiblePages), before: before, after: after)
     }
 
     /// Pages in memory now, and the rows they hold.
@@ -204,61 +196,28 @@ public final class PagedRows<Source: PageSource>: Sendable {
     // MARK: Driving
 
     /// The list now shows `rows`: loads their pages and those within the prefetch distance, and
-    /// releases the pages of rows that left. Call it on every scroll step, jump or resize.
+    /// releases the pages of rows that left. Call it on every scroll step, jump or resize. A range
+    /// wider than ``PagingConfiguration/maxResident`` allows is cut to its first rows.
     public func show(_ rows: Range<Int>) {
-        apply { $0.visible = rows }
+        machine.withLock { $0.show(rows) }
+        applyWindow()
     }
 
-    /// Changes the state, then applies the window — unless another caller is applying one, which
-    /// then applies the latest state before it returns (so an older window never wins).
-    private func apply(_ change: (inout State) -> Void) {
-        let isFirst = state.withLock { state -> Bool in
-            change(&state)
-            state.dirty = true
-            guard !state.applying else { return false }
-            state.applying = true
-            return true
-        }
-        guard isFirst else { return }
-        while let (pageWindow, _) = state.withLock({ state in nextWindow(&state) }) {
-            prefetcher.show(pageWindow)
-            dropPages()
+    /// Applies the window the machine plans, unless another caller is applying one, which then
+    /// applies the latest before it returns (so an older window never wins).
+    private func applyWindow() {
+        windows.submit({ $0 = () }) { _ in
+            let plan = machine.withLock { $0.plan() }
+            if let prefetch = plan.prefetch { prefetcher.show(prefetch) } else { prefetcher.stop() }
+            _store.protect(Set(prefetcher.window.keys).union(plan.visiblePages), center: plan.center)
             refreshDetails()
         }
     }
 
-    /// The page window for the latest visible rows, or `nil` (and no longer applying) when nothing
-    /// changed since the last one.
-    private func nextWindow(_ state: inout State) -> (Range<Int>, Range<Int>)? {
-        guard state.dirty, let rows = state.visible else {
-            state.applying = false
-            return nil
-        }
-        state.dirty = false
-        let size = configuration.pageSize
-        let clamped = max(0, rows.lowerBound) ..< max(max(0, rows.lowerBound), rows.upperBound)
-        let first = clamped.lowerBound / size
-        var end = max(first + 1, (clamped.upperBound + size - 1) / size)
-        // The first screen loads `initialLoadSize` rows, as long as the list still shows it.
-        if state.initial == nil, !state.shownBefore {
-            state.initial = (clamped, first + (configuration.initialLoadSize + size - 1) / size)
-        } else if state.initial?.rows != clamped {
-            state.initial = nil
-        }
-        state.shownBefore = true
-        if let initial = state.initial { end = max(end, initial.endPage) }
-        // A window past the pages that can be reached is walked to, from the last one reached,
-        // unless the source can start there (then its pages are loaded directly).
-        var start = first
-        if first > 0, key(for: first, in: state) == nil { start = min(first, state.walkedTo) }
-        return (start ..< end, clamped)
-    }
-
     /// Releases every page load and detail load; a later ``show(_:)`` starts again. Loaded pages stay.
     public func stop() {
-        state.withLock { $0.visible = nil }
-        prefetcher.stop()
-        refreshDetails()
+        machine.withLock { $0.show(nil) }
+        applyWindow()
     }
 
     /// Loads the list again: a new generation. The rows on screen keep showing their old items until
@@ -274,32 +233,36 @@ public final class PagedRows<Source: PageSource>: Sendable {
         refresh(fromPage: max(0, row) / configuration.pageSize)
     }
 
-    /// Calls ``refresh(after:)`` for the last known row every `interval` until ``stopFollowing()``:
-    /// `tail -f` for a growing source.
+    /// Calls ``refresh(after:)`` for the last known row every `interval` (at least
+    /// ``shortestFollowInterval``) until ``stopFollowing()``: `tail -f` for a growing source.
     public func follow(every interval: Duration) {
+        let interval = max(interval, Self.shortestFollowInterval)
         let task = Task { [weak self] in
+            let clock = ContinuousClock()
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                do { try await Saturating.sleep(for: interval, on: clock) } catch { return }
                 guard let self, !Task.isCancelled else { return }
                 self.refresh(after: max(0, self.count.value - 1))
             }
         }
-        let previous = state.withLock { state -> Task<Void, Never>? in
-            defer { state.following = task }
-            return state.following
+        let previous = following.withLock { following -> Task<Void, Never>? in
+            defer { following = task }
+            return following
         }
         previous?.cancel()
     }
 
     /// Stops ``follow(every:)``.
     public func stopFollowing() {
-        state.withLock { state in
-            state.following?.cancel()
-            state.following = nil
+        let task = following.withLock { following -> Task<Void, Never>? in
+            defer { following = nil }
+            return following
         }
+        task?.cancel()
     }
 
-    /// Called with the rows whose page changed (loaded, failed, cancelled) and the new count.
+    /// Called with the rows whose page changed (loaded, failed, cancelled) and the new count, and
+    /// with a page source's contract breach (``PagedRowsChange/error``).
     /// Runs where the page avenue's callbacks run; never concurrently with itself.
     public var onChange: (@Sendable (PagedRowsChange) -> Void)? {
         get { listeners.withLock { $0.onChange } }
@@ -333,151 +296,122 @@ public final class PagedRows<Source: PageSource>: Sendable {
                 if let rows { prefetcher.show(rows) } else { prefetcher.stop() }
             }
         }
-        if let rows = state.withLock({ $0.visible }) { prefetcher.show(rows) }
+        if let rows = machine.withLock({ $0.visible }) { prefetcher.show(rows) }
         return avenue
     }
 
     // MARK: Internals
 
-    /// Loads one page.
-    static func load(_ key: PageKey<Cursor>, from source: Source, size: Int) async throws -> Page<Cursor, Item> {
+    /// The most follow-up requests made to complete a short page.
+    static var completionRequests: Int { 8 }
+
+    /// Loads one page and makes it whole: at most `size` items, and `size` unless it is the last
+    /// (a short page is completed from the pages after it, asked with its cursor). What the
+    /// source got wrong is handed to `breach`.
+    static func load(
+        _ key: PageKey<Cursor>, from source: Source, size: Int, breach: @Sendable (PageSourceError) -> Void
+    ) async throws -> Page<Cursor, Item> {
+        var page: Page<Cursor, Item>
         switch key.origin {
         case .start:
-            return try await source.page(PageRequest(position: .start, size: size))
+            page = try await source.page(PageRequest(position: .start, size: size))
         case .after(let cursor):
-            return try await source.page(PageRequest(position: .after(cursor), size: size))
+            page = try await source.page(PageRequest(position: .after(cursor), size: size))
         case .offset:
-            // Offset keys are only made for offset sources (`jumps`), whose cursor type is `Cursor`.
+            // Offset keys are only made for offset sources, whose cursor type is `Cursor`.
             guard let offsets = source as? any OffsetPageSource,
-                  let page = try await offsets.erasedPage(at: key.number * size, size: size) as? Page<Cursor, Item>
+                  let loaded = try await offsets.erasedPage(at: key.number * size, size: size) as? Page<Cursor, Item>
             else { preconditionFailure("Invalid state: an offset load of a source that cannot start anywhere") }
-            return page
+            page = loaded
         }
-    }
-
-    /// The key of page `number` now, if it can be loaded: the first page; a page whose cursor is
-    /// known; or, with an offset source, a page far enough from the pages that can be walked to.
-    func key(for number: Int, in state: State) -> PageKey<Cursor>? {
-        guard number >= 0 else { return nil }
-        if let end = state.endPage, number > end { return nil }
-        if let total = state.total, number > 0, number * configuration.pageSize >= total { return nil }
-        if let bound = state.endAtMost, number > 0, number * configuration.pageSize >= bound { return nil }
-        let generation = state.generations.last { $0.fromPage <= number }?.generation ?? 0
-        if number == 0 { return PageKey(generation: generation, number: 0, origin: .start) }
-        if let cursor = state.cursors[number] { return PageKey(generation: generation, number: number, origin: .after(cursor)) }
-        guard jumps else { return nil }
-        // Walk when a page that can be walked from is within the jump threshold; else jump.
-        let reach = configuration.jumpThreshold / configuration.pageSize
-        let walkable = (max(0, number - reach) ..< number).contains { $0 == 0 || state.cursors[$0] != nil }
-        return walkable ? nil : PageKey(generation: generation, number: number, origin: .offset)
+        if page.items.count > size {
+            breach(.tooManyItems(page: key.number, asked: size, got: page.items.count))
+            page.items.removeLast(page.items.count - size)
+        }
+        var requests = 0
+        while page.items.count < size, let cursor = page.cursorAfter, requests < completionRequests {
+            try Task.checkCancellation()
+            requests += 1
+            let missing = size - page.items.count
+            let more = try await source.page(PageRequest(position: .after(cursor), size: missing))
+            page.items += more.items.prefix(missing)
+            page.cursorAfter = more.cursorAfter
+            page.itemsAfter = more.itemsAfter
+            if more.items.count > missing { breach(.tooManyItems(page: key.number, asked: missing, got: more.items.count)) }
+            if more.items.isEmpty { break }
+        }
+        if page.items.count < size, page.cursorAfter != nil {
+            breach(.shortPage(page: key.number, asked: size, got: page.items.count))
+            page.cursorAfter = nil  // the list ends here: rows that cannot be numbered are not shown
+            page.itemsAfter = nil
+        }
+        if let after = page.itemsAfter, after < 0 {
+            breach(.negativeItemsAfter(page: key.number, value: after))
+            page.itemsAfter = nil
+        }
+        return page
     }
 
     private func refresh(fromPage page: Int) {
-        state.withLock { state in
-            let generation = state.nextGeneration
-            state.nextGeneration &+= 1
-            state.generations.removeAll { $0.fromPage >= page }
-            state.generations.append((page, generation))
-            if page == 0 { state.generations = [(0, generation)] }
-            // The end may have moved: pages at and after `page` say again.
-            if let end = state.endPage, end >= page { state.endPage = nil }
-            if let total = state.total, total >= page * configuration.pageSize { state.total = nil }
-            if let bound = state.endAtMost, bound >= page * configuration.pageSize { state.endAtMost = nil }
-        }
-        reshow()
+        machine.withLock { $0.refresh(fromPage: page) }
+        applyWindow()
     }
 
     /// A page arrived (in the store, before its load completes and its rows are told): learn its
     /// cursor and the count, and walk on if the window is past it — before the load leaves the
     /// table, so the list never looks idle in the middle of a walk.
     func stored(_ page: Page<Cursor, Item>, for key: PageKey<Cursor>) {
-        let size = configuration.pageSize
-        let countChanged = state.withLock { state -> Bool in
-            let before = (state.total, state.knownRows)
-            let start = key.number * size
-            let end = start + page.items.count
-            let pastTheRowsKnown = page.items.isEmpty && start > state.knownRows
-            state.knownRows = max(state.knownRows, pastTheRowsKnown ? 0 : end)
-            if let next = page.cursorAfter {
-                state.cursors[key.number + 1] = next
-                if state.walkedTo == key.number { state.walkedTo = key.number + 1 }
-                if let after = page.itemsAfter { state.total = end + after }
-            } else if pastTheRowsKnown {
-                state.endAtMost = min(state.endAtMost ?? start, start)
-            } else {
-                state.endPage = key.number
-                state.total = end
-                state.knownRows = end
-            }
-            if let bound = state.endAtMost, state.total == nil, state.knownRows >= bound {
-                // The rows known reach the bound: it was the end (or the list grew past it).
-                if state.knownRows == bound { state.total = bound }
-                state.endAtMost = nil
-            }
-            return before != (state.total, state.knownRows)
+        let outcome = machine.withLock {
+            $0.stored(key, itemCount: page.items.count, cursorAfter: page.cursorAfter, itemsAfter: page.itemsAfter)
         }
-        reshow()
+        applyWindow()
         // A page loaded for nobody (its rows scrolled away first) tells no row, yet may change the
         // count — that its end was reached, say — which a reader waiting for the count must hear.
-        if countChanged { notify(key.number) }
+        if outcome.countChanged { notify(key.number) }
     }
 
     /// The page avenue told `number`'s row: its items are readable (details can load), tell the
     /// listener. (A failure does not show the window again: the page waits for its retry.)
     private func pageChanged(_ number: Int) {
         refreshDetails()
-        notify(number)
+        notify(number, error: pages.state(at: number).error)
+    }
+
+    /// A page source broke the contract: told once per kind of breach.
+    private func report(_ breach: PageSourceError) {
+        let kind = String(describing: breach).prefix(24)
+        guard breachesReported.withLock({ $0.insert(String(kind)).inserted }) else { return }
+        notify(breach.page, error: breach)
     }
 
     /// Tells the ``onChange`` callback and every ``subscribe()`` reader that page `number` changed.
-    private func notify(_ number: Int) {
+    private func notify(_ number: Int, error: (any Error)? = nil) {
         let size = configuration.pageSize
-        let change = PagedRowsChange(rows: number * size ..< (number + 1) * size, count: count)
-        let (onChange, subscriptions) = listeners.withLock { ($0.onChange, Array($0.subscriptions.values)) }
+        let start = Saturating.multiply(number, size)
+        let change = PagedRowsChange(rows: start ..< Saturating.add(start, size), count: count, error: error)
+        let (onChange, subscriptions) = listeners.withLock { listeners in
+            if let error { listeners.errors[number] = error } else { listeners.errors[number] = nil }
+            return (listeners.onChange, Array(listeners.subscriptions.values))
+        }
         onChange?(change)
         let event = AvenueChanges<Int>.Tagged(event: AvenueEvent(index: number, change: .loaded), ticket: 0)
         for subscription in subscriptions { subscription.yield(event) }
     }
 
-    /// Applies the window again (its pages' keys may have changed: a cursor learned, a refresh).
-    private func reshow() {
-        apply { _ in }
+    /// The error last reported with page `number`'s change, for ``subscribe()``'s readers.
+    func error(ofPage number: Int) -> (any Error)? {
+        listeners.withLock { $0.errors[number] }
     }
 
     /// Tells the details the visible rows (none after `stop`), read when they are told: one caller
     /// tells them at a time and tells them again if the rows changed meanwhile, so a window read
     /// before a newer `show` never reaches them after it.
     private func refreshDetails() {
-        let isFirst = state.withLock { state -> Bool in
-            state.detailsPending = true
-            guard !state.tellingDetails else { return false }
-            state.tellingDetails = true
-            return true
+        detailsDrain.submit({ $0 = () }) { _ in
+            let visible = machine.withLock { $0.visible }
+            let details = listeners.withLock { Array($0.details.values) }
+            for detail in details { detail(visible) }
         }
-        guard isFirst else { return }
-        while let visible = state.withLock({ state -> Range<Int>?? in
-            guard state.detailsPending else {
-                state.tellingDetails = false
-                return nil
-            }
-            state.detailsPending = false
-            return .some(state.visible)
-        }) {
-            tellDetails(visible)
-        }
-    }
-
-    private func tellDetails(_ rows: Range<Int>?) {
-        let details = listeners.withLock { Array($0.details.values) }
-        for detail in details { detail(rows) }
-    }
-
-    /// Keeps at most `maxResident` rows' pages: drops those farthest from the window first, never one
-    /// the prefetcher holds (the window and its prefetch distance).
-    private func dropPages() {
-        let protected = Set(prefetcher.window.keys)
-        let center = state.withLock { $0.visible.map { $0.lowerBound / configuration.pageSize } } ?? 0
-        _store.drop(keepingRows: configuration.maxResident, protected: protected, center: center)
     }
 }
 
@@ -508,6 +442,16 @@ public struct PagedRowsChange: Sendable {
     public let rows: Range<Int>
     /// The list's count after the change.
     public let count: RowCount
+    /// Why the page failed to load, or how its source broke the paging contract
+    /// (``PageSourceError``, told once per kind); `nil` for a page that loaded.
+    public let error: (any Error)?
+
+    /// A change.
+    public init(rows: Range<Int>, count: RowCount, error: (any Error)? = nil) {
+        self.rows = rows
+        self.count = count
+        self.error = error
+    }
 }
 
 /// The key of a page in a ``PagedRows``'s avenue: its number in a generation (a refresh starts a new

@@ -16,7 +16,9 @@ public struct PagingConfiguration: Sendable, Hashable {
     /// closer, pages are walked by cursor. 2 × `pageSize` by default.
     public var jumpThreshold: Int
 
-    /// Creates a configuration; every parameter has the default described on its property.
+    /// Creates a configuration; every parameter has the default described on its property. Huge
+    /// values are taken as "as many as can be" (products are computed without overflow); a
+    /// negative one is a programming error.
     public init(
         pageSize: Int = 50,
         prefetchDistance: Int? = nil,
@@ -25,12 +27,16 @@ public struct PagingConfiguration: Sendable, Hashable {
         jumpThreshold: Int? = nil
     ) {
         precondition(pageSize >= 1, "PagingConfiguration.pageSize must be at least 1")
-        let prefetch = max(0, prefetchDistance ?? pageSize)
+        precondition((prefetchDistance ?? 0) >= 0, "PagingConfiguration.prefetchDistance must not be negative")
+        precondition((initialLoadSize ?? 0) >= 0, "PagingConfiguration.initialLoadSize must not be negative")
+        precondition((maxResident ?? 0) >= 0, "PagingConfiguration.maxResident must not be negative")
+        precondition((jumpThreshold ?? 0) >= 0, "PagingConfiguration.jumpThreshold must not be negative")
+        let prefetch = prefetchDistance ?? pageSize
         self.pageSize = pageSize
         self.prefetchDistance = prefetch
-        self.initialLoadSize = max(1, initialLoadSize ?? 3 * pageSize)
-        self.maxResident = max(maxResident ?? 1_000, pageSize + 2 * prefetch)
-        self.jumpThreshold = max(0, jumpThreshold ?? 2 * pageSize)
+        self.initialLoadSize = max(1, initialLoadSize ?? Saturating.multiply(3, pageSize))
+        self.maxResident = max(maxResident ?? 1_000, Saturating.add(pageSize, Saturating.multiply(2, prefetch)))
+        self.jumpThreshold = jumpThreshold ?? Saturating.multiply(2, pageSize)
     }
 }
 

@@ -28,7 +28,7 @@ final class ScriptedSource: OffsetPageSource {
         requests.withLock { $0.append(offset) }
         if let gate { _ = try await gate.process(offset) }
         if failing.withLock({ $0.remove(offset) != nil }) { throw TestError("page at \(offset) failed") }
-        let end = min(count, offset + size)
+        let end = min(count, Saturating.add(offset, size))
         let items = offset < end ? Array(offset..<end) : []
         let more = end < count || (!knowsEnd && items.count == size)
         return Page(items: items, cursorAfter: more ? end : nil, itemsAfter: tellsTotal ? count - end : nil)
@@ -54,7 +54,9 @@ struct PagedRowsTests {
 
     /// Waits until every page the rows asked for is loaded (or failed) and nothing is in flight.
     func settle<S: PageSource>(_ rows: PagedRows<S>) async {
-        await eventually("the page loads finished") { rows.pages.tableSizes.loads == 0 }
+        await eventually("the page loads finished") {
+            !rows.windows.isBusy && !rows.detailsDrain.isBusy && rows.pages.tableSizes.loads == 0
+        }
     }
 
     @Test func theCountIsAtLeastUntilTheEndIsLoadedThenExact() async {
@@ -208,7 +210,12 @@ struct PagedRowsTests {
     @Test func aFailedPageIsNotCachedAndIsTriedAgainOnTheNextShow() async {
         let source = ScriptedSource(count: 500)
         source.failing.withLock { $0 = [0] }
-        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, initialLoadSize: 100), retryPolicy: Self.noWait)
+        // The pages' own retry timer (a visible page retries by itself a second later) is held, so
+        // this test sees the retry a show makes.
+        let rows = PagedRows(
+            source: source, configuration: PagingConfiguration(pageSize: 100, initialLoadSize: 100), pageCache: nil,
+            maxConcurrentLoads: 2, retryPolicy: Self.noWait, executor: nil, retrySleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
+        )
         rows.show(0..<40)
         await settle(rows)
         #expect(rows.state(at: 3).error != nil && rows.item(at: 3) == nil)

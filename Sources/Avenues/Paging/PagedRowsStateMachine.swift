@@ -1,0 +1,261 @@
+/// Everything ``PagedRows`` decides, as a pure value: where the list is, what is known of its pages
+/// (their cursors, the end, the count), the generations of refreshes, and which pages the window
+/// needs now. It loads nothing and calls nobody; ``PagedRows`` feeds it events under its lock and
+/// carries out the ``Plan`` it returns after leaving it.
+///
+/// Invariants:
+/// - row `n` is on page `n / pageSize`; every number is computed without overflow, whatever a source
+///   or a caller says (a count of `Int.max`, a window of `0 ..< Int.max`);
+/// - a plan's pages — the visible pages and what the prefetcher holds around them — fit in
+///   `maxResident` rows, plus one page while the list is walked to a window by cursors;
+/// - a window that cannot be loaded directly is walked to from the **nearest** page whose key is
+///   known below it, one page at a time (only that page is asked for), never from the start of the
+///   list when a nearer page is known;
+/// - the generations list holds at most ``maxGenerations`` entries, however often it is refreshed.
+struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
+    /// What the configuration says, in pages, with every product computed safely.
+    struct Settings: Sendable {
+        let pageSize: Int
+        /// Pages prefetched past the visible ones, and on the other side.
+        let aheadPages: Int
+        let behindPages: Int
+        /// Pages the first screen loads.
+        let initialPages: Int
+        let maxResidentRows: Int
+        /// With an offset source: a page this many pages or fewer past a page that can be walked
+        /// from is walked to; farther, it is loaded directly.
+        let reachPages: Int
+        /// Whether the source can start at any offset.
+        let jumps: Bool
+        /// The most visible pages in a window, so that it and its prefetch fit in `maxResidentRows`.
+        let maxVisiblePages: Int
+
+        init(_ configuration: PagingConfiguration, jumps: Bool) {
+            let size = configuration.pageSize
+            pageSize = size
+            aheadPages = Self.pages(configuration.prefetchDistance, size)
+            behindPages = Self.pages(configuration.prefetchDistance / 4, size)
+            initialPages = max(1, Self.pages(configuration.initialLoadSize, size))
+            maxResidentRows = configuration.maxResident
+            // Checking more pages for a cursor than this would make every key a long search.
+            reachPages = min(configuration.jumpThreshold / size, 1_024)
+            self.jumps = jumps
+            // A bound that saturated (a prefetch distance near Int.max) is no bound; otherwise the
+            // configuration keeps it above the prefetch, and the subtraction cannot overflow.
+            maxVisiblePages = configuration.maxResident == .max
+                ? .max : max(1, configuration.maxResident / size - aheadPages - behindPages)
+        }
+
+        /// The pages `rows` rows take, rounded up.
+        static func pages(_ rows: Int, _ size: Int) -> Int {
+            rows / size + (rows % size == 0 ? 0 : 1)
+        }
+    }
+
+    /// What the window needs now.
+    struct Plan: Equatable, Sendable {
+        /// The pages to give the prefetcher as its visible range (it adds the prefetch around
+        /// them), or `nil` to stop it.
+        var prefetch: Range<Int>?
+        /// The pages of the visible rows: kept in memory, whatever the bound.
+        var visiblePages: Range<Int>
+        /// The page the window centres on: pages farthest from it are dropped first.
+        var center: Int
+        /// The visible rows, for the details (`nil` once stopped).
+        var visibleRows: Range<Int>?
+    }
+
+    /// What a stored page changed.
+    struct Stored: Equatable, Sendable {
+        /// The count changed (readers waiting for it must hear, even if no row was told).
+        var countChanged = false
+    }
+
+    /// The most refresh generations kept; beyond, the oldest ranges merge into the next newer one
+    /// (their pages load again when shown).
+    static var maxGenerations: Int { 64 }
+
+    let settings: Settings
+    /// Page number → generation, as ranges starting at a page: the last entry whose `fromPage` is at
+    /// or below a page gives its generation.
+    private(set) var generations: [(fromPage: Int, generation: UInt64)] = [(0, 0)]
+    private var nextGeneration: UInt64 = 1
+    /// How to reach page `n` by cursor (the cursor the page before gave).
+    private(set) var cursors: [Int: Cursor] = [:]
+    /// The highest page reachable by walking cursors from the first page.
+    private(set) var walkedTo = 0
+    /// The last page, once a page said nothing follows it.
+    private(set) var endPage: Int?
+    /// The exact number of rows, once known.
+    private(set) var total: Int?
+    /// The most rows there can be: an empty page loaded past the rows known (a jump or a prefetch
+    /// beyond the unknown end) says only that the list ends at or before its start.
+    private(set) var endAtMost: Int?
+    /// Rows known to exist (the end of the farthest page loaded).
+    private(set) var knownRows = 0
+    /// The visible rows last shown, clamped to rows that can exist.
+    private(set) var visible: Range<Int>?
+    private var shownBefore = false
+    /// The first screen and the page its initial load reaches, while the list still shows it.
+    private var initial: (rows: Range<Int>, endPage: Int)?
+
+    init(settings: Settings) {
+        self.settings = settings
+    }
+
+    // MARK: Events
+
+    /// The list shows `rows` (`nil`: nothing, after a stop).
+    mutating func show(_ rows: Range<Int>?) {
+        guard let rows else {
+            visible = nil
+            return
+        }
+        let lower = max(0, rows.lowerBound)
+        visible = lower ..< max(lower, rows.upperBound)
+    }
+
+    /// A new generation from page `page` on: those pages load again when shown.
+    mutating func refresh(fromPage page: Int) {
+        let page = max(0, page)
+        let generation = nextGeneration
+        nextGeneration &+= 1
+        if page == 0 {
+            generations = [(0, generation)]
+        } else {
+            generations.removeAll { $0.fromPage >= page }
+            generations.append((page, generation))
+        }
+        while generations.count > Self.maxGenerations {
+            // The oldest range takes the next one's (newer) generation: its pages only load again.
+            generations[1].fromPage = generations[0].fromPage
+            generations.removeFirst()
+        }
+        // The end may have moved: pages at and after `page` say again.
+        let (start, overflow) = page.multipliedReportingOverflow(by: settings.pageSize)
+        if let end = endPage, end >= page { endPage = nil }
+        if !overflow, let count = total, count >= start { total = nil }
+        if !overflow, let bound = endAtMost, bound >= start { endAtMost = nil }
+    }
+
+    /// Page `key.number` arrived with `itemCount` items (a page the loader already made whole: at
+    /// most `pageSize` items, fewer only when it is the last), its cursor and what it said follows.
+    mutating func stored(_ key: PageKey<Cursor>, itemCount: Int, cursorAfter: Cursor?, itemsAfter: Int?) -> Stored {
+        let before = (total, knownRows)
+        let (start, overflow) = key.number.multipliedReportingOverflow(by: settings.pageSize)
+        guard !overflow else { return Stored() }
+        let end = Saturating.add(start, itemCount)
+        let pastTheRowsKnown = itemCount == 0 && start > knownRows
+        knownRows = max(knownRows, pastTheRowsKnown ? 0 : end)
+        if let next = cursorAfter, key.number < Int.max {
+            cursors[key.number + 1] = next
+            if walkedTo == key.number { walkedTo = key.number + 1 }
+            if let after = itemsAfter, after >= 0 { total = Saturating.add(end, after) }
+        } else if pastTheRowsKnown {
+            endAtMost = min(endAtMost ?? start, start)
+        } else {
+            endPage = key.number
+            total = end
+            knownRows = end
+        }
+        if let bound = endAtMost, total == nil, knownRows >= bound {
+            // The rows known reach the bound: it was the end (or the list grew past it).
+            if knownRows == bound { total = bound }
+            endAtMost = nil
+        }
+        return Stored(countChanged: before != (total, knownRows))
+    }
+
+    // MARK: Planning
+
+    /// What the window needs for the rows last shown.
+    mutating func plan() -> Plan {
+        guard let rows = visible else { return Plan(prefetch: nil, visiblePages: 0..<0, center: 0, visibleRows: nil) }
+        let size = settings.pageSize
+        let first = rows.lowerBound / size
+        var end = max(Saturating.add(first, 1), Settings.pages(rows.upperBound, size))
+        // The first screen loads `initialLoadSize` rows, as long as the list still shows it.
+        if initial == nil, !shownBefore {
+            initial = (rows, Saturating.add(first, settings.initialPages))
+        } else if initial?.rows != rows {
+            initial = nil
+        }
+        shownBefore = true
+        if let initial { end = max(end, initial.endPage) }
+        end = min(end, Saturating.add(first, settings.maxVisiblePages))
+        var prefetch = first ..< end
+        if let probe = endProbe(forWindowAt: first) {
+            // The window is past an end not known yet: find it (the window shows nothing meanwhile).
+            prefetch = probe ..< probe + 1
+        } else if first > 0, !isPastTheEnd(first), key(for: first) == nil, let frontier = walkFrontier(below: first) {
+            // A window whose first page cannot be loaded yet is walked to, one page at a time.
+            prefetch = frontier ..< frontier + 1
+        }
+        return Plan(prefetch: prefetch, visiblePages: first ..< end, center: first, visibleRows: rows)
+    }
+
+    /// For a window at page `first` past the bound an empty page set (the end is at or before it, the
+    /// count not known), the page to load next to find the end: halfway between the rows known and
+    /// the bound when the source can start anywhere (the end is found in a logarithmic number of
+    /// loads), else the next page of the walk.
+    func endProbe(forWindowAt first: Int) -> Int? {
+        guard total == nil, endPage == nil, let bound = endAtMost else { return nil }
+        let (start, overflow) = first.multipliedReportingOverflow(by: settings.pageSize)
+        guard overflow || start >= bound else { return nil }
+        guard settings.jumps else { return walkedTo }
+        let low = knownRows / settings.pageSize
+        let high = max(low + 1, Settings.pages(bound, settings.pageSize))
+        let middle = low + (high - low) / 2
+        if key(for: middle) != nil { return middle }
+        return walkFrontier(below: middle) ?? low
+    }
+
+    /// The highest page below `first` from which the list can be walked to it: the page whose
+    /// cursor is known nearest below (an offset source's jump leaves islands of known cursors).
+    func walkFrontier(below first: Int) -> Int? {
+        guard settings.jumps else { return min(walkedTo, first - 1) }
+        var number = first - 1
+        let lowest = max(0, first - settings.reachPages)
+        while number >= lowest {
+            if number == 0 || cursors[number] != nil { return number }
+            number -= 1
+        }
+        return nil
+    }
+
+    // MARK: Reading
+
+    /// How many rows there are: exact once the source said or the end was loaded.
+    var count: RowCount {
+        if let total { return .exact(total) }
+        return .atLeast(knownRows)
+    }
+
+    /// Whether page `number` lies past the end of the list, as far as is known.
+    func isPastTheEnd(_ number: Int) -> Bool {
+        if let end = endPage, number > end { return true }
+        let (start, overflow) = number.multipliedReportingOverflow(by: settings.pageSize)
+        if overflow { return true }
+        if let total, number > 0, start >= total { return true }
+        if let bound = endAtMost, number > 0, start >= bound { return true }
+        return false
+    }
+
+    /// The key of page `number` now, if it can be loaded: the first page; a page whose cursor is
+    /// known; or, with an offset source, a page farther than the reach from the pages that can be
+    /// walked to.
+    func key(for number: Int) -> PageKey<Cursor>? {
+        guard number >= 0, !isPastTheEnd(number) else { return nil }
+        let generation = generations.last { $0.fromPage <= number }?.generation ?? 0
+        if number == 0 { return PageKey(generation: generation, number: 0, origin: .start) }
+        if let cursor = cursors[number] { return PageKey(generation: generation, number: number, origin: .after(cursor)) }
+        guard settings.jumps else { return nil }
+        let lowest = max(0, number - settings.reachPages)
+        var candidate = number - 1
+        while candidate >= lowest {
+            if candidate == 0 || cursors[candidate] != nil { return nil }  // walk from there
+            candidate -= 1
+        }
+        return PageKey(generation: generation, number: number, origin: .offset)
+    }
+}

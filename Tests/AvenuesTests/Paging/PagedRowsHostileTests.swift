@@ -1,0 +1,195 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+/// A source that breaks the paging contract the way it is told to.
+final class MisbehavingSource: OffsetPageSource {
+    typealias Cursor = Int
+    typealias Item = Int
+    enum Fault: Sendable { case extraItems, shortPages, stuckShortPage, negativeItemsAfter, hugeItemsAfter }
+    let count: Int
+    let fault: Fault
+    let requests = Shared([Int]())
+
+    init(count: Int, fault: Fault) {
+        self.count = count
+        self.fault = fault
+    }
+
+    func page(at offset: Int, size: Int) async throws -> Page<Int, Int> {
+        requests.withLock { $0.append(offset) }
+        guard offset < count else { return Page(items: [], cursorAfter: nil, itemsAfter: 0) }
+        switch fault {
+        case .extraItems:
+            let end = min(count, offset + size + 7)
+            return Page(items: Array(offset ..< max(offset, end)), cursorAfter: end < count ? end : nil)
+        case .shortPages:
+            // A back end that caps its pages at 16 items whatever is asked.
+            let end = min(count, offset + min(size, 16))
+            return Page(items: Array(offset ..< max(offset, end)), cursorAfter: end < count ? end : nil)
+        case .stuckShortPage:
+            if offset >= 30 { return Page(items: [], cursorAfter: offset) }  // a cursor that leads nowhere
+            let end = min(count, offset + min(size, 30 - offset))
+            return Page(items: Array(offset ..< end), cursorAfter: end)
+        case .negativeItemsAfter, .hugeItemsAfter:
+            let end = min(count, offset + size)
+            let after = fault == .negativeItemsAfter ? -5 : Int.max
+            return Page(items: Array(offset ..< max(offset, end)), cursorAfter: end < count ? end : nil, itemsAfter: end < count ? after : 0)
+        }
+    }
+}
+
+@Suite("Paged rows under hostile input", .timeLimit(.minutes(2)))
+struct PagedRowsHostileTests {
+    func settle<S: PageSource>(_ rows: PagedRows<S>) async {
+        await eventually("the page loads finished") {
+            !rows.windows.isBusy && !rows.detailsDrain.isBusy && rows.pages.tableSizes.loads == 0
+        }
+    }
+
+    /// Seen 2026-11-23: after a far jump, rows two pages past the loaded ones were walked to from the
+    /// start of the list (4,108 pages asked, 40,960 rows resident against 200) and never loaded.
+    @Test func aNearJumpAfterAFarJumpLoadsFromTheNearestPageNotFromTheStart() async {
+        let source = ScriptedSource(count: 1_000_000)
+        let configuration = PagingConfiguration(pageSize: 10, maxResident: 200)
+        let rows = PagedRows(source: source, configuration: configuration)
+        rows.show(0..<10)
+        await settle(rows)
+        rows.show(500_000..<500_010)  // far: loaded by offset
+        await settle(rows)
+        #expect(rows.item(at: 500_005) == 500_005)
+        source.requests.withLock { $0 = [] }
+        rows.show(500_030..<500_040)  // two pages past the pages loaded
+        await settle(rows)
+        #expect(rows.item(at: 500_035) == 500_035)
+        let asked = source.requests.value
+        #expect(asked.count <= 6, "asked \(asked.count) pages: \(asked.prefix(10))")
+        #expect(asked.allSatisfy { $0 >= 499_000 }, "walked from far below: \(asked.prefix(10))")
+        #expect(rows.resident.rows <= 200 + 10)
+    }
+
+    @Test func aStormOfJumpsKeepsResidencyWithinTheBoundPlusOnePage() async {
+        let source = ScriptedSource(count: 1_000_000)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 10, maxResident: 200))
+        let peak = Shared(0)
+        rows.onChange = { _ in peak.withLock { $0 = max($0, rows.resident.rows) } }
+        var random = SplitMix64(seed: 7)
+        for jump in 0..<2_000 {
+            let top = Int(random.next() % 999_000)
+            // Far jumps and near ones (a few pages on), as a user searching and paging does.
+            let row = jump.isMultiple(of: 3) ? top : min(999_980, top + Int(random.next() % 40))
+            rows.show(row ..< row + 10)
+            if jump.isMultiple(of: 50) { await settle(rows) }
+            peak.withLock { $0 = max($0, rows.resident.rows) }
+        }
+        await settle(rows)
+        #expect(peak.value <= 200 + 10, "peak \(peak.value) rows resident")
+    }
+
+    @Test func hugeCountsWindowsAndSettingsAreClampedNotTrappedOn() async {
+        // A server's total of Int.max.
+        let liar = PagedRows(source: MisbehavingSource(count: 1_000, fault: .hugeItemsAfter), configuration: PagingConfiguration(pageSize: 100))
+        liar.show(0..<40)
+        await settle(liar)
+        #expect(liar.count == .exact(.max))
+        liar.show(Int.max - 10 ..< Int.max)  // G on that count
+        await settle(liar)
+        #expect(liar.item(at: 5) == 5)
+
+        let rows = PagedRows(source: ScriptedSource(count: 1_000), configuration: PagingConfiguration(pageSize: 100, initialLoadSize: .max))
+        rows.show(0 ..< .max)  // cut to the rows the memory bound allows
+        await settle(rows)
+        #expect(rows.item(at: 0) == 0 && rows.item(at: 699) == 699)
+        rows.show(Int.min ..< Int.max)
+        rows.show(Int.max - 1 ..< Int.max)
+        await settle(rows)
+        #expect(rows.resident.rows <= rows.configuration.maxResident + 100)
+
+        for configuration in [
+            PagingConfiguration(pageSize: .max), PagingConfiguration(pageSize: 1, prefetchDistance: .max),
+            PagingConfiguration(pageSize: .max / 2, prefetchDistance: .max, initialLoadSize: .max, maxResident: .max, jumpThreshold: .max),
+        ] {
+            let extreme = PagedRows(source: ScriptedSource(count: 500), configuration: configuration)
+            extreme.show(0..<40)
+            extreme.show(Int.max - 40 ..< Int.max)
+            extreme.show(0..<40)
+            await settle(extreme)
+            #expect(extreme.item(at: 7) == 7, "\(configuration): \(extreme.state(at: 7)), count \(extreme.count)")
+            extreme.stop()
+        }
+    }
+
+    @Test func aSourceThatReturnsMoreThanAskedIsReportedOnceAndRowsStayNumbered() async {
+        let rows = PagedRows(source: MisbehavingSource(count: 1_000, fault: .extraItems), configuration: PagingConfiguration(pageSize: 50))
+        let errors = Shared([String]())
+        rows.onChange = { change in if let error = change.error as? PageSourceError { errors.withLock { $0.append("\(error)") } } }
+        rows.show(0..<40)
+        await settle(rows)
+        rows.show(100..<140)
+        await settle(rows)
+        #expect(rows.item(at: 49) == 49 && rows.item(at: 50) != 50)  // page 1 starts after the dropped items
+        #expect(errors.value.count == 1, "\(errors.value)")
+        #expect(rows.count.value <= 1_000)
+    }
+
+    @Test func shortPagesAreCompletedFromThePagesAfterThem() async {
+        let source = MisbehavingSource(count: 1_000, fault: .shortPages)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 50))
+        let errors = Shared(0)
+        rows.onChange = { change in if change.error != nil { errors.withLock { $0 += 1 } } }
+        rows.show(0..<40)
+        await settle(rows)
+        rows.show(960..<1_000)
+        await settle(rows)
+        #expect((0..<100).allSatisfy { rows.item(at: $0) == $0 })
+        #expect(rows.item(at: 999) == 999)
+        #expect(rows.count == .exact(1_000))
+        #expect(errors.value == 0)
+    }
+
+    @Test func aShortPageThatCannotBeCompletedEndsTheListAndIsReported() async {
+        let rows = PagedRows(source: MisbehavingSource(count: 1_000, fault: .stuckShortPage), configuration: PagingConfiguration(pageSize: 50))
+        let errors = Shared([PageSourceError]())
+        rows.onChange = { change in if let error = change.error as? PageSourceError { errors.withLock { $0.append(error) } } }
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(rows.count == .exact(30))  // no rows left empty for ever
+        #expect((0..<30).allSatisfy { rows.item(at: $0) == $0 })
+        // Told once, whichever short page came first (page 0, or a prefetched page past row 30).
+        #expect(errors.value.count == 1 && errors.value.allSatisfy { if case .shortPage = $0 { true } else { false } })
+    }
+
+    @Test func aNegativeItemsAfterIsReportedAndDoesNotTruncateTheList() async {
+        let rows = PagedRows(source: MisbehavingSource(count: 1_000, fault: .negativeItemsAfter), configuration: PagingConfiguration(pageSize: 50))
+        let errors = Shared(0)
+        rows.onChange = { change in if change.error is PageSourceError { errors.withLock { $0 += 1 } } }
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(!rows.count.isExact && rows.count.value >= 50)
+        rows.show(960..<1_000)
+        await settle(rows)
+        #expect(rows.count == .exact(1_000))
+        #expect(errors.value == 1)
+    }
+
+    @Test func followHasAFloorOnItsInterval() {
+        #expect(PagedRows<ScriptedSource>.shortestFollowInterval == .milliseconds(100))
+        #expect(max(Duration.zero, PagedRows<ScriptedSource>.shortestFollowInterval) == .milliseconds(100))
+    }
+
+    @Test func aHundredThousandRefreshesKeepTheGenerationsBoundedAndPagesLoad() async {
+        let source = GrowingSource(count: 100)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 10))
+        rows.show(0..<10)
+        await settle(rows)
+        let clock = ContinuousClock()
+        let started = clock.now
+        for row in 0..<100_000 { rows.refresh(after: row * 10) }
+        let elapsed = clock.now - started
+        #expect(rows.machine.withLock { $0.generations.count } <= PagedRowsStateMachine<Int>.maxGenerations)
+        rows.show(50..<60)
+        await settle(rows)
+        #expect(rows.item(at: 55) == 55)
+        print("100,000 refresh(after:) calls: \(elapsed)")
+    }
+}

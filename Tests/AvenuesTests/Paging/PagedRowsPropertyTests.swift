@@ -1,0 +1,251 @@
+import Testing
+@testable import Avenues
+
+/// A list of rows (row `n` is `n`) whose pages wait until the test answers them, with full, short
+/// or failed pages as the test decides. It can grow.
+final class HeldPages: Sendable {
+    struct Request: Sendable {
+        let id: Int
+        let offset: Int
+        let size: Int
+        let continuation: CheckedContinuation<Page<Int, Int>, any Error>
+    }
+
+    let count: Shared<Int>
+    private let requests = Shared([Request]())
+    private let nextID = Shared(0)
+    /// Requests made since the counter was last reset.
+    let asked = Shared(0)
+
+    init(count: Int) { self.count = Shared(count) }
+
+    var pending: Int { requests.value.count }
+
+    func page(at offset: Int, size: Int) async throws -> Page<Int, Int> {
+        let id = nextID.withLock { id in
+            id += 1
+            return id
+        }
+        asked.withLock { $0 += 1 }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let cancelled = requests.withLock { requests -> Bool in
+                    if Task.isCancelled { return true }
+                    requests.append(Request(id: id, offset: offset, size: size, continuation: continuation))
+                    return false
+                }
+                if cancelled { continuation.resume(throwing: CancellationError()) }
+            }
+        } onCancel: {
+            let request = requests.withLock { requests -> Request? in
+                guard let index = requests.firstIndex(where: { $0.id == id }) else { return nil }
+                return requests.remove(at: index)
+            }
+            request?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    enum Answer { case full, short, failure }
+
+    /// Answers one waiting request (the `pick`-th, modulo), as `answer` says.
+    func answer(_ pick: Int, _ answer: Answer, saysTotal: Bool, random: inout SplitMix64) {
+        guard let request = requests.withLock({ requests -> Request? in
+            requests.isEmpty ? nil : requests.remove(at: pick % requests.count)
+        }) else { return }
+        if case .failure = answer {
+            request.continuation.resume(throwing: TestError("page at \(request.offset) failed"))
+            return
+        }
+        let total = count.value
+        let wanted = answer == .short ? Int.random(in: 1...max(1, request.size), using: &random) : request.size
+        let end = min(total, Saturating.add(request.offset, wanted))
+        let items = request.offset < end ? Array(request.offset ..< end) : []
+        let page = Page(items: items, cursorAfter: end < total ? end : nil, itemsAfter: saysTotal ? max(0, total - end) : nil)
+        request.continuation.resume(returning: page)
+    }
+}
+
+struct HeldOffsetSource: OffsetPageSource {
+    typealias Cursor = Int
+    typealias Item = Int
+    let pages: HeldPages
+    func page(at offset: Int, size: Int) async throws -> Page<Int, Int> { try await pages.page(at: offset, size: size) }
+}
+
+struct HeldCursorSource: PageSource {
+    let pages: HeldPages
+    func page(_ request: PageRequest<Int>) async throws -> Page<Int, Int> {
+        try await pages.page(at: request.cursor ?? 0, size: request.size)
+    }
+}
+
+/// Seeded random operation sequences against ``PagedRows`` — shows near and far, refreshes, a list
+/// that grows, pages answered full, short or failed in any order — with its promises checked after
+/// every step: residency within `maxResident` plus one page, every item at its row, a count never
+/// above the list's length; and, once every load is answered, every visible row loaded, reached
+/// from the nearest page (never by walking a list an offset source can jump into).
+@Suite("Paged rows properties", .timeLimit(.minutes(5)))
+struct PagedRowsPropertyTests {
+    static let seeds: ClosedRange<UInt64> = 1...20
+    /// 100,000 steps in all (a tenth under ThreadSanitizer: these run on one thread).
+    static let stepsPerSeed = ThreadSanitizer.annotations == nil ? 5_000 : 500
+
+    @Test func pagedRowsKeepTheirPromisesUnderRandomOperations() async {
+        // On a thread of its own: the sequences never suspend, and would hold a thread of the
+        // small cooperative pool every other test needs.
+        let failure = await onOwnThread { () -> String? in
+            for seed in Self.seeds {
+                let jumps = seed.isMultiple(of: 2) == false
+                let failure = jumps ? Self.run(seed: seed, steps: Self.stepsPerSeed, source: HeldOffsetSource.self)
+                    : Self.run(seed: seed, steps: Self.stepsPerSeed, source: HeldCursorSource.self)
+                if let failure { return "seed \(seed) (\(jumps ? "offset" : "cursor-only") source): \(failure)" }
+            }
+            return nil
+        }
+        if let failure { Issue.record("\(failure)") }
+    }
+
+    protocol HeldSource: PageSource where Cursor == Int, Item == Int {
+        init(pages: HeldPages)
+    }
+
+    static func run<Source: HeldSource>(seed: UInt64, steps: Int, source: Source.Type) -> String? {
+        var random = SplitMix64(seed: seed)
+        let executor = HeldExecutor()
+        let size = [1, 3, 10, 50].randomElement(using: &random) ?? 10
+        // Up to 150 pages: a walk through a cursor-only list costs a load per page.
+        let pages = HeldPages(count: Int.random(in: 0 ... 150 * size, using: &random))
+        let configuration = PagingConfiguration(
+            pageSize: size, prefetchDistance: Int.random(in: 0...(3 * size), using: &random),
+            maxResident: Int.random(in: 0...(30 * size), using: &random)
+        )
+        let rows = PagedRows(
+            source: Source(pages: pages), configuration: configuration, pageCache: nil, maxConcurrentLoads: Int.random(in: 1...3, using: &random),
+            retryPolicy: RetryPolicy(attempts: .max, base: .zero, cap: .zero, jitter: 0), executor: executor,
+            retrySleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
+        )
+        let bound = configuration.maxResident + size
+        let screen = Int.random(in: 1...40, using: &random)
+        let saysTotal = Bool.random(using: &random)
+        var visible = 0 ..< screen
+        /// The list grew since the last full refresh: an exact count may be the old length.
+        var grown = false
+        var log = RecentSteps()
+        rows.show(visible)
+        executor.runAll()
+
+        /// What must hold after every step.
+        func check(_ step: Int) -> String? {
+            let resident = rows.resident.rows
+            if resident > bound { return "step \(step): \(resident) rows resident, bound \(bound) (\(log))" }
+            let length = pages.count.value
+            let count = rows.count
+            if count.value > length { return "step \(step): count \(count) above the list's \(length) (\(log))" }
+            for row in visible.clamped(to: 0 ..< visible.lowerBound + 64) {
+                if let item = rows.item(at: row), item != row { return "step \(step): row \(row) shows \(item) (\(log))" }
+            }
+            return nil
+        }
+
+        /// Answers every load fully until the window is loaded; what the window asked for meanwhile.
+        func settle(_ step: Int) -> String? {
+            pages.asked.withLock { $0 = 0 }
+            var rounds = 0
+            while true {
+                rows.show(visible)  // re-prepares pages that failed (their retry wait is zero)
+                executor.runAll()
+                if pages.pending == 0 { break }
+                while pages.pending > 0 {
+                    pages.answer(0, .full, saysTotal: saysTotal, random: &random)
+                    executor.runAll()
+                }
+                rounds += 1
+                if rounds > 50_000 { return "step \(step): the window never settled (\(log))" }
+            }
+            let length = pages.count.value
+            let count = rows.count
+            // Every visible row the list has, within what one window holds, is loaded.
+            let pagesShown = rows.machine.withLock { $0.settings.maxVisiblePages }
+            let firstRow = visible.lowerBound / size * size
+            let shown = visible.lowerBound ..< min(visible.upperBound, Saturating.add(firstRow, Saturating.multiply(pagesShown, size)))
+            // Rows the list gained after its end was seen appear only after a refresh.
+            let known = grown && count.isExact ? min(length, count.value) : length
+            for row in shown where row < known {
+                guard rows.item(at: row) == row else {
+                    let machine = rows.machine.withLock { "walkedTo \($0.walkedTo), cursors \($0.cursors.keys.sorted().suffix(5)), end \(String(describing: $0.endPage)), total \(String(describing: $0.total)), atMost \(String(describing: $0.endAtMost)), size \(size)" }
+                    return "step \(step): visible row \(row) of \(length) did not load (count \(count), state \(rows.state(at: row)), \(machine), window \(rows.prefetcher.window.keys.sorted())) (\(log))"
+                }
+            }
+            if !grown, count.isExact, visible.upperBound >= length, count.value != length, visible.lowerBound < length {
+                return "step \(step): the end was shown but the count is \(count), not \(length) (\(log))"
+            }
+            // An offset source is never walked far: the window's pages, their prefetch, a few
+            // probes for an unknown end, and the requests that complete short pages.
+            let asked = pages.asked.value
+            if Source.self == HeldOffsetSource.self, asked > 12 * (shown.count / size + 8) + 200 {
+                return "step \(step): \(asked) requests to settle a window of \(shown.count) rows (\(log))"
+            }
+            return nil
+        }
+
+        for step in 0 ..< steps {
+            let roll = Int.random(in: 0..<100, using: &random)
+            switch roll {
+            case 0..<12:
+                let top = Int.random(in: 0 ... max(0, pages.count.value + 50), using: &random)  // far, past the end too
+                visible = top ..< top + screen
+                rows.show(visible)
+                let shown = visible
+                log.append("jump \(shown)")
+            case 12..<30:
+                let move = Int.random(in: -3 * screen ... 3 * screen, using: &random)
+                let top = max(0, visible.lowerBound + move)
+                visible = top ..< top + screen
+                rows.show(visible)
+                let shown = visible
+                log.append("move \(shown)")
+            case 30..<62, 91..<96:
+                pages.answer(Int.random(in: 0..<1_000, using: &random), .full, saysTotal: saysTotal, random: &random)
+                log.append("answer full")
+            case 62..<72:
+                pages.answer(Int.random(in: 0..<1_000, using: &random), .short, saysTotal: saysTotal, random: &random)
+                log.append("answer short")
+            case 72..<78:
+                pages.answer(Int.random(in: 0..<1_000, using: &random), .failure, saysTotal: saysTotal, random: &random)
+                log.append("answer failed")
+            case 78..<81:
+                rows.refresh()
+                grown = false
+                log.append("refresh")
+            case 81..<85:
+                let row = Int.random(in: 0 ... max(0, rows.count.value), using: &random)
+                rows.refresh(after: row)
+                log.append("refresh after \(row)")
+            case 85..<88:
+                let length = pages.count.withLock { count -> Int in
+                    count += Int.random(in: 1...200, using: &random)
+                    return count
+                }
+                grown = true
+                log.append("grow to \(length)")
+            case 88..<91:
+                rows.show(0 ..< .max)
+                rows.show(visible)
+                log.append("show everything, then the window")
+            default:
+                executor.runAll()
+                if let failure = check(step) ?? settle(step) { return failure }
+                log.append("settle")
+                continue
+            }
+            executor.runAll()
+            if let failure = check(step) { return failure }
+        }
+        rows.stop()
+        executor.runAll()
+        return nil
+    }
+}
+
+extension HeldOffsetSource: PagedRowsPropertyTests.HeldSource {}
+extension HeldCursorSource: PagedRowsPropertyTests.HeldSource {}
