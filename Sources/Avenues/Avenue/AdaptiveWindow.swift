@@ -137,7 +137,7 @@ public struct AdaptiveWindow: Sendable {
             let path = down ? visible.lowerBound ..< visible.lowerBound + Int(min(lead, Double(4 * screen))) + screen
                 : visible.upperBound - screen - Int(min(lead, Double(4 * screen))) ..< visible.upperBound
             wanted = applied.keys.filter { path.contains($0) }.sorted().map { ($0, .prefetch) }
-            estimates = Estimates(rowsPerSecond: speed, latency: .seconds(latency), ahead: 0, behind: 0, seeking: true)
+            estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: 0, behind: 0, seeking: true)
         } else {
             // Slower than a screen a second, a screen ahead keeps up; faster, twice the rows that
             // pass during a load.
@@ -152,7 +152,7 @@ public struct AdaptiveWindow: Sendable {
             let kept = Self.beyond(visible, count: min(room, 4 * screen), down: down).dropFirst(ahead)
             let keep = Set(kept)
             wanted += applied.keys.filter { keep.contains($0) }.sorted().map { ($0, .prefetch) }
-            estimates = Estimates(rowsPerSecond: speed, latency: .seconds(latency), ahead: ahead, behind: behind, seeking: false)
+            estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: ahead, behind: behind, seeking: false)
         }
         return wanted
     }
@@ -170,6 +170,6 @@ public struct AdaptiveWindow: Sendable {
     }
 
     static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration / .seconds(1)
     }
 }

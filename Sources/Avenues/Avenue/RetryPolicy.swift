@@ -23,14 +23,16 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The random share of each wait, either way (0.2: between 80 % and 120 %); 0.2 by default.
     public var jitter: Double
 
-    /// Creates a policy; every parameter has the default described on its property.
+    /// Creates a policy; every parameter has the default described on its property. Waits longer
+    /// than about 31,700 years are taken as that long (they mean "never"); a negative wait or a
+    /// `cap` below `base` is a programming error.
     public init(attempts: Int = 8, base: Duration = .seconds(1), cap: Duration = .seconds(60), jitter: Double = 0.2) {
         precondition(attempts >= 1, "RetryPolicy.attempts must be at least 1")
         precondition(base >= .zero && cap >= base, "RetryPolicy needs 0 <= base <= cap")
         precondition((0...1).contains(jitter), "RetryPolicy.jitter must be between 0 and 1")
         self.attempts = attempts
-        self.base = base
-        self.cap = cap
+        self.base = Saturating.clamped(base)
+        self.cap = Saturating.clamped(cap)
         self.jitter = jitter
     }
 
@@ -44,8 +46,9 @@ public struct RetryPolicy: Sendable, Hashable {
     @usableFromInline
     func wait(afterFailure failures: Int, random: Double) -> Duration {
         let exponent = Double(min(max(failures - 1, 0), 62))
-        let seconds = min(cap.seconds, base.seconds * _exp2(exponent))
-        return .seconds(seconds * (1 + jitter * (2 * random - 1)))
+        // Fields set after init may hold anything: the arithmetic is done on doubles and clamped.
+        let seconds = min(Saturating.seconds(cap), Saturating.seconds(base) * _exp2(exponent))
+        return Saturating.duration(seconds: seconds * (1 + jitter * (2 * random - 1)))
     }
 }
 
@@ -62,7 +65,7 @@ extension Error {
     /// How long the error asks to wait before trying again, at most an hour.
     @usableFromInline
     var retryDelay: Duration? {
-        (self as? any RetryAfterError)?.retryAfter.map { min($0, .seconds(3_600)) }
+        (self as? any RetryAfterError)?.retryAfter.map { min(max($0, .zero), .seconds(3_600)) }
     }
 }
 

@@ -56,7 +56,7 @@ enum Saturating {
 
     /// Sleeps on `clock` until `deadline`, however far it is, in sleeps the clock can take.
     @usableFromInline
-    static func sleep(until deadline: ContinuousClock.Instant, on clock: ContinuousClock) async throws {
+    static func sleep<C: Clock<Duration>>(until deadline: C.Instant, on clock: C) async throws {
         while true {
             let now = clock.now
             guard deadline > now else { return }

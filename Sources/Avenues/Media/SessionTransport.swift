@@ -48,7 +48,7 @@ final class SessionTransport: NSObject, URLSessionDataDelegate, Sendable {
             transfer.end(CancellationError())
             return
         }
-        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: transfer.limits.idleTimeout.seconds)
+        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: min(transfer.limits.idleTimeout.seconds, 365 * 86_400))
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let task = session.dataTask(with: request)
         transfers.withLock { $0[task.taskIdentifier] = transfer }

@@ -196,7 +196,7 @@ final class Transfer: Sendable {
             }
             var wake = lastActivity + limits.idleTimeout
             if let total = limits.totalTimeout { wake = min(wake, started + total) }
-            try? await Task.sleep(until: wake, clock: clock)
+            try? await Saturating.sleep(until: wake, on: clock)
         }
     }
 

@@ -74,7 +74,7 @@ final class TokenBucket<C: Clock<Duration>>: RunStartGate {
         }
         guard start > now else { return }
         do {
-            try await clock.sleep(until: start, tolerance: nil)
+            try await Saturating.sleep(until: start, on: clock)
         } catch {
             // Give the turn back if it is still the last one handed out.
             due.withLock { due in

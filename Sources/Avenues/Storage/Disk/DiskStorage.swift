@@ -495,9 +495,7 @@ extension DiskStorage where Key == URL {
 }
 
 extension Duration {
-    /// The duration in seconds, as a `TimeInterval`.
-    var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
+    /// The duration in seconds, as a `TimeInterval` (huge durations are huge doubles; never traps,
+    /// as `components` does past `Int64.max` seconds).
+    var seconds: Double { self / .seconds(1) }
 }
