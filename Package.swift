@@ -9,7 +9,9 @@ let package = Package(
         .library(name: "Avenues", targets: ["Avenues"]),
     ],
     targets: [
-        .target(name: "Avenues"),
+        .target(name: "Avenues", dependencies: ["CAvenuesNetwork"]),
+        // libcurl and zlib, loaded at run time: no headers, no link-time dependency.
+        .target(name: "CAvenuesNetwork", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .testTarget(
             name: "AvenuesTests",
             dependencies: ["Avenues", "DiskStorageCrashWriter"],

@@ -10,7 +10,26 @@ import Foundation
 //       Writes `writes` entries of 1–4 KiB under 300 keys into a folder other processes write too,
 //       sampling after each write the entry bytes on disk; prints "peak <bytes>" at the end (the
 //       several-processes test).
+//   DiskStorageCrashWriter download <folder> <url>
+//       Downloads <url> with AsyncMedia into <folder>, printing "started" once the download runs,
+//       until it is killed (the resume test).
 let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "download", let url = URL(string: arguments[3]) {
+    let media = AsyncMedia(directory: URL(fileURLWithPath: arguments[2], isDirectory: true))
+    FileHandle.standardOutput.write(Data("started\n".utf8))
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {  // not on the main actor, whose thread waits below
+        do {
+            _ = try await media.file(for: url)
+            FileHandle.standardOutput.write(Data("done\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("download failed: \(error)\n".utf8))
+        }
+        done.signal()
+    }
+    done.wait()
+    exit(0)
+}
 if arguments.count == 6, arguments[1] == "share", let writes = Int(arguments[3]), let limit = Int(arguments[4]), let seed = UInt64(arguments[5]) {
     let folder = URL(fileURLWithPath: arguments[2], isDirectory: true)
     let storage = DiskStorage<String>(directory: folder, sizeLimit: limit)

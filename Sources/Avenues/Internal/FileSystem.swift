@@ -139,6 +139,34 @@ enum FileSystem {
         }
     }
 
+    /// Takes an exclusive advisory lock if nobody holds one: `false` when another descriptor (this
+    /// process's or another's) holds it.
+    static func tryLock(_ descriptor: Int32, path: String) throws(Failure) -> Bool {
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EWOULDBLOCK { return false }
+            if errno != EINTR { throw fail("flock", path) }
+        }
+        return true
+    }
+
+    /// A second descriptor of the same open file (its position and locks are shared).
+    static func duplicate(_ descriptor: Int32, path: String) throws(Failure) -> Int32 {
+        let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw fail("fcntl", path) }
+        return copy
+    }
+
+    /// Moves the descriptor's position to `offset` from the start.
+    static func seek(_ descriptor: Int32, to offset: Int64, path: String) throws(Failure) {
+        guard lseek(descriptor, off_t(offset), SEEK_SET) >= 0 else { throw fail("lseek", path) }
+    }
+
+    /// Empties the file and moves the position to its start.
+    static func truncate(_ descriptor: Int32, path: String) throws(Failure) {
+        guard ftruncate(descriptor, 0) == 0 else { throw fail("ftruncate", path) }
+        try seek(descriptor, to: 0, path: path)
+    }
+
     static func unlock(_ descriptor: Int32) {
         _ = flock(descriptor, LOCK_UN)
     }

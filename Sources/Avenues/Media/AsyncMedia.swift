@@ -7,24 +7,39 @@ import FoundationNetworking
 /// downloaded media by row.
 ///
 /// - **Once per URL.** However many callers ask for a URL, one download runs; each caller's claim
-///   is counted, and when every caller has left (their tasks cancelled) the transfer stops and its
-///   temporary file is deleted. URLs differing only in the case of their scheme or host, a default
-///   port or a `#fragment` are one URL.
-/// - **Streamed, memory bounded, nobody stalled.** The body is written to a hidden temporary file by
-///   the thread that reads it from the network, so the network goes no faster than the disk and
-///   nothing piles up in memory, whatever the file's size (256 MiB: within a few MB of a 1 MiB
-///   download). Plain `http` is read from a socket of its own (`SocketTransport`, internal); `https`, proxies
-///   and bodies the server insists on encoding go through URLSession.
-/// - **Only whole files are cached.** A 200 or 203 answer whose body has its announced
-///   `Content-Length` (checked only when the body is not `gzip`-encoded) is moved into the cache
-///   with one `rename(2)`. A 206 (partial) or 204 (empty) answer, another status, a body cut short,
-///   or a download stopped by a ``DownloadLimits`` caches nothing and throws ``AsyncMediaError``.
-///   A body without a length that ends when the server closes the connection cannot be told from
-///   one cut short, and is cached.
-/// - **Cached.** Files are assumed immutable: a cached file is returned without asking the server.
-///   Names are a stable hash of the URL plus its path extension. With a `sizeLimit`, least recently
-///   used files are deleted down to 80 % of it, across processes sharing the folder. A deleted
-///   folder is created again on the next download.
+///   is counted, and when every caller has left (their tasks cancelled) the transfer stops at once
+///   and its download slot is free. URLs differing only in the case of their scheme or host, a
+///   default port or a `#fragment` are one URL.
+/// - **Streamed, memory bounded, nobody stalled.** The body is written to the folder by the thread
+///   that receives it, so the network goes no faster than the disk and nothing piles up in memory,
+///   whatever the file's size. Bytes move through a ``DownloadTransport``: on Linux ``CurlTransport``
+///   (libcurl: `http` and `https`, HTTP/2, proxies from the environment, kept-alive connections), on
+///   Apple platforms ``URLSessionTransport``.
+/// - **Only whole files are cached.** A 200 or 203 answer (or a 206 continuing a resume) whose
+///   body has its announced length, and whose compressed streams (`gzip`, `deflate`; every
+///   `Content-Encoding` and `Transfer-Encoding` field is read) ended with their checksums, is moved
+///   into the cache with one `rename(2)`. Anything else — another status, a body cut short, a
+///   coding that cannot be decoded, a limit — caches nothing and throws ``AsyncMediaError``. A body
+///   without a length or a coding that ends when the server closes the connection cannot be told
+///   from one cut short, and is cached.
+/// - **Limits.** ``DownloadLimits`` (a silent server, a body that never ends, a size), and the
+///   folder's `sizeLimit`, which also bounds one file: a download stops as soon as its decoded
+///   bytes pass either, so a compressed bomb cannot fill the disk.
+/// - **Redirects** are followed (at most ``maximumRedirects``), to `http` and `https` only; headers
+///   that carry credentials (`Authorization`, `Cookie`, `Proxy-Authorization`, and names with
+///   `api-key`, `token`, `secret`, `password` or `session`) are sent only to the first URL's origin
+///   (scheme, host and port), as curl and browsers do.
+/// - **Resume.** A download cut short (the server dropped the connection, the process was killed)
+///   whose response had a validator (a strong `ETag` or `Last-Modified`) and no content coding is
+///   kept as a partial file; the next request of the URL asks only for the rest (`Range` +
+///   `If-Range`), and starts over if the file changed. At most 16 partial files are kept, for a day.
+/// - **Cached, revalidated.** With no `timeToLive` (the default) files are assumed immutable: a
+///   cached file is returned without asking the server. With one, a file older than that is
+///   revalidated (`If-None-Match`/`If-Modified-Since`): a `304` keeps the file (no body moves) and
+///   renews it; if the server cannot be reached (or answers 5xx), the old file is returned. Names
+///   are a stable hash of the URL plus its path extension. With a `sizeLimit`, least recently used
+///   files are deleted down to 80 % of it, across processes sharing the folder. A deleted folder is
+///   created again on the next download.
 /// - `file:` URLs are returned as they are; schemes other than `http`/`https` are an error.
 ///
 /// `AsyncMedia` is a ``SchedulingProcessor`` (URL → local file URL): an ``Avenue`` over it (or over
@@ -50,97 +65,138 @@ public final class AsyncMedia: SchedulingProcessor {
             .appendingPathComponent("avenues-media", isDirectory: true)
     )
 
+    /// The most redirects followed in a row.
+    public static let maximumRedirects = 5
+
     /// The folder holding the downloaded files.
     public var directory: URL { folder.directory }
     /// The largest total size of the downloaded files in bytes, or `nil` for no limit (the default).
     public var sizeLimit: Int? { folder.sizeLimit }
     /// When a download is given up.
     public let limits: DownloadLimits
+    /// How long a downloaded file is used without asking the server again, or `nil` (the default)
+    /// for as long as it is kept.
+    public let timeToLive: Duration?
+    /// What moves the bytes.
+    public let transport: any DownloadTransport
 
     private let folder: MediaFolder
     private let progress: ProgressHub
-    private let session: SessionTransport
+    private let validators: Validators
     private let downloader: AutoProcessor<URL, URL>
     /// URLs whose server asked to wait (429/503 with `Retry-After`).
     private let gate = RetryGate<URL>()
+    /// A transport this instance made for itself (URLSession's is invalidated with it).
+    private let ownedSession: URLSessionTransport?
 
     /// Creates a media cache in `directory` (created on the first download).
     ///
     /// - Parameters:
     ///   - directory: the folder for downloaded files; use one folder per instance (several
     ///     processes may share it).
-    ///   - sizeLimit: the largest total size in bytes; `nil` (the default) for no limit.
+    ///   - sizeLimit: the largest total size in bytes, which also bounds one file; `nil` (the
+    ///     default) for no limit.
     ///   - maxConcurrentDownloads: the most transfers running at once; 6 by default.
     ///   - limits: when a download is given up; ``DownloadLimits/default`` (60 s without a byte, one
     ///     hour in all, no size limit) by default.
-    ///   - configuration: the URL session's configuration, for `https` and proxies; `.default` by
-    ///     default. It is copied, and the copy's `urlCache` is switched off: the downloaded files are
-    ///     the cache. Its `httpAdditionalHeaders` are sent on every request.
+    ///   - timeToLive: how long a file is used before it is revalidated; `nil` (the default): files
+    ///     are immutable.
+    ///   - configuration: its `httpAdditionalHeaders` are sent on every request (credentials only
+    ///     to the first URL's origin); on Apple platforms it also configures URLSession. `.default`
+    ///     by default.
+    ///   - transport: what moves the bytes; by default ``CurlTransport/shared`` on Linux (or
+    ///     URLSession if libcurl cannot be loaded) and ``URLSessionTransport`` on Apple platforms.
     public convenience init(
         directory: URL,
         sizeLimit: Int? = nil,
         maxConcurrentDownloads: Int = 6,
         limits: DownloadLimits = .default,
-        configuration: URLSessionConfiguration = .default
+        timeToLive: Duration? = nil,
+        configuration: URLSessionConfiguration = .default,
+        transport: (any DownloadTransport)? = nil
     ) {
         self.init(
             directory: directory, sizeLimit: sizeLimit, maxConcurrentDownloads: maxConcurrentDownloads, limits: limits,
-            configuration: configuration, sockets: true,
-            writeBytes: { descriptor, bytes in try FileSystem.writeAll(descriptor, [bytes], path: "") }
+            timeToLive: timeToLive, configuration: configuration, transport: transport,
+            writeBytes: { descriptor, bytes, path in try FileSystem.writeAll(descriptor, [bytes], path: path) }
         )
     }
 
-    /// `writeBytes` writes a body's bytes to the temporary file; tests replace it to fill the disk.
-    /// `sockets: false` sends `http` through URLSession too, so tests cover both transports.
+    /// `writeBytes` writes a body's bytes to the file; tests replace it to fill the disk.
     init(
         directory: URL,
         sizeLimit: Int?,
         maxConcurrentDownloads: Int,
         limits: DownloadLimits,
+        timeToLive: Duration?,
         configuration: URLSessionConfiguration,
-        sockets: Bool,
-        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer) throws -> Void
+        transport: (any DownloadTransport)?,
+        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
     ) {
+        precondition(timeToLive.map { $0 >= .zero } ?? true, "AsyncMedia timeToLive must not be negative")
         let folder = MediaFolder(directory: directory, sizeLimit: sizeLimit)
         let progress = ProgressHub()
-        let session = SessionTransport(configuration: configuration)
-        let headers = (configuration.httpAdditionalHeaders ?? [:]).compactMap { name, value -> (String, String)? in
+        let headers = (configuration.httpAdditionalHeaders ?? [:]).compactMap { name, value -> HTTPField? in
             guard let name = name as? String else { return nil }
-            return (name, "\(value)")
+            return HTTPField(name: name, value: "\(value)")
         }
+        let chosen: any DownloadTransport
+        if let transport {
+            chosen = transport
+            ownedSession = nil
+        } else {
+            #if canImport(FoundationNetworking)
+            if let curl = CurlTransport.shared {
+                chosen = curl
+                ownedSession = nil
+            } else {
+                let session = URLSessionTransport(configuration: configuration)
+                chosen = session
+                ownedSession = session
+            }
+            #else
+            let session = URLSessionTransport(configuration: configuration)
+            chosen = session
+            ownedSession = session
+            #endif
+        }
+        let timeToLive = timeToLive.map(Saturating.clamped)
+        let validators = Validators(directory: folder.directory)
+        let context = Context(
+            folder: folder, progress: progress, validators: validators, transport: chosen, headers: headers, limits: limits,
+            timeToLive: timeToLive, writeBytes: writeBytes
+        )
         self.folder = folder
         self.progress = progress
-        self.session = session
+        self.validators = validators
         self.limits = limits
-        downloader = AutoProcessor(maxConcurrent: maxConcurrentDownloads) { url in
-            try await Self.download(
-                url, folder: folder, progress: progress, session: session, sockets: sockets, headers: headers, limits: limits,
-                writeBytes: writeBytes
-            )
-        }
+        self.timeToLive = timeToLive
+        self.transport = chosen
+        downloader = AutoProcessor(maxConcurrent: maxConcurrentDownloads) { url in try await Self.download(url, context) }
     }
 
     deinit {
-        session.invalidate()
+        ownedSession?.invalidate()
     }
 
     // MARK: Requests
 
-    /// The local file for `url`: the cached file at once, else one download shared by every caller.
+    /// The local file for `url`: the cached file at once (revalidated first if it is older than
+    /// ``timeToLive``), else one download shared by every caller.
     ///
     /// A file this returns existed when it returned; ``clear()-swift.method`` (or the size limit) may
     /// delete it later. A request overlapping a ``clear()-swift.method`` throws `CancellationError`.
     ///
-    /// - Throws: ``AsyncMediaError`` (unsupported scheme, HTTP status, incomplete body, a limit, the
-    ///   folder; `.unavailable` for a 429 or 503, repeated without asking the server until its
-    ///   `Retry-After` is over), a `URLError` when the network fails (see
+    /// - Throws: ``AsyncMediaError`` (unsupported scheme or URL, HTTP status, incomplete or
+    ///   malformed body, a limit, the folder; `.unavailable` for a 429 or 503, repeated without asking
+    ///   the server until its `Retry-After` is over), a `URLError` when the network fails (see
     ///   `Error.isSilenceable`), or `CancellationError` if the caller's task is cancelled or
     ///   ``clear()-swift.method`` runs meanwhile.
     public func file(for url: URL) async throws -> URL {
         if url.isFileURL { return url }
         let url = try Self.canonical(url)
         let generation = folder.generation
-        if let file = folder.cachedFile(for: url) { return file }
+        if let file = folder.cachedFile(for: url), validators.isFresh(url, timeToLive: timeToLive) { return file }
         if let error = gate.blocked(url) { throw error }  // the server asked to wait
         // At the priority of the avenue row asking, if one is (`.visible` otherwise).
         let file: URL
@@ -160,7 +216,8 @@ public final class AsyncMedia: SchedulingProcessor {
         try await file(for: url)
     }
 
-    /// The cached file for `url`, if it was downloaded; never downloads. A `file:` URL is itself.
+    /// The cached file for `url`, if it was downloaded (however old); never downloads. A `file:` URL
+    /// is itself.
     public func cachedFile(for url: URL) -> URL? {
         if url.isFileURL { return url }
         return (try? Self.canonical(url)).flatMap(folder.cachedFile(for:))
@@ -174,7 +231,7 @@ public final class AsyncMedia: SchedulingProcessor {
         let key = (try? Self.canonical(url)) ?? url
         progress.subscribe(continuation, to: key)
         // Checked after subscribing, so a download that just finished is not missed.
-        if let file = cachedFile(for: url) {
+        if let file = cachedFile(for: url), validators.isFresh(key, timeToLive: timeToLive) {
             let size = Int64((try? FileSystem.linkStatus(file.path).size) ?? 0)
             continuation.yield(DownloadProgress(received: size, expected: size, isComplete: true))
             continuation.finish()
@@ -182,10 +239,12 @@ public final class AsyncMedia: SchedulingProcessor {
         return stream
     }
 
-    /// Cancels every download in flight and deletes every downloaded file. The instance stays usable.
+    /// Cancels every download in flight and deletes every downloaded file (and partial download).
+    /// The instance stays usable.
     public func clear() {
         downloader.cancelAll()
         folder.removeAll()
+        validators.removeAll()
     }
 
     /// Downloaded files and their total size in bytes.
@@ -230,53 +289,244 @@ public final class AsyncMedia: SchedulingProcessor {
     // MARK: Downloading
 
     /// The URL a download is known by: scheme and host lowercased, the default port and the fragment
-    /// dropped. Throws for schemes other than `http` and `https`.
+    /// dropped. Throws for schemes other than `http` and `https`, and for URLs that cannot be asked
+    /// (no host, a port outside 1–65535).
     static func canonical(_ url: URL) throws(AsyncMediaError) -> URL {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https"
         else { throw .unsupportedScheme(url) }
+        guard let host = components.percentEncodedHost, !host.isEmpty else { throw .invalidURL(url, reason: "it has no host") }
+        if let port = components.port, !(1...65_535).contains(port) { throw .invalidURL(url, reason: "the port \(port) is outside 1–65535") }
         components.scheme = scheme
-        if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
+        components.percentEncodedHost = host.lowercased()
         components.fragment = nil
         if components.port == (scheme == "http" ? 80 : 443) { components.port = nil }
         return components.url ?? url
     }
 
-    /// One download run: into a temporary file, checked, then moved into place.
-    private static func download(
-        _ url: URL, folder: MediaFolder, progress: ProgressHub, session: SessionTransport, sockets: Bool,
-        headers: [(String, String)], limits: DownloadLimits,
-        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer) throws -> Void
-    ) async throws -> URL {
-        if let file = folder.cachedFile(for: url) { return file }  // finished while this run was queued
+    /// What every download run of an instance needs.
+    struct Context: Sendable {
+        let folder: MediaFolder
+        let progress: ProgressHub
+        let validators: Validators
+        let transport: any DownloadTransport
+        let headers: [HTTPField]
+        let limits: DownloadLimits
+        let timeToLive: Duration?
+        let writeBytes: @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
+    }
+
+    /// One download run: revalidates a cached file or fetches it (resuming a partial one), following
+    /// redirects, into a partial file moved into place when whole.
+    private static func download(_ url: URL, _ context: Context) async throws -> URL {
+        let folder = context.folder
+        let cached = folder.cachedFile(for: url)
+        if let cached, context.validators.isFresh(url, timeToLive: context.timeToLive) { return cached }  // finished while queued
         let generation = folder.generation
-        let (temporary, descriptor): (String, Int32)
+        let partial: MediaFolder.Partial
         do {
-            (temporary, descriptor) = try folder.makeTemporaryFile(for: url)
+            partial = try folder.openPartial(for: url)
         } catch {
             throw AsyncMediaError.cannotStore(url, reason: error)
         }
-        let transfer = Transfer(
-            url: url, temporaryPath: temporary, descriptor: descriptor, limits: limits, writeBytes: writeBytes,
-            report: { progress.report($0, for: url) }
-        )
-        if sockets, SocketTransport.handles(url) {
-            SocketTransport.start(url, headers: headers, transfer: transfer) { handedOver in
-                session.start(handedOver, headers: headers, transfer: transfer)
+        defer { partial.close() }
+        let known = cached == nil ? nil : context.validators.validators(for: url)
+        var target = url
+        var redirects = 0
+        var resume = partial.validator
+        while true {
+            let existing = resume == nil ? 0 : partial.size
+            let (plan, outcome) = await attempt(
+                url: url, target: target, partial: partial, resumingFrom: existing > 0 ? existing : nil, validator: resume,
+                revalidating: known, context: context
+            )
+            switch outcome {
+            case .success(.file(let size)):
+                do {
+                    let local = try folder.commit(partial.path, for: url, size: size, since: generation)
+                    partial.forgetValidator()
+                    context.validators.record(plan, for: url)
+                    context.progress.finish(url, with: DownloadProgress(received: size, expected: size, isComplete: true))
+                    return local
+                } catch {
+                    partial.discard()
+                    context.progress.finish(url, with: nil)
+                    throw error
+                }
+            case .success(.notModified):
+                context.validators.renew(url)
+                guard let cached else { throw AsyncMediaError.httpStatus(304, url: url) }
+                context.progress.finish(url, with: nil)
+                return cached
+            case .success(.redirect(let location)):
+                redirects += 1
+                guard redirects <= maximumRedirects else {
+                    context.progress.finish(url, with: nil)
+                    throw AsyncMediaError.tooManyRedirects(url, count: redirects)
+                }
+                guard let next = URL(string: location, relativeTo: target)?.absoluteURL,
+                      let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https"
+                else {
+                    context.progress.finish(url, with: nil)
+                    throw AsyncMediaError.malformedResponse(url, reason: "a redirect to \(location.prefix(200).debugDescription)")
+                }
+                target = next
+            case .failure(AsyncMediaError.httpStatus(416, _)) where resume != nil:
+                resume = nil  // the part kept no longer fits the file: start over
+            case .failure(let error):
+                let keep = partial.resumable && plan?.resumeValidator != nil && partial.size > 0
+                    && isInterruption(error) && folder.generation == generation
+                if !keep { partial.discard() }
+                context.progress.finish(url, with: nil)
+                // The server cannot be reached (or fails): the file kept is better than nothing.
+                if let cached, isInterruption(error) || isServerFailure(error), !(error is CancellationError) { return cached }
+                throw error
             }
-        } else {
-            session.start(url, headers: headers, transfer: transfer)
         }
+    }
+
+    /// One request of a run, to `target`, into the partial file.
+    private static func attempt(
+        url: URL, target: URL, partial: MediaFolder.Partial, resumingFrom: Int64?, validator: String?,
+        revalidating known: Validators.Entry?, context: Context
+    ) async -> (TransferStateMachine.BodyPlan?, Result<TransferStateMachine.Outcome, any Error>) {
+        var headers = requestHeaders(context.headers, for: target, origin: url, decodes: context.transport.decodesContentCodings)
+        if let resumingFrom, let validator {
+            headers.append(HTTPField(name: "Range", value: "bytes=\(resumingFrom)-"))
+            headers.append(HTTPField(name: "If-Range", value: validator))
+        } else if let known {
+            if let etag = known.etag { headers.append(HTTPField(name: "If-None-Match", value: etag)) }
+            if let lastModified = known.lastModified { headers.append(HTTPField(name: "If-Modified-Since", value: lastModified)) }
+        }
+        let folderLimit = context.folder.sizeLimit.map { Int64($0) }
+        let maximum = [context.limits.maximumSize, folderLimit].compactMap { $0 }.min()
+        let request = TransferStateMachine.Request(
+            url: url, resumingFrom: validator == nil ? nil : resumingFrom, conditional: known != nil && resumingFrom == nil,
+            maximumSize: maximum, limitIsFolderSize: maximum != nil && maximum == folderLimit && maximum != context.limits.maximumSize,
+            transportDecodes: context.transport.decodesContentCodings
+        )
+        // The transfer closes its own descriptor when its transport is done with it, which may be
+        // after this run moved on (a cancel resumes the run at once); the partial stays open here.
+        let descriptor: Int32
         do {
-            let size = try await transfer.wait()
-            let local = try folder.commit(temporary, for: url, size: size, since: generation)
-            progress.finish(url, with: DownloadProgress(received: size, expected: size, isComplete: true))
-            return local
+            descriptor = try FileSystem.duplicate(partial.descriptor, path: partial.path)
         } catch {
-            try? FileSystem.remove(temporary)
-            progress.finish(url, with: nil)
-            throw error
+            return (nil, .failure(AsyncMediaError.cannotStore(url, reason: DiskStorageError(error))))
         }
+        let transfer = Transfer(
+            request: request, file: Transfer.FileTarget(path: partial.path, descriptor: descriptor, existing: resumingFrom ?? 0),
+            limits: context.limits, writeBytes: context.writeBytes,
+            bodyStarts: { plan in partial.saveValidator(partial.resumable ? plan.resumeValidator : nil, for: url) },
+            report: { context.progress.report($0, for: url) }
+        )
+        transfer.attach(context.transport.start(DownloadRequest(url: target, headers: headers, limits: context.limits), into: transfer))
+        do {
+            let outcome = try await transfer.wait()
+            return (transfer.plan, .success(outcome))  // read after the wait: the head came by then
+        } catch {
+            return (transfer.plan, .failure(error))
+        }
+    }
+
+    /// The headers of a request to `target` for a download of `origin`: the configured ones (those
+    /// carrying credentials only to `origin`'s own scheme, host and port), and the encodings this
+    /// side can decode.
+    static func requestHeaders(_ configured: [HTTPField], for target: URL, origin: URL, decodes: Bool) -> [HTTPField] {
+        let sameOrigin = Self.origin(of: target) == Self.origin(of: origin)
+        var headers = configured.filter { field in
+            let name = field.name.lowercased()
+            if reservedHeaders.contains(name) { return false }
+            return sameOrigin || !isCredential(name)
+        }
+        if !decodes { headers.append(HTTPField(name: "Accept-Encoding", value: "gzip, deflate")) }
+        return headers
+    }
+
+    /// Headers AsyncMedia sets itself, whatever the configuration says.
+    static let reservedHeaders: Set<String> = [
+        "host", "connection", "accept-encoding", "content-length", "transfer-encoding", "te", "range", "if-range",
+        "if-none-match", "if-modified-since", "upgrade",
+    ]
+
+    /// Whether a header named `name` (lowercased) carries credentials.
+    static func isCredential(_ name: String) -> Bool {
+        if ["authorization", "proxy-authorization", "cookie"].contains(name) { return true }
+        return ["api-key", "apikey", "api_key", "token", "secret", "password", "session", "auth"].contains { name.contains($0) }
+    }
+
+    /// Scheme, host (lowercased) and port, with the default port filled in.
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// A failure that a resume can continue after: the connection dropped, a timeout, a cancel.
+    static func isInterruption(_ error: any Error) -> Bool {
+        if error is CancellationError { return true }
+        if let error = error as? URLError {
+            return [.networkConnectionLost, .timedOut, .cannotConnectToHost, .cannotFindHost, .notConnectedToInternet, .secureConnectionFailed]
+                .contains(error.code)
+        }
+        if case .incompleteBody? = error as? AsyncMediaError { return true }
+        return false
+    }
+
+    /// A 5xx answer: the server failed, the file kept may still be served.
+    static func isServerFailure(_ error: any Error) -> Bool {
+        switch error as? AsyncMediaError {
+        case .httpStatus(let status, _)?: (500..<600).contains(status)
+        case .unavailable?: true
+        default: false
+        }
+    }
+}
+
+/// What each downloaded file was served with (its `ETag` and `Last-Modified`) and when it was
+/// fetched or last revalidated: how a file older than a time-to-live is revalidated.
+final class Validators: Sendable {
+    struct Entry: Codable, Sendable, Equatable {
+        var etag: String?
+        var lastModified: String?
+        /// Seconds since 1970 (wall time: it must survive a restart).
+        var fetchedAt: Double
+    }
+
+    private let storage: ValueMappedStorage<DiskStorage<String>, Entry>
+    private let now: @Sendable () -> Date
+
+    init(directory: URL, now: @escaping @Sendable () -> Date = { Date() }) {
+        storage = DiskStorage<String>(directory: directory.appendingPathComponent(".avenues-validators", isDirectory: true), countLimit: 65_536)
+            .codable(Entry.self)
+        self.now = now
+    }
+
+    /// Whether `url`'s file may be used without asking the server.
+    func isFresh(_ url: URL, timeToLive: Duration?) -> Bool {
+        guard let timeToLive else { return true }
+        guard let entry = storage.value(for: url.absoluteString) else { return false }
+        let age = max(0, now().timeIntervalSince1970 - entry.fetchedAt)
+        return age < Saturating.seconds(timeToLive)
+    }
+
+    func validators(for url: URL) -> Entry? {
+        storage.value(for: url.absoluteString)
+    }
+
+    /// Records a file just downloaded.
+    func record(_ plan: TransferStateMachine.BodyPlan?, for url: URL) {
+        storage.set(Entry(etag: plan?.etag, lastModified: plan?.lastModified, fetchedAt: now().timeIntervalSince1970), for: url.absoluteString)
+    }
+
+    /// The file was revalidated (304): it is fresh again.
+    func renew(_ url: URL) {
+        var entry = storage.value(for: url.absoluteString) ?? Entry(fetchedAt: 0)
+        entry.fetchedAt = now().timeIntervalSince1970
+        storage.set(entry, for: url.absoluteString)
+    }
+
+    func removeAll() {
+        storage.removeAll()
     }
 }
 

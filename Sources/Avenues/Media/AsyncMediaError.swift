@@ -11,8 +11,9 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
     /// The server did not answer with the whole file: a status other than 200 or 203 (a 206 partial
     /// or 204 empty answer is never the file).
     case httpStatus(Int, url: URL)
-    /// The body ended before the length the server announced (`Content-Length`).
-    case incompleteBody(received: Int64, expected: Int64, url: URL)
+    /// The body ended before the length the server announced (`Content-Length`, a range's total),
+    /// or before its compressed stream did (`expected` `nil`).
+    case incompleteBody(received: Int64, expected: Int64?, url: URL)
     /// The transfer ended without an HTTP response.
     case noResponse(URL)
     /// The server's answer could not be read as HTTP (a malformed head, chunk or length).
@@ -25,8 +26,13 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
     /// unusable); `reason` says which.
     case cannotStore(URL, reason: DiskStorageError)
     /// The server is busy or rate-limiting (429 or 503) and said when to come back, if it did
-    /// (`Retry-After`). Until then, requests for the URL fail with this error without asking it.
+    /// (`Retry-After`, at most a day). Until then, requests for the URL fail with this error
+    /// without asking it.
     case unavailable(status: Int, url: URL, retryAfter: Duration?)
+    /// The URL cannot be fetched as it is (a port outside 1–65535, no host); `reason` says why.
+    case invalidURL(URL, reason: String)
+    /// The server redirected more than ``AsyncMedia/maximumRedirects`` times in a row.
+    case tooManyRedirects(URL, count: Int)
 
     /// What happened and what to do.
     public var description: String {
@@ -39,8 +45,10 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
             "The server answered 204 (no content) for \(url): there is no file to cache."
         case .httpStatus(let status, let url):
             "The server answered \(status) for \(url); nothing was cached. Check the URL, or try again later for a 5xx status."
-        case .incompleteBody(let received, let expected, let url):
+        case .incompleteBody(let received, let expected?, let url):
             "The download of \(url) ended after \(received) of \(expected) bytes; nothing was cached. Try again."
+        case .incompleteBody(let received, nil, let url):
+            "The download of \(url) ended after \(received) bytes, before its compressed stream did; nothing was cached. Try again."
         case .noResponse(let url):
             "No HTTP response for \(url); nothing was cached. Try again."
         case .malformedResponse(let url, let reason):
@@ -48,7 +56,11 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
         case .tookTooLong(let url, let limit):
             "The download of \(url) took longer than \(limit) and was stopped; raise DownloadLimits.totalTimeout for larger files."
         case .tooLarge(let url, let limit):
-            "The body of \(url) is larger than \(limit) bytes and was not downloaded; raise DownloadLimits.maximumSize if it is expected."
+            "The body of \(url) is larger than \(limit) bytes and was not downloaded; raise DownloadLimits.maximumSize (or AsyncMedia's sizeLimit, which also bounds one file) if it is expected."
+        case .invalidURL(let url, let reason):
+            "Cannot download \(url): \(reason). Check the URL."
+        case .tooManyRedirects(let url, let count):
+            "\(url) redirected \(count) times without reaching a file; nothing was cached. Check the URL, or the server's redirects."
         case .cannotStore(let url, let reason):
             "\(url) could not be stored in the media folder: " + reason.mediaAdvice
         case .unavailable(let status, let url, let retryAfter):

@@ -85,11 +85,143 @@ final class MediaFolder: Sendable {
         }
     }
 
-    /// Deletes every downloaded file and abandoned temporary file (nothing else in the folder).
+    /// Deletes every downloaded file, partial download and abandoned temporary file (nothing else
+    /// in the folder).
     func removeAll() {
         clears.withLock { clears in
             clears &+= 1
             folder.removeAll()
+            for name in (try? FileSystem.contents(of: directory.path)) ?? [] where Self.isPartialName(name) {
+                try? FileSystem.remove(folder.filePath(name))
+            }
+        }
+    }
+
+    // MARK: Partial downloads (resume)
+
+    /// A download's file while it is written: a partial file that a later run resumes (kept when
+    /// the download is cut short with a validator to resume with), or a plain temporary file when
+    /// another download holds the URL's partial file.
+    final class Partial: Sendable {
+        let path: String
+        /// Open for reading and writing; holds the partial file's lock until closed.
+        let descriptor: Int32
+        /// The validator the bytes already there were sent with (`If-Range`), if any.
+        let validator: String?
+        /// `false` for a plain temporary file: never kept for a later run.
+        let resumable: Bool
+        private let metaPath: String?
+
+        init(path: String, descriptor: Int32, validator: String?, resumable: Bool, metaPath: String?) {
+            (self.path, self.descriptor, self.validator, self.resumable, self.metaPath) = (path, descriptor, validator, resumable, metaPath)
+        }
+
+        /// The bytes the file holds now.
+        var size: Int64 { Int64((try? FileSystem.status(of: descriptor, path: path).size) ?? 0) }
+
+        /// Records what the bytes being written can be resumed with (atomically, before they are).
+        func saveValidator(_ validator: String?, for url: URL) {
+            guard let metaPath else { return }
+            guard let validator, !validator.contains("\n") else {
+                try? FileSystem.remove(metaPath)
+                return
+            }
+            let text = "avenues-partial 1\n\(url.absoluteString)\n\(validator)\n"
+            let temporary = metaPath + ".tmp"
+            guard let descriptor = try? FileSystem.openOrCreate(temporary, mode: 0o600) else { return }
+            defer { FileSystem.close(descriptor) }
+            _ = try? FileSystem.truncate(descriptor, path: temporary)
+            let written = Array(text.utf8).withUnsafeBytes { (try? FileSystem.writeAll(descriptor, [$0], path: temporary)) != nil }
+            if written { try? FileSystem.rename(temporary, to: metaPath) } else { try? FileSystem.remove(temporary) }
+        }
+
+        /// Deletes the file and what was recorded for it.
+        func discard() {
+            try? FileSystem.remove(path)
+            if let metaPath { try? FileSystem.remove(metaPath) }
+        }
+
+        /// Forgets what was recorded for it (after it was moved into place).
+        func forgetValidator() {
+            if let metaPath { try? FileSystem.remove(metaPath) }
+        }
+
+        func close() {
+            FileSystem.close(descriptor)
+        }
+    }
+
+    static let partialPrefix = ".partial-"
+    /// Partial downloads kept at most, and for how long (older and more are deleted).
+    static let partialsKept = 16
+    static let partialAge: Int64 = 24 * 3_600 * 1_000_000_000
+
+    /// `.partial-<media name>`, and its `.meta` (and `.meta.tmp` while that is written).
+    static func isPartialName(_ name: String) -> Bool {
+        guard name.hasPrefix(partialPrefix) else { return false }
+        var rest = name.dropFirst(partialPrefix.count)
+        for suffix in [".meta.tmp", ".meta"] where rest.hasSuffix(suffix) {
+            rest = rest.dropLast(suffix.count)
+            break
+        }
+        return isMediaName(String(rest))
+    }
+
+    /// The partial file for `url`, locked for this download, with what it holds; a plain temporary
+    /// file if another download holds it.
+    func openPartial(for url: URL) throws(DiskStorageError) -> Partial {
+        let name = Self.fileName(for: url)
+        try folder.secure()
+        let path = folder.filePath(Self.partialPrefix + name)
+        let metaPath = path + ".meta"
+        prunePartials(sparing: Self.partialPrefix + name)
+        let descriptor = try? FileSystem.openOrCreate(path, mode: 0o600)
+        guard let descriptor, (try? FileSystem.tryLock(descriptor, path: path)) == true,
+              let info = try? FileSystem.status(of: descriptor, path: path), info.isRegularFile
+        else {
+            if let descriptor { FileSystem.close(descriptor) }
+            // Held by another download (or the folder vanished): a file of this download's own.
+            let (temporary, writable) = try folder.makeTemporaryFile(for: name)
+            return Partial(path: temporary, descriptor: writable, validator: nil, resumable: false, metaPath: nil)
+        }
+        let validator = Self.readValidator(metaPath, for: url)
+        if info.size > 0, validator == nil { _ = try? FileSystem.truncate(descriptor, path: path) }
+        return Partial(path: path, descriptor: descriptor, validator: info.size > 0 ? validator : nil, resumable: true, metaPath: metaPath)
+    }
+
+    private static func readValidator(_ metaPath: String, for url: URL) -> String? {
+        guard let descriptor = try? FileSystem.openForReading(metaPath) else { return nil }
+        defer { FileSystem.close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 4_096)
+        let count = bytes.withUnsafeMutableBytes { (try? FileSystem.read(descriptor, into: $0, at: 0, path: metaPath)) ?? 0 }
+        let lines = String(decoding: bytes[0..<count], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count >= 3, lines[0] == "avenues-partial 1", lines[1] == url.absoluteString, !lines[2].isEmpty else { return nil }
+        return String(lines[2])
+    }
+
+    /// Deletes partial downloads older than a day, beyond the newest ``partialsKept``, or beyond the
+    /// folder's size limit (oldest first), unless a download holds them.
+    private func prunePartials(sparing kept: String) {
+        let now = FileSystem.wallClockNanoseconds()
+        var partials: [(name: String, size: Int, modified: Int64)] = []
+        for name in (try? FileSystem.contents(of: directory.path)) ?? [] where Self.isPartialName(name) && !name.hasSuffix(".meta") {
+            guard let info = try? FileSystem.linkStatus(folder.filePath(name)), info.isRegularFile else { continue }
+            partials.append((name, info.size, info.modified))
+        }
+        partials.sort { $0.modified > $1.modified }
+        var total = 0
+        for (position, partial) in partials.enumerated() where partial.name != kept {
+            total = Saturating.add(total, partial.size)
+            let tooMany = position >= Self.partialsKept
+            let tooOld = partial.modified < now - Self.partialAge
+            let tooBig = sizeLimit.map { total > $0 } ?? false
+            guard tooMany || tooOld || tooBig else { continue }
+            let path = folder.filePath(partial.name)
+            guard let descriptor = try? FileSystem.openOrCreate(path, mode: 0o600) else { continue }
+            defer { FileSystem.close(descriptor) }
+            guard (try? FileSystem.tryLock(descriptor, path: path)) == true else { continue }  // being written
+            try? FileSystem.remove(path)
+            try? FileSystem.remove(path + ".meta")
         }
     }
 

@@ -3,176 +3,223 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// One download into one temporary file, whichever transport carries it. The transport reports the
-/// response head, the body's bytes and the end; this decides what is acceptable (a 200 or 203, the
-/// announced length, the limits), writes the bytes on the transport's own thread — so the network
-/// goes no faster than the disk and nothing piles up in memory — and resumes the waiting run.
+/// One request of a download, as the sink a ``DownloadTransport`` delivers into: it asks
+/// ``TransferStateMachine`` what the head means, decodes and writes the body on the transport's own
+/// thread (so the network goes no faster than the disk and nothing piles up in memory), and resumes
+/// the waiting run.
 ///
-/// A transfer stops at the first failure: the transport is told through the `stop` closure it
-/// registered (closing its socket or cancelling its task, never waiting), and later bytes are
-/// dropped.
-final class Transfer: Sendable {
+/// A failure — a limit, the watchdog, a cancel — resumes the run **at once**, so its download slot
+/// is free whatever the transport is doing, and tells the transport to stop; the file is closed
+/// when the transport ends the sink (it always does).
+final class Transfer: DownloadSink {
     let url: URL
-    let temporaryPath: String
     let limits: DownloadLimits
-
-    private let descriptor: Int32
-    private let writeBytes: @Sendable (Int32, UnsafeRawBufferPointer) throws -> Void
     private let report: @Sendable (DownloadProgress) -> Void
+    /// Called on the transport's thread when a body starts, before any of it is written.
+    private let bodyStarts: @Sendable (TransferStateMachine.BodyPlan) -> Void
     private let started = ContinuousClock.now
     private let state: Locked<State>
+    private let writer: Writer
 
     /// Progress is reported at least every this many bytes, not per chunk.
     static let reportEvery: Int64 = 256 * 1024
 
     private struct State {
-        var status: Int?
-        /// The length the body must have (`Content-Length` of an unencoded body).
-        var expected: Int64?
-        var received: Int64 = 0
-        var lastReported: Int64 = 0
+        var machine: TransferStateMachine
         var lastActivity: ContinuousClock.Instant
-        var failure: (any Error)?
-        var result: Result<Int64, any Error>?
-        var continuation: CheckedContinuation<Int64, any Error>?
-        var stop: (@Sendable () -> Void)?
-        var fileOpen = true
+        var lastReported: Int64 = 0
+        var continuation: CheckedContinuation<TransferStateMachine.Outcome, any Error>?
+        var resumed = false
+        /// The transport ended the sink.
+        var ended = false
+        var handle: DownloadHandle?
+        /// The plan of the body read, kept after the end (its validators are recorded).
+        var plan: TransferStateMachine.BodyPlan?
+    }
+
+    /// The file a transfer writes: its open descriptor (positioned by the transfer) and how many
+    /// bytes it already holds (a resume continues after them).
+    struct FileTarget: Sendable {
+        let path: String
+        let descriptor: Int32
+        let existing: Int64
     }
 
     init(
-        url: URL,
-        temporaryPath: String,
-        descriptor: Int32,
+        request: TransferStateMachine.Request,
+        file: FileTarget,
         limits: DownloadLimits,
-        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer) throws -> Void,
+        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void,
+        bodyStarts: @escaping @Sendable (TransferStateMachine.BodyPlan) -> Void = { _ in },
         report: @escaping @Sendable (DownloadProgress) -> Void
     ) {
-        self.url = url
-        self.temporaryPath = temporaryPath
-        self.descriptor = descriptor
+        url = request.url
         self.limits = limits
-        self.writeBytes = writeBytes
         self.report = report
-        state = Locked(State(lastActivity: .now))
+        self.bodyStarts = bodyStarts
+        state = Locked(State(machine: TransferStateMachine(request: request), lastActivity: .now))
+        writer = Writer(file: file, writeBytes: writeBytes)
     }
 
-    // MARK: From the transport
-
-    /// Registers how to stop the transport; called at once if the transfer has already failed.
-    func onStop(_ stop: @escaping @Sendable () -> Void) {
+    /// The transport's handle: cancelled at once if the transfer already failed.
+    func attach(_ handle: DownloadHandle) {
         let stopNow = state.withLock { state -> Bool in
-            guard state.failure == nil, state.result == nil else { return true }
-            state.stop = stop
+            if state.machine.decided != nil { return true }
+            state.handle = handle
             return false
         }
-        if stopNow { stop() }
+        if stopNow { handle.cancel() }
     }
 
-    /// The response head: `true` to read the body. `encoded` says the body's bytes are decoded from
-    /// a `Content-Encoding` (gzip), so `Content-Length` does not count them; `retryAfter` is the
-    /// `Retry-After` header, if any.
-    func head(status: Int, contentLength: Int64?, encoded: Bool, retryAfter: String? = nil) -> Bool {
-        let failure: (any Error)?
-        if status == 429 || status == 503 {
-            failure = AsyncMediaError.unavailable(status: status, url: url, retryAfter: retryAfter.flatMap { Transfer.delay(retryAfter: $0) })
-        } else if status != 200 && status != 203 {
-            failure = AsyncMediaError.httpStatus(status, url: url)
-        } else if let maximum = limits.maximumSize, let contentLength, !encoded, contentLength > maximum {
-            failure = AsyncMediaError.tooLarge(url, limit: maximum)
-        } else {
-            failure = nil
-        }
-        state.withLock { state in
-            state.status = status
-            state.expected = encoded ? nil : contentLength
+    /// The plan of the body that was read, once a head said to read one.
+    var plan: TransferStateMachine.BodyPlan? { state.withLock { $0.plan } }
+
+    // MARK: DownloadSink
+
+    func head(status: Int, fields: [HTTPField]) -> Bool {
+        let decision = state.withLock { state -> TransferStateMachine.HeadDecision in
             state.lastActivity = .now
+            let decision = state.machine.head(status: status, fields: fields)
+            if case .readBody(let plan) = decision { state.plan = plan }
+            return decision
         }
-        if let failure { fail(failure) }
-        return failure == nil
+        switch decision {
+        case .readBody(let plan):
+            do {
+                try writer.start(plan)
+            } catch {
+                fail(AsyncMediaError.cannotStore(url, reason: DiskStorageError(converting: error, path: writer.path)))
+                return false
+            }
+            bodyStarts(plan)
+            return true
+        case .notModified, .redirect:
+            return false  // decided: the run is resumed when the transport ends the sink
+        case .failed(let error):
+            fail(error)
+            return false
+        }
     }
 
-    /// A piece of the body, written to the file on the calling thread; `false` when the transfer has
-    /// failed and the transport should stop.
     func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        let size = Int64(bytes.count)
-        let (proceed, tooLarge) = state.withLock { state -> (Bool, Bool) in
-            guard state.failure == nil, state.result == nil, state.fileOpen else { return (false, false) }
-            state.received += size
+        enum Gate { case over, stop(any Error), go }
+        let gate = state.withLock { state -> Gate in
+            guard state.machine.decided == nil else { return .over }
             state.lastActivity = .now
-            if let maximum = limits.maximumSize, state.received > maximum { return (false, true) }
-            return (true, false)
+            if let error = state.machine.received(raw: bytes.count) { return .stop(error) }
+            return .go
         }
-        if tooLarge { fail(AsyncMediaError.tooLarge(url, limit: limits.maximumSize ?? 0)) }
-        guard proceed else { return false }
+        switch gate {
+        case .over: return false
+        case .stop(let error):
+            fail(error)
+            return false
+        case .go: break
+        }
         do {
-            try writeBytes(descriptor, bytes)
+            try writer.write(bytes) { count in state.withLock { $0.machine.willWrite(count) } }
+        } catch let error as AsyncMediaError {
+            fail(error)
+            return false
+        } catch let error as ContentDecoder.Failure {
+            fail(AsyncMediaError.malformedResponse(url, reason: error.description))
+            return false
         } catch {
-            fail(AsyncMediaError.cannotStore(url, reason: DiskStorageError(converting: error, path: temporaryPath)))
+            fail(AsyncMediaError.cannotStore(url, reason: DiskStorageError(converting: error, path: writer.path)))
             return false
         }
         let progress = state.withLock { state -> DownloadProgress? in
-            guard state.received - state.lastReported >= Self.reportEvery else { return nil }
-            state.lastReported = state.received
-            return DownloadProgress(received: state.received, expected: state.expected, isComplete: false)
+            let size = state.machine.fileSize
+            guard size - state.lastReported >= Self.reportEvery else { return nil }
+            state.lastReported = size
+            return DownloadProgress(received: size, expected: state.plan?.expectedTotal, isComplete: false)
         }
         if let progress { report(progress) }
         return true
     }
 
-    /// The transport is done: `error` is how it failed, `nil` if the body ended as its framing says.
     func end(_ error: (any Error)?) {
-        finish { state in
-            if let failure = state.failure { return .failure(failure) }
-            if let error {
-                let cancelled = (error as? URLError)?.code == .cancelled || error is CancellationError
-                return .failure(cancelled ? CancellationError() : error)
-            }
-            guard state.status != nil else { return .failure(AsyncMediaError.noResponse(url)) }
-            if let expected = state.expected, expected != state.received {
-                return .failure(AsyncMediaError.incompleteBody(received: state.received, expected: expected, url: url))
-            }
-            return .success(state.received)
+        var decodingError: (any Error)?
+        do {
+            try writer.finish()
+        } catch let failure as ContentDecoder.Failure {
+            decodingError = failure == .incomplete
+                ? AsyncMediaError.incompleteBody(received: state.withLock { $0.machine.fileSize }, expected: nil, url: url)
+                : AsyncMediaError.malformedResponse(url, reason: failure.description)
+        } catch {
+            decodingError = AsyncMediaError.malformedResponse(url, reason: "\(error)")
         }
+        writer.close()
+        let transportError = error.map(Self.classify)
+        let (continuation, result) = state.withLock { state in
+            let result = state.machine.end(transportError: transportError, decodingError: decodingError)
+            state.ended = true
+            state.handle = nil
+            let continuation = state.resumed ? nil : state.continuation
+            if continuation != nil { state.resumed = true }
+            state.continuation = nil
+            return (continuation, result)
+        }
+        continuation?.resume(with: result)
     }
 
-    /// Fails the transfer now (a limit, a disk error, cancellation) and stops the transport.
+    /// Fails the transfer now (a limit, a disk error, a cancel): resumes the run at once and stops
+    /// the transport.
     func fail(_ error: any Error) {
-        let stop = state.withLock { state -> (@Sendable () -> Void)? in
-            guard state.failure == nil, state.result == nil else { return nil }
-            state.failure = error
-            defer { state.stop = nil }
-            return state.stop
+        let (continuation, handle) = state.withLock { state -> (CheckedContinuation<TransferStateMachine.Outcome, any Error>?, DownloadHandle?) in
+            guard state.machine.decided == nil else { return (nil, nil) }
+            state.machine.fail(error)
+            defer {
+                state.handle = nil
+                state.continuation = nil
+            }
+            let continuation = state.resumed ? nil : state.continuation
+            if continuation != nil { state.resumed = true }
+            return (continuation, state.handle)
         }
-        stop?()
+        handle?.cancel()
+        continuation?.resume(throwing: error)
     }
 
-    /// A `Retry-After` value — seconds, or an HTTP date — as a delay from now.
+    /// A transport's error, as AsyncMedia reports it: a cancel is `CancellationError`.
+    static func classify(_ error: any Error) -> any Error {
+        if (error as? URLError)?.code == .cancelled { return CancellationError() }
+        return error
+    }
+
+    /// A `Retry-After` value — seconds, or an HTTP date — as a delay from now, at most a day.
     static func delay(retryAfter value: String, now: Date = Date()) -> Duration? {
         let text = value.trimmingSpaces()
-        if let seconds = Int64(text), seconds >= 0 { return .seconds(seconds) }
+        let longest = Duration.seconds(86_400)
+        if let seconds = ResponseHead.number(text) { return min(.seconds(seconds), longest) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: text) else { return nil }
-        return .seconds(max(0, date.timeIntervalSince(now)))
+        return min(Saturating.duration(seconds: max(0, date.timeIntervalSince(now))), longest)
     }
 
     // MARK: For the run
 
-    /// Waits for the end of the transfer, enforcing the time limits; returns the bytes written.
+    /// Waits for the end of the transfer, enforcing the time limits.
     /// Cancelling the calling task fails the transfer with `CancellationError` and stops it.
-    func wait() async throws -> Int64 {
+    func wait() async throws -> TransferStateMachine.Outcome {
         let watchdog = Task { [self] in await watch() }
         defer { watchdog.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let result = state.withLock { state -> Result<Int64, any Error>? in
-                    if let result = state.result { return result }
+                let decided = state.withLock { state -> Result<TransferStateMachine.Outcome, any Error>? in
+                    // Decided before the run waited (a fast transfer, or a failure): answer at once.
+                    // A decision is final once the transport ended the sink, or when it failed.
+                    if let decided = state.machine.decided, state.ended || decided.isFailure {
+                        state.resumed = true
+                        return decided
+                    }
                     state.continuation = continuation
                     return nil
                 }
-                if let result { continuation.resume(with: result) }
+                if let decided { continuation.resume(with: decided) }
             }
         } onCancel: {
             fail(CancellationError())
@@ -183,7 +230,7 @@ final class Transfer: Sendable {
     private func watch() async {
         let clock = ContinuousClock()
         while !Task.isCancelled {
-            let (lastActivity, done) = state.withLock { ($0.lastActivity, $0.result != nil || $0.failure != nil) }
+            let (lastActivity, done) = state.withLock { ($0.lastActivity, $0.machine.decided != nil) }
             if done { return }
             let now = clock.now
             if let total = limits.totalTimeout, now - started >= total {
@@ -199,19 +246,67 @@ final class Transfer: Sendable {
             try? await Saturating.sleep(until: wake, on: clock)
         }
     }
+}
 
-    private func finish(_ decide: (inout State) -> Result<Int64, any Error>) {
-        let (continuation, result, close) = state.withLock { state -> (CheckedContinuation<Int64, any Error>?, Result<Int64, any Error>?, Bool) in
-            guard state.result == nil else { return (nil, nil, false) }
-            let result = decide(&state)
-            state.result = result
-            state.stop = nil
-            defer { state.continuation = nil }
-            let close = state.fileOpen
-            state.fileOpen = false
-            return (state.continuation, result, close)
+extension Result {
+    var isFailure: Bool {
+        if case .failure = self { return true }
+        return false
+    }
+}
+
+/// The file side of a transfer: positions the file, decodes the body and writes it.
+// Safe: only a transport's callbacks touch it (`start`, `write`, `finish`, `close`), and a transport
+// calls a sink from one thread at a time (DownloadSink's contract), each call after the last returned.
+final class Writer: @unchecked Sendable {
+    let path: String
+    private let descriptor: Int32
+    private let existing: Int64
+    private let writeBytes: @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
+    private var decoder: ContentDecoder?
+    private var closed = false
+
+    init(file: Transfer.FileTarget, writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void) {
+        path = file.path
+        descriptor = file.descriptor
+        existing = file.existing
+        self.writeBytes = writeBytes
+    }
+
+    /// Positions the file for `plan` (after what it holds, or emptied) and sets up decoding.
+    func start(_ plan: TransferStateMachine.BodyPlan) throws {
+        if plan.append {
+            try FileSystem.seek(descriptor, to: existing, path: path)
+        } else if existing > 0 {
+            try FileSystem.truncate(descriptor, path: path)
         }
-        if close { FileSystem.close(descriptor) }
-        if let continuation, let result { continuation.resume(with: result) }
+        decoder = plan.codings.isEmpty ? nil : ContentDecoder(plan.codings)
+    }
+
+    /// Decodes and writes `bytes`; `willWrite` is asked before each write (it returns the error
+    /// that stops it: a limit).
+    func write(_ bytes: UnsafeRawBufferPointer, willWrite: (Int) -> (any Error)?) throws {
+        guard !closed else { return }
+        func put(_ piece: UnsafeRawBufferPointer) throws {
+            if let error = willWrite(piece.count) { throw error }
+            try writeBytes(descriptor, piece, path)
+        }
+        if let decoder {
+            try decoder.decode(bytes, emit: put)
+        } else {
+            try put(bytes)
+        }
+    }
+
+    /// Checks that every coded stream ended.
+    func finish() throws {
+        try decoder?.finish()
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        decoder = nil
+        FileSystem.close(descriptor)
     }
 }

@@ -14,11 +14,18 @@ import Darwin
 #error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
-/// Which transport a test drives: the socket one AsyncMedia uses for `http`, or URLSession (used for
-/// `https`, proxies and encoded bodies; forced here for `http` so both are covered on loopback).
+/// Which transport a test drives: libcurl (AsyncMedia's default on Linux), or URLSession (the
+/// default on Apple platforms; on Linux an option).
 enum MediaTransport: String, CaseIterable, CustomTestStringConvertible {
-    case sockets, urlSession
+    case curl, urlSession
     var testDescription: String { rawValue }
+
+    var transport: any DownloadTransport {
+        switch self {
+        case .curl: CurlTransport.shared ?? URLSessionTransport()
+        case .urlSession: URLSessionTransport()
+        }
+    }
 }
 
 /// AsyncMedia against real faults: a full disk, a deleted folder, servers that answer with part of a
@@ -34,21 +41,24 @@ final class AsyncMediaFaultTests: Sendable {
     }
 
     func media(
-        _ transport: MediaTransport = .sockets,
+        _ transport: MediaTransport = .curl,
         directory: URL? = nil,
+        sizeLimit: Int? = nil,
         limits: DownloadLimits = .default,
         maxConcurrentDownloads: Int = 6,
-        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer) throws -> Void = { try FileSystem.writeAll($0, [$1], path: "") }
+        timeToLive: Duration? = nil,
+        configuration: URLSessionConfiguration = .default,
+        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void = { try FileSystem.writeAll($0, [$1], path: $2) }
     ) -> AsyncMedia {
         AsyncMedia(
-            directory: directory ?? folder.child("media"), sizeLimit: nil, maxConcurrentDownloads: maxConcurrentDownloads,
-            limits: limits, configuration: .default, sockets: transport == .sockets, writeBytes: writeBytes
+            directory: directory ?? folder.child("media"), sizeLimit: sizeLimit, maxConcurrentDownloads: maxConcurrentDownloads,
+            limits: limits, timeToLive: timeToLive, configuration: configuration, transport: transport.transport, writeBytes: writeBytes
         )
     }
 
     func files(in directory: URL? = nil) -> (media: [String], temporary: [String]) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: (directory ?? folder.child("media")).path)) ?? []
-        return (names.filter(MediaFolder.isMediaName), names.filter(CacheFolder.isTemporaryName))
+        return (names.filter(MediaFolder.isMediaName), names.filter { CacheFolder.isTemporaryName($0) || MediaFolder.isPartialName($0) })
     }
 
     /// The process's networking still works: URLSession.shared, a new AsyncMedia and a plain task.
@@ -67,11 +77,11 @@ final class AsyncMediaFaultTests: Sendable {
     func aDiskThatFillsDuringAFastDownloadFailsItCleanlyAndNetworkingGoesOn(transport: MediaTransport) async throws {
         // The folder "holds" 1 MiB: the write that would pass it fails with ENOSPC, as on a full tmpfs.
         let written = Atomic<Int>(0)
-        let media = media(transport) { descriptor, bytes in
+        let media = media(transport) { descriptor, bytes, path in
             guard written.add(bytes.count, ordering: .relaxed).newValue <= 1 << 20 else {
-                throw FileSystem.Failure(call: "write", path: "media", code: ENOSPC)
+                throw FileSystem.Failure(call: "write", path: path, code: ENOSPC)
             }
-            try FileSystem.writeAll(descriptor, [bytes], path: "")
+            try FileSystem.writeAll(descriptor, [bytes], path: path)
         }
         for size in [3_000_000, 20_000_000] {
             written.store(0, ordering: .relaxed)
@@ -141,10 +151,10 @@ final class AsyncMediaFaultTests: Sendable {
         #expect(try Data(contentsOf: file) == MediaServer.body(200_000))
     }
 
-    @Test func theSocketTransportAsksForTheFileAsItIs() async throws {
-        _ = try await media(.sockets).file(for: server.url("/bytes/1000"))
+    @Test func libcurlIsAskedOnlyForEncodingsAsyncMediaChecksAndNoRangeAtFirst() async throws {
+        _ = try await media(.curl).file(for: server.url("/bytes/1000"))
         let asked = try await server.headers()["/bytes/1000"]
-        #expect(asked?["accept-encoding"] == "identity")
+        #expect(asked?["accept-encoding"] == "gzip, deflate")
         #expect(asked?["range"] == "")
     }
 

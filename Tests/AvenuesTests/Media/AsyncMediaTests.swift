@@ -85,6 +85,18 @@ final class MediaServer: Sendable {
         return try JSONDecoder().decode(Counts.self, from: data).headers
     }
 
+    /// The bytes of body the server sent per path (the paths that count them).
+    func sent() async throws -> [String: Int] {
+        let (data, _) = try await URLSession.shared.data(from: url("/counts"))
+        struct Counts: Decodable { var sent: [String: Int] }
+        return try JSONDecoder().decode(Counts.self, from: data).sent
+    }
+
+    /// Asks the server to answer `/resumable` with this ETag from now on.
+    func setETag(_ value: String) async throws {
+        _ = try await URLSession.shared.data(from: url("/set-etag/\(value)"))
+    }
+
     /// The bytes the server sends for `/bytes/<count>` and `/drip/<count>`.
     static func body(_ count: Int) -> Data {
         Data((0..<count).map { UInt8(($0 * 31 + 7) % 251) })
@@ -107,7 +119,7 @@ final class AsyncMediaTests {
     /// Files in the media folder: downloaded ones and temporary ones.
     func files() -> (media: [String], temporary: [String]) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.child("media").path)) ?? []
-        return (names.filter(MediaFolder.isMediaName), names.filter(CacheFolder.isTemporaryName))
+        return (names.filter(MediaFolder.isMediaName), names.filter { CacheFolder.isTemporaryName($0) || MediaFolder.isPartialName($0) })
     }
 
     @Test func twentyConcurrentRequestsOfOneURLCauseOneServerRequestAndGetTheRightBytes() async throws {

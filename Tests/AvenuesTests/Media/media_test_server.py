@@ -17,9 +17,20 @@ Prints "PORT <n>" once listening, then serves until killed or stdin closes.
   /busy/<seconds>           503 with Retry-After: <seconds>
   /counts                   JSON: requests per path, connections closed by the client mid-body, and
                             every request's path and query in the order they arrived ("order")
+  /hostile/<case>           a raw answer that breaks or stretches HTTP (see HOSTILE below)
+  /bomb/<n>                 n zero bytes gzip-encoded (a small body that decodes to a large file)
+  /away/<port>/<path>       302 to http://localhost:<port>/<path>: another origin than 127.0.0.1
+  /hops/<k>                 302 to /hops/<k-1>, ..., /hops/0 answers 100 bytes
+  /resumable/<n>?cut=&chunk=&pause_ms=
+                            n bytes with the ETag /set-etag/<value> set (v1 at first) and ranges; a
+                            request without Range gets the first `cut` bytes of the announced n, then
+                            the connection drops; `chunk` bytes every `pause_ms` ms when given
+  /set-etag/<value>         the ETag /resumable answers with from now on
+  /revalidate/<n>?etag=     n bytes with ETag and Last-Modified; If-None-Match that matches: 304
 
 /status/204 and /status/304 send no body. Every response to a path records the Accept-Encoding
-and Range headers it was asked with under /counts' "headers".
+Range, Authorization, Cookie, X-Api-Key, If-Range and If-None-Match headers it was asked with under
+/counts' "headers", and the bytes of body it sent under "sent".
 """
 import gzip
 import json
@@ -32,6 +43,7 @@ from urllib.parse import parse_qs, urlparse
 counts = {}
 closed = {}
 headers = {}
+sent_bytes = {}
 order = []
 lock = threading.Lock()
 
@@ -73,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
         parts = url.path.strip("/").split("/")
         if url.path == "/counts":
             with lock:
-                payload = json.dumps({"requests": counts, "closed": closed, "headers": headers, "order": order}).encode()
+                payload = json.dumps({"requests": counts, "closed": closed, "headers": headers, "order": order, "sent": sent_bytes}).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -82,7 +94,8 @@ class Handler(BaseHTTPRequestHandler):
         self.count(url.path, counts)
         with lock:
             order.append(self.path)
-            headers[url.path] = {"accept-encoding": self.headers.get("Accept-Encoding", ""), "range": self.headers.get("Range", "")}
+            headers[url.path] = {name.lower(): self.headers.get(name, "") for name in
+                                 ("Accept-Encoding", "Range", "Authorization", "Cookie", "X-Api-Key", "If-Range", "If-None-Match")}
         kind = parts[0]
         size = int(parts[1].split(".")[0]) if len(parts) > 1 and parts[1].split(".")[0].isdigit() else 0
         if kind == "bytes":
@@ -172,6 +185,107 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Location", "/" + "/".join(parts[1:]) + ("?" + url.query if url.query else ""))
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif kind == "hostile":
+            self.wfile.write(hostile(parts[1] if len(parts) > 1 else ""))
+            self.wfile.flush()
+            self.close_connection = True
+        elif kind == "bomb":
+            payload = bomb(size)
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            try:
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+        elif kind == "away":
+            self.send_response(302)
+            self.send_header("Location", "http://localhost:" + parts[1] + "/" + "/".join(parts[2:]))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif kind == "hops":
+            if size > 0:
+                self.send_response(302)
+                self.send_header("Location", "/hops/%d" % (size - 1))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self.send_response(200)
+                self.send_header("Content-Length", "100")
+                self.end_headers()
+                self.wfile.write(body(100))
+        elif kind == "set-etag":
+            global RESUMABLE_ETAG
+            RESUMABLE_ETAG = parts[1]
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif kind == "resumable":
+            query = parse_qs(url.query)
+            etag = '"' + RESUMABLE_ETAG + '"'
+            # The cut applies to the first request of a path and query only: later ones get it whole.
+            with lock:
+                first = counts.get(url.path, 0) <= 1 and self.path not in CUT_DONE
+                CUT_DONE.add(self.path)
+            cut = int(query.get("cut", [str(size)])[0]) if first else size
+            chunk = int(query.get("chunk", ["0"])[0])
+            pause = int(query.get("pause_ms", ["0"])[0]) / 1000
+            wanted = self.headers.get("Range", "")
+            if_range = self.headers.get("If-Range")
+            if wanted.startswith("bytes=") and (if_range is None or if_range == etag):
+                start = int(wanted[6:].split("-")[0])
+                if start >= size:
+                    self.send_response(416)
+                    self.send_header("Content-Range", "bytes */%d" % size)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(206)
+                self.send_header("ETag", etag)
+                self.send_header("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size))
+                self.send_header("Content-Length", str(size - start))
+                self.end_headers()
+                self.wfile.write(body(size - start, start))
+                self.record_sent(url.path, size - start)
+                return
+            self.send_response(200)
+            self.send_header("ETag", etag)
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            try:
+                if chunk:
+                    done = 0
+                    while done < cut:
+                        piece = min(chunk, cut - done)
+                        self.wfile.write(body(piece, done))
+                        self.wfile.flush()
+                        done += piece
+                        self.record_sent(url.path, piece)
+                        time.sleep(pause)
+                else:
+                    self.wfile.write(body(cut))
+                    self.wfile.flush()
+                    self.record_sent(url.path, cut)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            if cut < size:
+                self.close_connection = True
+        elif kind == "revalidate":
+            etag = '"' + parse_qs(url.query).get("etag", ["v1"])[0] + '"'
+            if self.headers.get("If-None-Match") == etag:
+                self.send_response(304)
+                self.send_header("ETag", etag)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("ETag", etag)
+            self.send_header("Last-Modified", "Mon, 02 Nov 2026 10:00:00 GMT")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            self.wfile.write(body(size))
+            self.record_sent(url.path, size)
         elif kind == "short":
             self.send_response(200)
             self.send_header("Content-Length", str(size))
@@ -183,6 +297,54 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(404)
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+
+def record_sent(self, path, count):
+    with lock:
+        sent_bytes[path] = sent_bytes.get(path, 0) + count
+
+
+Handler.record_sent = record_sent
+
+BOMBS = {}
+RESUMABLE_ETAG = "v1"
+CUT_DONE = set()
+
+
+def bomb(n):
+    with lock:
+        if n not in BOMBS:
+            BOMBS[n] = gzip.compress(bytes(n), compresslevel=9)
+        return BOMBS[n]
+
+
+DATA = body(50000)
+GZ = gzip.compress(DATA)
+
+
+def chunked(payload, step=1000):
+    return b"".join(b"%x\r\n" % len(payload[i:i + step]) + payload[i:i + step] + b"\r\n" for i in range(0, len(payload), step)) + b"0\r\n\r\n"
+
+
+def hostile(case):
+    """Raw answers: every one must be either decoded to DATA or refused, never cached wrong."""
+    half = GZ[:len(GZ) // 2]
+    answers = {
+        "te-identity-chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(DATA),
+        "te-gzip": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" + chunked(GZ),
+        "te-gzip-close": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n" + GZ,
+        "ce-twice": b"HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(GZ) + GZ,
+        "gzip-half-chunked": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(half),
+        "gzip-half-close": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n" + half,
+        "gzip-no-trailer": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % (len(GZ) - 8) + GZ[:-8],
+        "continue": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 50000\r\n\r\n" + DATA,
+        "chunk-space": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 0\r\n" + b"x" * 16 + b"\r\n0\r\n\r\n",
+        "empty-length": b"HTTP/1.1 200 OK\r\nContent-Length: \r\nConnection: close\r\n\r\n" + DATA,
+        "two-lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 50000\r\nContent-Length: 3\r\n\r\n" + DATA,
+        "brotli": b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 5\r\n\r\nhello",
+        "retry-forever": b"HTTP/1.1 503 Busy\r\nRetry-After: 9223372036854775807000\r\nContent-Length: 0\r\n\r\n",
+    }
+    return answers.get(case, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
 
 
 def main():

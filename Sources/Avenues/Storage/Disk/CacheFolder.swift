@@ -107,6 +107,11 @@ final class CacheFolder: Sendable {
         }
     }
 
+    /// Creates the folder if needed and checks it is safe to use.
+    func secure() throws(DiskStorageError) {
+        try state.withLock { (state: inout State) throws(DiskStorageError) in _ = try secure(&state, creating: true) }
+    }
+
     // MARK: Changes (under the folder lock)
 
     /// Moves a finished temporary file into place as `name` (one `rename(2)`), counts it, and sweeps

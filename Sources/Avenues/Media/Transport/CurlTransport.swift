@@ -1,0 +1,370 @@
+import CAvenuesNetwork
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Downloads through libcurl — the client FoundationNetworking itself is built on — driven through
+/// its multi interface from one thread of ours. ``AsyncMedia``'s default transport on Linux.
+///
+/// libcurl is loaded at run time (`libcurl.so.4`, present wherever `FoundationNetworking` works),
+/// so the library builds without its headers and links against nothing. It brings TLS with the
+/// system's CA store, HTTP/2, proxies from `http_proxy`/`https_proxy`/`no_proxy`/`all_proxy`, and
+/// connection reuse: requests to one host share kept-alive connections (HTTP/1.1) or one
+/// multiplexed connection (HTTP/2).
+///
+/// What it avoids of URLSession on Linux: nothing here is shared with URLSession's process-wide
+/// queues, so a fast download stalls no other traffic; bodies are written by AsyncMedia's sink on
+/// this thread as they arrive (so a full disk is an error, never a trap, and memory stays bounded);
+/// no thread blocks in `getaddrinfo` or `connect` per download; a cancel returns at once.
+///
+/// Bodies are handed over still in their content codings: AsyncMedia decodes them and checks that
+/// each compressed stream is whole (libcurl 7.88 takes a `gzip` body cut in half for a whole one).
+/// The CA file is `SSL_CERT_FILE` from the environment unless one is given.
+public final class CurlTransport: DownloadTransport {
+    /// libcurl could not be loaded; the reason says why.
+    public struct Unavailable: Error, CustomStringConvertible, Sendable {
+        /// Why.
+        public let reason: String
+        /// What happened and what to do.
+        public var description: String {
+            "libcurl could not be loaded (\(reason)); install libcurl (Debian: libcurl4) or give AsyncMedia another transport."
+        }
+    }
+
+    /// The transport every ``AsyncMedia`` uses by default on Linux, or `nil` if libcurl cannot be
+    /// loaded. Its CA file is `SSL_CERT_FILE`'s, if set.
+    public static let shared: CurlTransport? = try? CurlTransport()
+
+    /// libcurl's version text (`libcurl/7.88.1 OpenSSL/3.0.19 zlib/1.2.13 … nghttp2/1.52.0`), or
+    /// `nil` if it cannot be loaded.
+    public static var version: String? {
+        avenues_curl_load() == 0 ? String(cString: avenues_curl_version()) : nil
+    }
+
+    /// libcurl delivers bodies as they were sent; AsyncMedia decodes them.
+    public var decodesContentCodings: Bool { false }
+
+    /// The file of CA certificates TLS trusts, or `nil` for the system's.
+    public let caFile: String?
+
+    private let engine: Engine
+
+    /// A transport with a thread and a connection pool of its own.
+    ///
+    /// - Parameter caFile: a PEM file of the certificates to trust instead of the system's (a test
+    ///   CA, a company's); `SSL_CERT_FILE` from the environment by default.
+    /// - Throws: ``Unavailable`` if libcurl cannot be loaded.
+    public init(caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"]) throws(Unavailable) {
+        guard avenues_curl_load() == 0, let multi = avenues_curl_multi_init() else {
+            throw Unavailable(reason: String(cString: avenues_curl_load_error()))
+        }
+        self.caFile = caFile.flatMap { $0.isEmpty ? nil : $0 }
+        engine = Engine(multi: multi)
+        let engine = engine
+        let thread = Thread { engine.run() }
+        thread.name = "avenues.curl"
+        thread.start()
+    }
+
+    deinit {
+        engine.submit(.shutDown)
+    }
+
+    public func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
+        let transfer = CurlTransfer(request: request, sink: sink, caFile: caFile)
+        engine.submit(.add(transfer))
+        return DownloadHandle { [weak engine, weak transfer] in
+            guard let engine, let transfer else { return }
+            engine.submit(.cancel(transfer))
+        }
+    }
+
+    /// Connections libcurl opened since the transport started (kept-alive ones are opened once).
+    var connectionsOpened: Int { engine.connectionsOpened.withLock { $0 } }
+}
+
+/// What the curl thread is asked to do.
+private enum Command: Sendable {
+    case add(CurlTransfer)
+    case cancel(CurlTransfer)
+    case shutDown
+}
+
+/// The curl thread's state: the multi handle and the transfers on it.
+// Safe: `multi`, `active` and every easy handle are used only by the curl thread (`run`); other
+// threads only append to `inbox` (locked), signal `idle`, and call curl_multi_wakeup, which libcurl
+// documents as safe to call from any thread.
+private final class Engine: @unchecked Sendable {
+    let multi: UnsafeMutableRawPointer
+    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private let inbox = Locked<(commands: [Command], idle: Bool)>(([], false))
+    private let idle = DispatchSemaphore(value: 0)
+    let connectionsOpened = Locked(0)
+
+    init(multi: UnsafeMutableRawPointer) {
+        self.multi = multi
+        _ = avenues_curl_multi_setopt_long(multi, CurlOption.maxConnects, 64)
+    }
+
+    func submit(_ command: Command) {
+        let wasIdle = inbox.withLock { inbox -> Bool in
+            inbox.commands.append(command)
+            defer { inbox.idle = false }
+            return inbox.idle
+        }
+        if wasIdle { idle.signal() } else { _ = avenues_curl_multi_wakeup(multi) }
+    }
+
+    func run() {
+        while true {
+            let commands = inbox.withLock { inbox -> [Command] in
+                defer { inbox.commands = [] }
+                return inbox.commands
+            }
+            for command in commands {
+                switch command {
+                case .add(let transfer): add(transfer)
+                case .cancel(let transfer): remove(transfer, result: nil, cancelled: true)
+                case .shutDown:
+                    for transfer in Array(active.values) { remove(transfer, result: nil, cancelled: true) }
+                    avenues_curl_multi_cleanup(multi)
+                    return
+                }
+            }
+            var running: Int32 = 0
+            _ = avenues_curl_multi_perform(multi, &running)
+            var easy: UnsafeMutableRawPointer?
+            var result: Int32 = 0
+            while avenues_curl_multi_next_done(multi, &easy, &result) == 1 {
+                if let easy, let transfer = active[easy] { remove(transfer, result: result, cancelled: false) }
+            }
+            if active.isEmpty {
+                // Nothing to watch: sleep until a command comes.
+                let wait = inbox.withLock { inbox -> Bool in
+                    guard inbox.commands.isEmpty else { return false }
+                    inbox.idle = true
+                    return true
+                }
+                if wait { idle.wait() }
+            } else {
+                var descriptors: Int32 = 0
+                _ = avenues_curl_multi_poll(multi, 1_000, &descriptors)
+            }
+        }
+    }
+
+    private func add(_ transfer: CurlTransfer) {
+        guard let easy = transfer.configure() else {
+            transfer.sink.end(URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "libcurl could not make a request handle"]))
+            return
+        }
+        guard avenues_curl_multi_add_handle(multi, easy) == 0 else {
+            transfer.cleanUp()
+            transfer.sink.end(URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "libcurl refused a request"]))
+            return
+        }
+        active[easy] = transfer
+    }
+
+    /// Takes `transfer` off the multi handle and ends its sink: with `result` (libcurl's code), or
+    /// as cancelled.
+    private func remove(_ transfer: CurlTransfer, result: Int32?, cancelled: Bool) {
+        guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
+        var connects = 0
+        _ = avenues_curl_easy_getinfo_long(easy, CurlInfo.numConnects, &connects)
+        connectionsOpened.withLock { $0 += connects }
+        _ = avenues_curl_multi_remove_handle(multi, easy)
+        let outcome: (any Error)? = cancelled ? CancellationError() : transfer.outcome(result ?? 0)
+        transfer.cleanUp()
+        transfer.sink.end(outcome)
+    }
+}
+
+/// One request on the curl thread: its easy handle, header list and head parser.
+// Safe: created on the caller's thread and handed to the curl thread through the engine's locked
+// inbox; from then on only the curl thread (and libcurl's callbacks on it) touch it.
+private final class CurlTransfer: @unchecked Sendable {
+    let request: DownloadRequest
+    let sink: any DownloadSink
+    let caFile: String?
+    private(set) var easy: UnsafeMutableRawPointer?
+    private var headerList: UnsafeMutableRawPointer?
+    /// libcurl writes its detailed message here (CURL_ERROR_SIZE); it must not move, so it is
+    /// allocated, not an array.
+    private let errorBuffer: UnsafeMutablePointer<CChar> = {
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
+        buffer.initialize(repeating: 0, count: 256)
+        return buffer
+    }()
+    private var parser = HeaderBlockParser()
+    private var headDelivered = false
+    /// The sink asked to stop: its decision stands, whatever libcurl reports.
+    private var stoppedBySink = false
+    /// The response could not be read (a head too large, a folded line…).
+    private var failure: (any Error)?
+
+    init(request: DownloadRequest, sink: any DownloadSink, caFile: String?) {
+        self.request = request
+        self.sink = sink
+        self.caFile = caFile
+    }
+
+    deinit {
+        cleanUp()
+        errorBuffer.deallocate()
+    }
+
+    /// Makes and configures the easy handle; `nil` if libcurl could not make one.
+    func configure() -> UnsafeMutableRawPointer? {
+        guard let easy = avenues_curl_easy_init() else { return nil }
+        self.easy = easy
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        setString(CurlOption.url, request.url.absoluteString)
+        if avenues_curl_easy_setopt_pointer(easy, CurlOption.protocolsString, "http,https") != 0 {
+            _ = avenues_curl_easy_setopt_long(easy, CurlOption.protocols, 3)  // before 7.85: CURLPROTO_HTTP | CURLPROTO_HTTPS
+        }
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.noSignal, 1)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.followLocation, 0)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.httpContentDecoding, 0)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.httpTransferDecoding, 1)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.transferEncoding, 0)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.suppressConnectHeaders, 1)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.tcpKeepAlive, 1)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.pipeWait, 1)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.bufferSize, 256 * 1024)
+        _ = avenues_curl_easy_setopt_long(easy, CurlOption.connectTimeoutMilliseconds, Int(clamping: min(Saturating.milliseconds(request.limits.idleTimeout), Int64(Int32.max))))
+        setString(CurlOption.userAgent, "Avenues-AsyncMedia")
+        if let caFile { setString(CurlOption.caInfo, caFile) }
+        for field in request.headers {
+            // A name or value with a line break or NUL could inject a header: such a field is dropped.
+            guard !field.name.isEmpty, field.name.utf8.allSatisfy(HeaderBlockParser.isTokenByte),
+                  !field.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 })
+            else { continue }
+            headerList = avenues_curl_slist_append(headerList, "\(field.name): \(field.value)")
+        }
+        if let headerList { _ = avenues_curl_easy_setopt_pointer(easy, CurlOption.httpHeader, headerList) }
+        _ = avenues_curl_easy_setopt_pointer(easy, CurlOption.errorBuffer, errorBuffer)
+        _ = avenues_curl_easy_setopt_callback(easy, CurlOption.headerFunction, curlHeaderLine)
+        _ = avenues_curl_easy_setopt_pointer(easy, CurlOption.headerData, context)
+        _ = avenues_curl_easy_setopt_callback(easy, CurlOption.writeFunction, curlBodyPiece)
+        _ = avenues_curl_easy_setopt_pointer(easy, CurlOption.writeData, context)
+        return easy
+    }
+
+    private func setString(_ option: Int32, _ value: String) {
+        guard let easy else { return }
+        _ = value.withCString { avenues_curl_easy_setopt_pointer(easy, option, $0) }  // libcurl copies strings
+    }
+
+    /// One header line: `false` stops the transfer.
+    func header(_ line: UnsafeRawBufferPointer) -> Bool {
+        do {
+            guard let head = try parser.take(line) else { return true }
+            headDelivered = true
+            if !sink.head(status: head.status, fields: head.fields) {
+                stoppedBySink = true
+                return false
+            }
+            return true
+        } catch {
+            failure = AsyncMediaError.malformedResponse(request.url, reason: error.description)
+            return false
+        }
+    }
+
+    /// A piece of the body: `false` stops the transfer.
+    func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard headDelivered else {
+            failure = AsyncMediaError.malformedResponse(request.url, reason: "a body before a complete head")
+            return false
+        }
+        if !sink.body(bytes) {
+            stoppedBySink = true
+            return false
+        }
+        return true
+    }
+
+    /// How the transfer ended, as the sink is told: `nil` when the body ended as its framing says.
+    func outcome(_ code: Int32) -> (any Error)? {
+        if let failure { return failure }
+        if stoppedBySink || code == 0 { return nil }
+        let text = String(cString: errorBuffer)
+        let detail = text.isEmpty ? String(cString: avenues_curl_easy_strerror(code)) : text
+        return CurlTransfer.error(code, detail: detail, url: request.url)
+    }
+
+    /// libcurl's error as AsyncMedia reports it: connectivity as `URLError` (so callers see
+    /// "offline"), a server's broken answer as ``AsyncMediaError``.
+    static func error(_ code: Int32, detail: String, url: URL) -> any Error {
+        let info: [String: Any] = [NSURLErrorFailingURLErrorKey: url, NSLocalizedDescriptionKey: detail]
+        switch code {
+        case 5, 6: return URLError(.cannotFindHost, userInfo: info)
+        case 7: return URLError(.cannotConnectToHost, userInfo: info)
+        case 28: return URLError(.timedOut, userInfo: info)
+        case 16, 18, 52, 55, 56, 92: return URLError(.networkConnectionLost, userInfo: info)
+        case 35, 77, 58: return URLError(.secureConnectionFailed, userInfo: info)
+        case 60: return URLError(.serverCertificateUntrusted, userInfo: info)
+        case 1, 3: return AsyncMediaError.invalidURL(url, reason: detail)
+        case 8: return AsyncMediaError.malformedResponse(url, reason: detail)
+        default: return URLError(.unknown, userInfo: info)
+        }
+    }
+
+    func cleanUp() {
+        if let easy { avenues_curl_easy_cleanup(easy) }
+        if let headerList { avenues_curl_slist_free_all(headerList) }
+        easy = nil
+        headerList = nil
+    }
+}
+
+/// libcurl's header callback: one line per call.
+private let curlHeaderLine: avenues_curl_data_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let (length, overflow) = size.multipliedReportingOverflow(by: count)
+    guard !overflow else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.header(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+}
+
+/// libcurl's write callback: a piece of the body.
+private let curlBodyPiece: avenues_curl_data_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let (length, overflow) = size.multipliedReportingOverflow(by: count)
+    guard !overflow else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.body(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+}
+
+/// libcurl's option numbers (curl.h; stable ABI).
+private enum CurlOption {
+    static let url: Int32 = 10002
+    static let writeFunction: Int32 = 20011
+    static let writeData: Int32 = 10001
+    static let headerFunction: Int32 = 20079
+    static let headerData: Int32 = 10029
+    static let httpHeader: Int32 = 10023
+    static let followLocation: Int32 = 52
+    static let transferEncoding: Int32 = 207
+    static let noSignal: Int32 = 99
+    static let connectTimeoutMilliseconds: Int32 = 156
+    static let caInfo: Int32 = 10065
+    static let userAgent: Int32 = 10018
+    static let protocols: Int32 = 181
+    static let protocolsString: Int32 = 10318
+    static let errorBuffer: Int32 = 10010
+    static let bufferSize: Int32 = 98
+    static let httpContentDecoding: Int32 = 158
+    static let httpTransferDecoding: Int32 = 157
+    static let pipeWait: Int32 = 237
+    static let tcpKeepAlive: Int32 = 213
+    static let suppressConnectHeaders: Int32 = 265
+    static let maxConnects: Int32 = 6  // CURLMOPT_MAXCONNECTS
+}
+
+/// libcurl's information numbers.
+private enum CurlInfo {
+    static let numConnects: Int32 = 2_097_178
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+/// A header field of a request or a response, as sent (names compare case-insensitively).
+public struct HTTPField: Sendable, Hashable, CustomStringConvertible {
+    /// The field's name.
+    public var name: String
+    /// The field's value.
+    public var value: String
+
+    /// A field.
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// `Name: value`.
+    public var description: String { "\(name): \(value)" }
+}
+
+/// One GET that ``AsyncMedia`` asks a ``DownloadTransport`` to make. Its headers are final: a
+/// transport sends them as they are and adds only what its protocol needs (`Host`, `User-Agent`),
+/// follows no redirect, and decodes no content coding unless it says it does
+/// (``DownloadTransport/decodesContentCodings``).
+public struct DownloadRequest: Sendable {
+    /// The URL, `http` or `https`.
+    public var url: URL
+    /// The header fields to send.
+    public var headers: [HTTPField]
+    /// The limits of the download: a transport may use `idleTimeout` for connecting (``AsyncMedia``
+    /// enforces every limit itself whatever the transport does).
+    public var limits: DownloadLimits
+
+    /// A request.
+    public init(url: URL, headers: [HTTPField], limits: DownloadLimits) {
+        self.url = url
+        self.headers = headers
+        self.limits = limits
+    }
+}
+
+/// Where a transport delivers one response. ``AsyncMedia`` makes one per request; a transport calls
+/// it from one thread at a time, in this order: ``head(status:fields:)`` once (never for a 1xx or a
+/// proxy's `CONNECT` answer), ``body(_:)`` for each piece of the body, then ``end(_:)`` exactly
+/// once — also when the request failed before any head, or was cancelled.
+public protocol DownloadSink: AnyObject, Sendable {
+    /// The final response's head: its status and every header field, in order. `false` asks the
+    /// transport to stop (then it calls ``end(_:)`` and nothing else).
+    func head(status: Int, fields: [HTTPField]) -> Bool
+
+    /// A piece of the body, after transfer framing (`chunked`) was removed, still in its content
+    /// and transfer codings (`gzip`) unless the transport decodes them. `false` asks the transport
+    /// to stop.
+    func body(_ bytes: UnsafeRawBufferPointer) -> Bool
+
+    /// The response is over: `nil` when the body ended as its framing says (a length reached, a
+    /// last chunk, or the end of the connection for a body without either), else why it did not.
+    func end(_ error: (any Error)?)
+}
+
+/// How ``AsyncMedia`` moves bytes: starts a request, delivers its head and body into a sink, and
+/// stops when told. Everything else — what is cached, decoding and checking the body, redirects and
+/// which headers cross them, resume and revalidation, limits, de-duplication and scheduling — is
+/// AsyncMedia's, the same on every transport.
+///
+/// The rules a transport keeps: it frames bodies by RFC 9112 (a length, chunks, or the end of the
+/// connection) and reports a body cut short as an error, never as an end; it follows no redirect;
+/// a ``DownloadHandle/cancel()`` returns at once, from any thread, and the transport then ends the
+/// sink promptly; one download never makes other traffic wait.
+///
+/// On Linux the default is ``CurlTransport`` (libcurl, loaded at run time); on Apple platforms,
+/// ``URLSessionTransport``.
+public protocol DownloadTransport: Sendable {
+    /// Whether bodies arrive with their content codings already removed (URLSession decodes `gzip`
+    /// itself; libcurl is asked not to, so that AsyncMedia can check the stream is whole).
+    var decodesContentCodings: Bool { get }
+
+    /// Starts `request` and returns at once; the response is delivered into `sink`.
+    func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle
+}
+
+/// Stops a transfer a ``DownloadTransport`` started.
+public struct DownloadHandle: Sendable {
+    private let stop: @Sendable () -> Void
+
+    /// A handle that runs `stop` when cancelled.
+    public init(cancel stop: @escaping @Sendable () -> Void) {
+        self.stop = stop
+    }
+
+    /// Stops the transfer: returns at once, from any thread; the transport ends the sink soon after.
+    public func cancel() {
+        stop()
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Downloads through URLSession: ``AsyncMedia``'s default transport on Apple platforms, where
+/// URLSession paces transfers itself. On Linux it is available, but not the default: there
+/// swift-corelibs-foundation's URLSession stalls every session in the process during a fast
+/// download and cannot be paused (``CurlTransport`` has neither fault).
+///
+/// URLSession decodes `gzip` bodies itself (``decodesContentCodings``), so AsyncMedia cannot check
+/// such a stream is whole on this transport. Redirects are not followed here (AsyncMedia follows
+/// them, dropping credentials across origins). The delegate never blocks a URLSession thread on
+/// anything but the body's write, and never calls back into the session synchronously: a transfer
+/// is cancelled from another queue.
+public final class URLSessionTransport: NSObject, DownloadTransport, URLSessionDataDelegate, Sendable {
+    private let sinks = Locked([Int: any DownloadSink]())
+    private let session: Locked<URLSession?> = Locked(nil)
+
+    /// URLSession removes content codings itself.
+    public var decodesContentCodings: Bool { true }
+
+    /// A transport over a session with `configuration` (copied; its URL cache is switched off: the
+    /// downloaded files are the cache).
+    public init(configuration: URLSessionConfiguration = .default) {
+        super.init()
+        let configuration = (configuration.copy() as? URLSessionConfiguration) ?? configuration
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        #if canImport(FoundationNetworking)
+        // On libcurl's own thread, so a body is written as it arrives (nothing piles up in memory).
+        let queue: OperationQueue = InlineOperationQueue()
+        #else
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1  // a download's pieces are written in order
+        #endif
+        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+        self.session.withLock { $0 = session }
+    }
+
+    /// Cancels every task; the transport is not used afterwards.
+    public func invalidate() {
+        let session = session.withLock { session -> URLSession? in
+            defer { session = nil }
+            return session
+        }
+        session?.invalidateAndCancel()
+    }
+
+    public func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
+        guard let session = session.withLock({ $0 }) else {
+            sink.end(CancellationError())
+            return DownloadHandle {}
+        }
+        let seconds = min(request.limits.idleTimeout.seconds, 365 * 86_400)
+        var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: seconds)
+        for field in request.headers { urlRequest.setValue(field.value, forHTTPHeaderField: field.name) }
+        let task = session.dataTask(with: urlRequest)
+        sinks.withLock { $0[task.taskIdentifier] = sink }
+        task.resume()
+        // Off the caller's thread: cancel() waits for URLSession's queue, which may be busy.
+        return DownloadHandle { DispatchQueue.global().async { task.cancel() } }
+    }
+
+    private func sink(for task: URLSessionTask) -> (any DownloadSink)? {
+        sinks.withLock { $0[task.taskIdentifier] }
+    }
+
+    public func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        let http = response as? HTTPURLResponse
+        let fields = (http?.allHeaderFields ?? [:]).compactMap { name, value -> HTTPField? in
+            guard let name = name as? String else { return nil }
+            return HTTPField(name: name, value: "\(value)")
+        }
+        let proceed = sink(for: dataTask)?.head(status: http?.statusCode ?? 200, fields: fields) ?? false
+        completionHandler(proceed ? .allow : .cancel)
+    }
+
+    public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard let sink = sink(for: dataTask) else { return }
+        let proceed = data.withUnsafeBytes { sink.body($0) }
+        if !proceed { DispatchQueue.global().async { dataTask.cancel() } }
+    }
+
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let sink = sinks.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        sink?.end(error)
+    }
+
+    public func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)  // AsyncMedia follows redirects itself
+    }
+}
+
+#if canImport(FoundationNetworking)
+/// A delegate "queue" that runs each callback at once on the thread that adds it — libcurl's, for
+/// a session's data callbacks — so a body chunk is written before libcurl reads the next one.
+///
+/// Callbacks then run on URLSession's own queue: they must not call back into the session
+/// synchronously (``URLSessionTransport`` cancels tasks from another queue).
+// Safe: it adds no state to OperationQueue; blocks run on their caller's thread, in its order.
+final class InlineOperationQueue: OperationQueue, @unchecked Sendable {
+    override func addOperation(_ block: @escaping @Sendable () -> Void) {
+        block()
+    }
+
+    override func addOperation(_ operation: Operation) {
+        operation.start()
+    }
+}
+#endif

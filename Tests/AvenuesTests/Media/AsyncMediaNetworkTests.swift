@@ -1,0 +1,303 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Avenues
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
+#endif
+
+/// AsyncMedia against a server that lies, stretches HTTP or cuts downloads short, through libcurl:
+/// each of issue 25's items 1–8 (seen 2026-11-23 with the hand-written client), then resume and
+/// revalidation. Nothing wrong is ever cached, and no credential crosses an origin.
+@Suite("AsyncMedia over a hostile network", .serialized, .timeLimit(.minutes(3)))
+final class AsyncMediaNetworkTests: Sendable {
+    let folder = TemporaryFolder("media-network")
+    let server: MediaServer
+    static let data = MediaServer.body(50_000)
+
+    init() throws {
+        server = try MediaServer()
+    }
+
+    func media(
+        sizeLimit: Int? = nil, maxConcurrentDownloads: Int = 6, timeToLive: Duration? = nil,
+        configuration: URLSessionConfiguration = .default, directory: URL? = nil,
+        writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void = { try FileSystem.writeAll($0, [$1], path: $2) }
+    ) -> AsyncMedia {
+        AsyncMedia(
+            directory: directory ?? folder.child("media"), sizeLimit: sizeLimit, maxConcurrentDownloads: maxConcurrentDownloads,
+            limits: .default, timeToLive: timeToLive, configuration: configuration, transport: CurlTransport.shared, writeBytes: writeBytes
+        )
+    }
+
+    func leftovers(in directory: URL? = nil) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: (directory ?? folder.child("media")).path)) ?? []
+        return names.filter { CacheFolder.isTemporaryName($0) || MediaFolder.isPartialName($0) }
+    }
+
+    @Test func libcurlIsTheDefaultOnLinux() throws {
+        #if canImport(FoundationNetworking)
+        #expect(AsyncMedia(directory: folder.child("default")).transport is CurlTransport)
+        #expect(CurlTransport.version?.contains("libcurl") == true)
+        #endif
+    }
+
+    /// Item 1: only the first Transfer-Encoding / Content-Encoding field was read, and the chunk
+    /// framing (5,040 bytes) or gzip bytes were cached as the file.
+    @Test(arguments: ["te-identity-chunked", "te-gzip", "te-gzip-close", "ce-twice", "continue"])
+    func everyCodingFieldIsDecodedAndInformationalHeadsAreSkipped(hostile: String) async throws {
+        let file = try await media().file(for: server.url("/hostile/\(hostile)"))
+        #expect(try Data(contentsOf: file) == Self.data)
+    }
+
+    /// Item 2: half a gzip stream was cached as a complete file (199 of 50,000 bytes).
+    @Test(arguments: ["gzip-half-chunked", "gzip-half-close", "gzip-no-trailer"])
+    func aCompressedBodyCutShortIsNeverCached(hostile: String) async throws {
+        let media = media()
+        let url = server.url("/hostile/\(hostile)")
+        await #expect(throws: AsyncMediaError.self) { try await media.file(for: url) }
+        #expect(media.cachedFile(for: url) == nil)
+        #expect(leftovers().isEmpty)
+    }
+
+    /// Item 6 (and item 1's siblings): framing a hostile server makes ambiguous is refused.
+    @Test(arguments: ["chunk-space", "empty-length", "two-lengths", "brotli"])
+    func ambiguousOrUndecodableAnswersAreRefused(hostile: String) async throws {
+        let media = media()
+        let url = server.url("/hostile/\(hostile)")
+        await #expect { try await media.file(for: url) } throws: { error in
+            error is AsyncMediaError || error is URLError
+        }
+        #expect(media.cachedFile(for: url) == nil)
+    }
+
+    /// Item 3: Authorization, Cookie and X-Api-Key were sent to the other origin a redirect named.
+    @Test func credentialsDoNotCrossARedirectToAnotherOrigin() async throws {
+        let configuration = URLSessionConfiguration.default
+        configuration.httpAdditionalHeaders = ["Authorization": "Bearer s3cret", "Cookie": "id=1", "X-Api-Key": "k", "Accept-Language": "fr"]
+        let media = media(configuration: configuration)
+        // 127.0.0.1 redirects to localhost: the same server, another origin.
+        let file = try await media.file(for: server.url("/away/\(server.port)/bytes/321"))
+        #expect(try Data(contentsOf: file) == MediaServer.body(321))
+        let headers = try await server.headers()
+        #expect(headers["/away/\(server.port)/bytes/321"]?["authorization"] == "Bearer s3cret")  // the first origin gets them
+        let away = try #require(headers["/bytes/321"])
+        #expect(away["authorization"] == "" && away["cookie"] == "" && away["x-api-key"] == "", "\(away)")
+        // The same origin keeps them across its own redirects.
+        _ = try await media.file(for: server.url("/redirect/bytes/322"))
+        #expect(try await server.headers()["/bytes/322"]?["authorization"] == "Bearer s3cret")
+    }
+
+    /// Item 4: with `sizeLimit` 1 MiB, a ~1 MB gzip bomb wrote 300 MB until the disk was full.
+    @Test func theFoldersSizeLimitBoundsOneDownloadEvenCompressed() async throws {
+        let written = Atomic<Int>(0)
+        let media = media(sizeLimit: 1 << 20) { descriptor, bytes, path in
+            written.add(bytes.count, ordering: .relaxed)
+            try FileSystem.writeAll(descriptor, [bytes], path: path)
+        }
+        let url = server.url("/bomb/67108864")
+        await #expect { try await media.file(for: url) } throws: { error in
+            guard case .tooLarge(_, 1 << 20)? = error as? AsyncMediaError else { return false }
+            return "\(error)".contains("sizeLimit")
+        }
+        #expect(written.load(ordering: .relaxed) <= 1 << 20, "wrote \(written.load(ordering: .relaxed)) bytes")
+        #expect(leftovers().isEmpty)
+    }
+
+    /// Item 4: the error read "no space left on  (writev…)", the path missing.
+    @Test func aFullDiskNamesTheFileItCouldNotWrite() async throws {
+        let media = media { _, _, path in throw FileSystem.Failure(call: "write", path: path, code: ENOSPC) }
+        await #expect { try await media.file(for: self.server.url("/bytes/4000")) } throws: { error in
+            "\(error)".contains(self.folder.child("media").path)
+        }
+    }
+
+    /// Item 6: a 6-hop redirect chain was reported as "server answered 302".
+    @Test func aLongRedirectChainIsReportedAsSuch() async throws {
+        let media = media()
+        let five = try await media.file(for: server.url("/hops/5"))
+        #expect(try Data(contentsOf: five) == MediaServer.body(100))
+        await #expect { try await media.file(for: self.server.url("/hops/6")) } throws: { error in
+            guard case .tooManyRedirects(_, 6)? = error as? AsyncMediaError else { return false }
+            return true
+        }
+    }
+
+    /// Item 7: a Retry-After of 9.2e21 seconds was taken as it was.
+    @Test func anAbsurdRetryAfterIsNotTaken() async throws {
+        await #expect { try await self.media().file(for: self.server.url("/hostile/retry-forever")) } throws: { error in
+            guard case .unavailable(503, _, let retryAfter)? = error as? AsyncMediaError else { return false }
+            return retryAfter.map { $0 <= .seconds(86_400) } ?? true
+        }
+    }
+
+    /// Item 8: a cancelled download kept its slot until its connect ended.
+    @Test func aDownloadCancelledWhileConnectingFreesItsSlotAtOnce() async throws {
+        // A port whose listen queue is full: connecting to it never completes.
+        let blackhole = try Blackhole()
+        let media = media(maxConcurrentDownloads: 1)
+        let stuck = Task { try await media.file(for: URL(string: "http://127.0.0.1:\(blackhole.port)/never")!) }
+        await eventually("the stuck download holds the only slot") { media.activity.running == 1 }
+        stuck.cancel()
+        // The slot is free at once: the next download runs, long before any connect timeout (60 s).
+        let file = try await media.file(for: server.url("/bytes/777"))
+        #expect(try Data(contentsOf: file) == MediaServer.body(777))
+        await #expect(throws: CancellationError.self) { try await stuck.value }
+    }
+
+    @Test func manySmallFilesFromOneHostReuseConnections() async throws {
+        let transport = try CurlTransport()
+        let media = AsyncMedia(directory: folder.child("keep-alive"), maxConcurrentDownloads: 4, transport: transport)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<100 { group.addTask { _ = try await media.file(for: self.server.url("/bytes/\(100 + index)")) } }
+            try await group.waitForAll()
+        }
+        // Python's server keeps connections alive (HTTP/1.1): at most a few per download slot.
+        #expect(transport.connectionsOpened <= 20, "\(transport.connectionsOpened) connections for 100 files")
+    }
+
+    @Test func aTransportOfTheUsersOwnPlugsIn() async throws {
+        let media = AsyncMedia(directory: folder.child("own"), transport: CannedTransport())
+        let file = try await media.file(for: URL(string: "https://example.invalid/hello.txt")!)
+        #expect(try String(contentsOf: file, encoding: .utf8) == "hello, transport")
+    }
+
+    // MARK: Resume
+
+    @Test func aDownloadCutAtHalfResumesWithOnlyTheRest() async throws {
+        try await server.setETag("v1")
+        let media = media()
+        let url = server.url("/resumable/200000?cut=100000")
+        await #expect(throws: (any Error).self) { try await media.file(for: url) }
+        #expect(media.cachedFile(for: url) == nil)
+        #expect(leftovers().contains { $0.hasPrefix(MediaFolder.partialPrefix) })
+        let file = try await media.file(for: url)
+        #expect(try Data(contentsOf: file) == MediaServer.body(200_000))
+        #expect(try await server.sent()["/resumable/200000"] == 200_000)  // 100,000 + only the rest
+        #expect(try await server.headers()["/resumable/200000"]?["if-range"] == "\"v1\"")
+        #expect(leftovers().isEmpty)
+    }
+
+    @Test func aFileThatChangedSinceTheCutStartsOver() async throws {
+        try await server.setETag("v1")
+        let media = media()
+        let url = server.url("/resumable/150000?cut=70000")
+        await #expect(throws: (any Error).self) { try await media.file(for: url) }
+        try await server.setETag("v2")
+        let file = try await media.file(for: url)
+        #expect(try Data(contentsOf: file) == MediaServer.body(150_000))
+        #expect(try await server.sent()["/resumable/150000"] == 70_000 + 150_000)  // all of it again
+        try await server.setETag("v1")
+    }
+
+    @Test func aDownloadOfAProcessKilledWithSIGKILLResumes() async throws {
+        try await server.setETag("v1")
+        let directory = folder.child("killed")
+        let url = server.url("/resumable/2000000?chunk=16384&pause_ms=10")
+        let process = Process()
+        process.executableURL = try DiskStorageCrashTests.writerExecutable()
+        process.arguments = ["download", directory.path, url.absoluteString]
+        process.standardOutput = Pipe()
+        try process.run()
+        let partial = directory.appendingPathComponent(MediaFolder.partialPrefix + MediaFolder.fileName(for: try AsyncMedia.canonical(url)))
+        await eventually("half the file is written", deadline: .seconds(60)) {
+            ((try? FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? NSNumber)?.intValue ?? 0) >= 1_000_000
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let kept = (try FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? NSNumber)?.intValue ?? 0
+        let file = try await media(directory: directory).file(for: url)
+        #expect(try Data(contentsOf: file) == MediaServer.body(2_000_000))
+        // The resumed request asked for the rest only (the server answers it from that byte).
+        #expect(try await server.headers()["/resumable/2000000"]?["range"] == "bytes=\(kept)-", "kept \(kept)")
+    }
+
+    // MARK: Revalidation
+
+    @Test func anExpiredFileIsRevalidatedAndA304MovesNoBody() async throws {
+        let media = media(timeToLive: .zero)  // every request revalidates
+        let url = server.url("/revalidate/30000")
+        let first = try await media.file(for: url)
+        let second = try await media.file(for: url)
+        #expect(try first == second && Data(contentsOf: second) == MediaServer.body(30_000))
+        let sent = try await server.sent()["/revalidate/30000"]
+        #expect(sent == 30_000, "\(String(describing: sent)) bytes sent")  // the 304 moved nothing
+        #expect(try await server.headers()["/revalidate/30000"]?["if-none-match"] == "\"v1\"")
+        // Within its time-to-live, the server is not asked at all.
+        let fresh = self.media(timeToLive: .seconds(3_600), directory: folder.child("fresh"))
+        _ = try await fresh.file(for: url)
+        _ = try await fresh.file(for: url)
+        #expect(try await server.counts().requests["/revalidate/30000"] == 3)
+    }
+
+    @Test func anExpiredFileIsStillServedWhenTheServerIsGone() async throws {
+        var other: MediaServer? = try MediaServer()
+        let url = try #require(other?.url("/revalidate/1234"))
+        let media = media(timeToLive: .zero, directory: folder.child("offline"))
+        let first = try await media.file(for: url)
+        other = nil  // the server stops: connections are refused
+        #expect(other == nil)
+        let offline = try await media.file(for: url)
+        #expect(try offline == first && Data(contentsOf: offline) == MediaServer.body(1_234))
+    }
+}
+
+/// A listening socket whose queue is full and never accepted: connecting to it does not complete.
+final class Blackhole: Sendable {
+    let port: Int
+    private let descriptors: [Int32]
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard listener >= 0, bound == 0, listen(listener, 0) == 0 else { throw TestError("could not listen") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        var fillers: [Int32] = []
+        // Fill the queue: further connects get no answer to their SYN.
+        for _ in 0..<8 {
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let flags = fcntl(client, F_GETFL)
+            _ = fcntl(client, F_SETFL, flags | O_NONBLOCK)
+            var target = address
+            _ = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            fillers.append(client)
+        }
+        descriptors = [listener] + fillers
+    }
+
+    deinit {
+        for descriptor in descriptors { close(descriptor) }
+    }
+}
+
+/// A transport that answers every request with a canned body, as a user's own would.
+final class CannedTransport: DownloadTransport {
+    var decodesContentCodings: Bool { false }
+
+    func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
+        DispatchQueue.global().async {
+            let body = Array("hello, transport".utf8)
+            guard sink.head(status: 200, fields: [HTTPField(name: "Content-Length", value: "\(body.count)")]) else {
+                sink.end(nil)
+                return
+            }
+            _ = body.withUnsafeBytes { sink.body($0) }
+            sink.end(nil)
+        }
+        return DownloadHandle {}
+    }
+}
