@@ -13,6 +13,8 @@ let package = Package(
     dependencies: [.package(path: "..")],
     targets: [
         .executableTarget(name: "DiskEntryFuzzer", dependencies: [avenues]),
+        // Uses internal parsers: built with -enable-testing (README.md here).
+        .executableTarget(name: "ResponseFuzzer", dependencies: [avenues]),
     ],
     swiftLanguageModes: [.v6]
 )

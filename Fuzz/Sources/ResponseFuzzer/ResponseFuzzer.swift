@@ -1,0 +1,82 @@
+import Foundation
+@testable import Avenues
+
+// Feeds arbitrary bytes to what AsyncMedia reads of a server's answer, as libcurl hands it over:
+// the bytes up to the first empty line (after any 1xx heads) are header lines, taken a line at a
+// time; the rest is the body, in pieces of the sizes the first byte picks, through the decoding of
+// the codings the head names. Whatever the bytes, nothing may crash, hang or trap; the file never
+// grows past its limit; a file the machine calls whole has exactly the bytes that were written.
+
+let limit: Int64 = 1 << 20
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    let bytes = UnsafeRawBufferPointer(start: start, count: count)
+    guard let first = bytes.first else { return 0 }
+    let pieceSize = Int(first) + 1
+    var parser = HeaderBlockParser()
+    var offset = 1
+    var head: (status: Int, fields: [HTTPField])?
+    // Header lines, up to the final head.
+    while offset < bytes.count, head == nil {
+        var end = offset
+        while end < bytes.count, bytes[end] != 0x0A { end += 1 }
+        if end < bytes.count { end += 1 }
+        do {
+            head = try parser.take(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+        } catch {
+            return 0  // refused: fine
+        }
+        offset = end
+    }
+    guard let head else { return 0 }
+    for field in head.fields where field.name.lowercased() == "retry-after" {
+        if let delay = Transfer.delay(retryAfter: field.value) { precondition(delay <= .seconds(86_400) && delay >= .zero, "retry-after \(delay)") }
+    }
+    let resuming: Int64? = first & 1 == 1 ? 100 : nil
+    var machine = TransferStateMachine(request: .init(
+        url: URL(fileURLWithPath: "/"), resumingFrom: resuming, conditional: first & 2 == 2, maximumSize: limit, transportDecodes: false
+    ))
+    guard case .readBody(let plan) = machine.head(status: head.status, fields: head.fields) else { return 0 }
+    let decoder = ContentDecoder(plan.codings)
+    var written: Int64 = 0
+    var failed = false
+    while offset < bytes.count, !failed {
+        let end = min(bytes.count, offset + pieceSize)
+        if machine.received(raw: end - offset) != nil { failed = true; break }
+        do {
+            try decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[offset..<end])) { piece in
+                if let error = machine.willWrite(piece.count) { throw error }
+                written += Int64(piece.count)
+            }
+        } catch {
+            failed = true
+        }
+        offset = end
+    }
+    precondition(written <= limit, "wrote \(written) bytes past the limit")
+    guard !failed else { return 0 }
+    let decodingError: (any Error)? = (try? decoder.finish()) == nil ? ContentDecoder.Failure.incomplete : nil
+    if case .success(.file(let size)) = machine.end(transportError: nil, decodingError: decodingError) {
+        let expected = (plan.append ? (resuming ?? 0) : 0) + written
+        precondition(size == expected, "a whole file of \(size) bytes after \(written) were written")
+        if let total = plan.expectedTotal { precondition(size == total, "a whole file of \(size) bytes, \(total) announced") }
+    }
+    return 0
+}
+
+// SwiftPM links an executable target with `main` aliased to `<Target>_main`; this one hands the
+// process to libFuzzer's driver with the function above.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ body: @convention(c) (UnsafeRawPointer, Int) -> CInt
+) -> CInt
+
+@_cdecl("ResponseFuzzer_main")
+func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var count = argc
+    var arguments = argv
+    return runFuzzerDriver(&count, &arguments) { start, length in fuzz(start, length) }
+}
