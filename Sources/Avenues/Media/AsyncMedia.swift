@@ -79,6 +79,9 @@ public final class AsyncMedia: SchedulingProcessor {
     public let timeToLive: Duration?
     /// What moves the bytes.
     public let transport: any DownloadTransport
+    /// Which redirects are followed: `allowsRedirect(from, to)`; any `http` or `https` target by
+    /// default.
+    public let allowsRedirect: @Sendable (_ from: URL, _ to: URL) -> Bool
 
     private let folder: MediaFolder
     private let progress: ProgressHub
@@ -106,6 +109,9 @@ public final class AsyncMedia: SchedulingProcessor {
     ///     by default.
     ///   - transport: what moves the bytes; by default ``CurlTransport/shared`` on Linux (or
     ///     URLSession if libcurl cannot be loaded) and ``URLSessionTransport`` on Apple platforms.
+    ///   - allowsRedirect: whether a redirect from one URL to another is followed (an `http` or
+    ///     `https` target is required whatever it says); a refused one fails the download with
+    ///     ``AsyncMediaError/redirectRefused(from:to:)``. Every redirect by default.
     public convenience init(
         directory: URL,
         sizeLimit: Int? = nil,
@@ -113,11 +119,12 @@ public final class AsyncMedia: SchedulingProcessor {
         limits: DownloadLimits = .default,
         timeToLive: Duration? = nil,
         configuration: URLSessionConfiguration = .default,
-        transport: (any DownloadTransport)? = nil
+        transport: (any DownloadTransport)? = nil,
+        allowsRedirect: @escaping @Sendable (_ from: URL, _ to: URL) -> Bool = { _, _ in true }
     ) {
         self.init(
             directory: directory, sizeLimit: sizeLimit, maxConcurrentDownloads: maxConcurrentDownloads, limits: limits,
-            timeToLive: timeToLive, configuration: configuration, transport: transport,
+            timeToLive: timeToLive, configuration: configuration, transport: transport, allowsRedirect: allowsRedirect,
             writeBytes: { descriptor, bytes, path in try FileSystem.writeAll(descriptor, [bytes], path: path) }
         )
     }
@@ -131,6 +138,7 @@ public final class AsyncMedia: SchedulingProcessor {
         timeToLive: Duration?,
         configuration: URLSessionConfiguration,
         transport: (any DownloadTransport)?,
+        allowsRedirect: @escaping @Sendable (URL, URL) -> Bool = { _, _ in true },
         writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
     ) {
         precondition(timeToLive.map { $0 >= .zero } ?? true, "AsyncMedia timeToLive must not be negative")
@@ -164,8 +172,9 @@ public final class AsyncMedia: SchedulingProcessor {
         let validators = Validators(directory: folder.directory)
         let context = Context(
             folder: folder, progress: progress, validators: validators, transport: chosen, headers: headers, limits: limits,
-            timeToLive: timeToLive, writeBytes: writeBytes
+            timeToLive: timeToLive, allowsRedirect: allowsRedirect, writeBytes: writeBytes
         )
+        self.allowsRedirect = allowsRedirect
         self.folder = folder
         self.progress = progress
         self.validators = validators
@@ -313,6 +322,7 @@ public final class AsyncMedia: SchedulingProcessor {
         let headers: [HTTPField]
         let limits: DownloadLimits
         let timeToLive: Duration?
+        let allowsRedirect: @Sendable (URL, URL) -> Bool
         let writeBytes: @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
     }
 
@@ -369,6 +379,11 @@ public final class AsyncMedia: SchedulingProcessor {
                 else {
                     context.progress.finish(url, with: nil)
                     throw AsyncMediaError.malformedResponse(url, reason: "a redirect to \(location.prefix(200).debugDescription)")
+                }
+                guard context.allowsRedirect(target, next) else {
+                    partial.discard()
+                    context.progress.finish(url, with: nil)
+                    throw AsyncMediaError.redirectRefused(from: target, to: next)
                 }
                 target = next
             case .failure(AsyncMediaError.httpStatus(416, _)) where resume != nil:

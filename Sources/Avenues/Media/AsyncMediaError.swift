@@ -33,6 +33,8 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
     case invalidURL(URL, reason: String)
     /// The server redirected more than ``AsyncMedia/maximumRedirects`` times in a row.
     case tooManyRedirects(URL, count: Int)
+    /// A redirect that AsyncMedia's `allowsRedirect` refused (it leaves what may be fetched).
+    case redirectRefused(from: URL, to: URL)
 
     /// What happened and what to do.
     public var description: String {
@@ -59,6 +61,8 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
             "The body of \(url) is larger than \(limit) bytes and was not downloaded; raise DownloadLimits.maximumSize (or AsyncMedia's sizeLimit, which also bounds one file) if it is expected."
         case .invalidURL(let url, let reason):
             "Cannot download \(url): \(reason). Check the URL."
+        case .redirectRefused(let from, let to):
+            "\(from) redirects to \(to), which is not followed here; nothing was cached. Give the URL it should be read from."
         case .tooManyRedirects(let url, let count):
             "\(url) redirected \(count) times without reaching a file; nothing was cached. Check the URL, or the server's redirects."
         case .cannotStore(let url, let reason):

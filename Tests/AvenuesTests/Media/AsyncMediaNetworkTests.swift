@@ -96,6 +96,16 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(try await server.headers()["/bytes/322"]?["authorization"] == "Bearer s3cret")
     }
 
+    @Test func aRedirectPolicyKeepsDownloadsWhereTheyMayGo() async throws {
+        let media = AsyncMedia(directory: folder.child("policy"), transport: CurlTransport.shared) { _, to in to.host == "127.0.0.1" }
+        _ = try await media.file(for: server.url("/redirect/bytes/10"))  // same host: followed
+        await #expect { try await media.file(for: self.server.url("/away/\(self.server.port)/bytes/11")) } throws: { error in
+            guard case .redirectRefused(_, let to)? = error as? AsyncMediaError else { return false }
+            return to.host == "localhost"
+        }
+        #expect(try await server.counts().requests["/bytes/11"] == nil)
+    }
+
     /// Item 4: with `sizeLimit` 1 MiB, a ~1 MB gzip bomb wrote 300 MB until the disk was full.
     @Test func theFoldersSizeLimitBoundsOneDownloadEvenCompressed() async throws {
         let written = Atomic<Int>(0)
