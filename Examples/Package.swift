@@ -13,6 +13,8 @@ let package = Package(
     products: [
         // For the Benchmarks package, which times `history`'s rows against git itself.
         .library(name: "GitHistory", targets: ["GitHistory"]),
+        // For the Fuzz package, which feeds the folder-index parser arbitrary pages.
+        .library(name: "RemoteCatalog", targets: ["RemoteCatalog"]),
     ],
     dependencies: [
         .package(path: ".."),
@@ -20,7 +22,7 @@ let package = Package(
     ],
     targets: [
         // Raw mode, key decoding, ANSI drawing: all the terminal code, in one place.
-        .target(name: "TerminalUI"),
+        .target(name: "TerminalUI", dependencies: [avenues]),
         // Listing files and summarizing them: the rows both examples show.
         .target(name: "FileCatalog", dependencies: [avenues, "TerminalUI"]),
         // Files under an HTTP folder index: index parsing, the crawl as a page source, downloads.

@@ -1,5 +1,14 @@
 import Avenues
 import Foundation
+import TerminalUI
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
+#endif
 
 /// What the slow columns show for a file.
 public struct FileSummary: Sendable, Hashable, Codable {
@@ -9,7 +18,8 @@ public struct FileSummary: Sendable, Hashable, Codable {
     public var crc32: UInt32
     /// Whether the file looks binary (a NUL byte, or mostly control bytes, in its first 8 KiB).
     public var isBinary: Bool
-    /// The first line (text), or a sparkline of the byte histogram (binary), cleaned of control characters.
+    /// The first line (text), or a sparkline of the byte histogram (binary), cleaned of control
+    /// characters; for a `.gz` file, of what it holds, after "gz: ".
     public var preview: String
 
     /// Creates a summary.
@@ -22,7 +32,9 @@ public struct FileSummary: Sendable, Hashable, Codable {
 }
 
 /// Computes a ``FileSummary`` by reading the file once, in 64 KiB chunks, so memory does not grow with
-/// the file; it checks for cancellation between chunks, so a row scrolled away stops reading.
+/// the file; it checks for cancellation between chunks, so a row scrolled away stops reading. A
+/// `.gz` file is summarized by what it holds (lines, CRC-32 and first line of its contents, as
+/// `gzip -l` and `zcat | head -1` see them), read through `gzip -dc`.
 public struct FileSummarizer: Processor {
     /// A pause before each file, to watch the loading behaviour on fast disks; zero by default.
     public let latency: Duration
@@ -40,10 +52,21 @@ public struct FileSummarizer: Processor {
     public func process(_ file: FileRef) async throws -> FileSummary {
         if latency > .zero { try await Task.sleep(for: latency) }
         try Task.checkCancellation()
-        guard let handle = FileHandle(forReadingAtPath: file.path) else {
-            throw SummaryError(path: file.path, reason: "cannot be opened (permission denied or removed)")
+        // Non-blocking: a FIFO put in place of a file cannot hang the open (nor the reads: O_NONBLOCK
+        // does not change how regular files read).
+        let descriptor = file.withPath { open($0, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+        guard descriptor >= 0 else {
+            throw SummaryError(path: file.path, reason: "cannot be opened (\(String(cString: strerror(errno))))")
         }
-        defer { try? handle.close() }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        if file.bytes.count > 3, file.bytes.suffix(3) == Array(".gz".utf8), let gzip = Self.gzip {
+            return try await Self.summarizeCompressed(handle, gzip: gzip, path: file.path)
+        }
+        return try Self.summarize(reading: handle, path: file.path)
+    }
+
+    /// Summarizes what `handle` reads, to its end.
+    static func summarize(reading handle: FileHandle, path: String) throws -> FileSummary {
         var summary = Summarizing()
         while true {
             try Task.checkCancellation()
@@ -51,12 +74,53 @@ public struct FileSummarizer: Processor {
             do {
                 chunk = try handle.read(upToCount: Self.chunkSize) ?? Data()
             } catch {
-                throw SummaryError(path: file.path, reason: "cannot be read: \(error.localizedDescription)")
+                throw SummaryError(path: path, reason: "cannot be read: \(error.localizedDescription)")
             }
             if chunk.isEmpty { break }
             chunk.withUnsafeBytes { summary.add($0) }
         }
         return summary.result
+    }
+
+    /// `gzip` on PATH, if any.
+    static let gzip: URL? = {
+        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        return folders.lazy.map { URL(fileURLWithPath: String($0)).appendingPathComponent("gzip") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    /// Summarizes the contents of the gzip file `handle` reads, decompressed by `gzip -dc`; a file
+    /// gzip cannot read is a failure that says so. Cancelling stops gzip.
+    static func summarizeCompressed(_ handle: FileHandle, gzip: URL, path: String) async throws -> FileSummary {
+        let process = Process()
+        process.executableURL = gzip
+        process.arguments = ["-dc"]
+        process.standardInput = handle
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw SummaryError(path: path, reason: "cannot be decompressed (gzip did not start)")
+        }
+        let reader = output.fileHandleForReading
+        let result: Result<FileSummary, any Error> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    let summary = Result { try summarize(reading: reader, path: path) }
+                    process.waitUntilExit()
+                    continuation.resume(returning: summary)
+                }
+            }
+        } onCancel: {
+            process.terminate()
+        }
+        try Task.checkCancellation()
+        guard case .success(var summary) = result else { throw result.failure ?? CancellationError() }
+        guard process.terminationStatus == 0 else { throw SummaryError(path: path, reason: "is not a gzip file gzip can read") }
+        summary.preview = "gz: " + summary.preview
+        return summary
     }
 
     /// The same computation for bytes in memory (tests, and the plain sequential reference).
@@ -169,5 +233,12 @@ enum TextCleaning {
             if scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value) { return "·" }
             return Character(scalar)
         }).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -42,9 +42,22 @@ public final class FileTable: Sendable {
         avenue = Avenue(storage: MemoryStorage(countLimit: 5_000), processor: processor)
     }
 
-    /// The key of row `index`, or `nil` past either end.
+    /// The key of row `index`, or `nil` past either end and for a folder (nothing to compute).
     public func key(_ index: Int) -> FileRef? {
-        entries.indices.contains(index) ? entries[index].ref : nil
+        guard entries.indices.contains(index), !entries[index].isFolder else { return nil }
+        return entries[index].ref
+    }
+
+    /// What row `index` shows in its computed columns now.
+    public func content(at index: Int) -> RowContent {
+        guard entries.indices.contains(index) else { return .pending }
+        return RowContent(avenue, entry: entries[index], row: index)
+    }
+
+    /// How many rows are files and how many folders.
+    public var kinds: (files: Int, folders: Int) {
+        let folders = entries.lazy.filter(\.isFolder).count
+        return (entries.count - folders, folders)
     }
 
     /// The default cache folder: `avenues-examples/summaries` in the platform cache folder.

@@ -11,14 +11,13 @@ public func streamRowsInOrder(
     ahead: Int,
     emit: (Int, RowContent) -> Void
 ) async {
-    let avenue = table.avenue
-    let changes = avenue.subscribe()  // subscribed before anything is prepared, so no change is missed
+    let changes = table.avenue.subscribe()  // subscribed before anything is prepared, so no change is missed
     var iterator = changes.makeAsyncIterator()
-    let prefetcher = RowPrefetcher(avenue: avenue, ahead: max(0, ahead - 1), behind: 0) { table.key($0) }
+    let prefetcher = RowPrefetcher(avenue: table.avenue, ahead: max(0, ahead - 1), behind: 0) { table.key($0) }
     var next = 0
     while next < table.entries.count {
         prefetcher.show(next..<next + 1)
-        let content = RowContent(avenue, row: next)
+        let content = table.content(at: next)
         if content.isSettled {
             emit(next, content)
             next += 1
@@ -34,6 +33,10 @@ public func streamRowsInOrder(
 public func computeRowsSequentially(of entries: [FileEntry], emit: (Int, RowContent) -> Void) async {
     let summarizer = FileSummarizer()
     for (index, entry) in entries.enumerated() {
+        if entry.isFolder {
+            emit(index, entry.problem.map(RowContent.failed) ?? .folder)
+            continue
+        }
         do {
             emit(index, .loaded(try await summarizer.process(entry.ref)))
         } catch {

@@ -13,66 +13,71 @@ public struct TableLayout: Sendable {
     static let checksumWidth = 8
     static let separator = "  "
 
-    /// A layout for `width` columns (at least 40).
+    /// A layout for `width` columns (at least 40). The path gets two fifths of what the fixed
+    /// columns leave, and at least 30 columns when there are 60 for path and preview together, so
+    /// at 80 columns a path still shows its last folder and its file name.
     public init(width: Int) {
         self.width = max(40, width)
         let fixed = Self.sizeWidth + Self.linesWidth + Self.checksumWidth + 4 * Self.separator.count
         let flexible = self.width - fixed
-        pathWidth = max(10, flexible * 2 / 5)
+        pathWidth = max(10, min(flexible - 10, max(flexible * 2 / 5, 30)))
         previewWidth = max(0, flexible - pathWidth)
     }
 
     /// The column titles.
-    public var header: String {
-        line(path: "PATH", size: "SIZE", lines: "LINES", checksum: "CRC32", preview: "PREVIEW")
+    public func header(palette: Terminal.Palette = Terminal.Palette(on: false)) -> String {
+        line(path: "PATH", size: "SIZE", lines: "LINES", checksum: "CRC32", preview: "PREVIEW", palette: palette, style: .plain)
     }
 
-    /// A row: the file, and what is known of its summary.
+    /// The column titles, uncoloured (for plain text output).
+    public var header: String { header() }
+
+    /// A row: the entry, and what is known of its summary.
     ///
-    /// - Parameter state: the row's state; `.loading` and `.empty` show `placeholder`.
-    public func row(_ entry: FileEntry, _ state: RowContent, placeholder: String = "…") -> String {
-        row(path: entry.path, size: entry.size, state, placeholder: placeholder)
+    /// - Parameter state: the row's state; `.pending` shows `placeholder`.
+    public func row(_ entry: FileEntry, _ state: RowContent, placeholder: String = "…", palette: Terminal.Palette = Terminal.Palette(on: false)) -> String {
+        row(path: entry.path, size: entry.isFolder ? nil : entry.size, state, placeholder: placeholder, palette: palette)
     }
 
-    /// A row from its path and size (`nil`: not known yet, shown as "…" while the row loads).
-    public func row(path: String, size: Int64?, _ state: RowContent, placeholder: String = "…") -> String {
-        let path = Self.printable(path)
-        let size = size.map(Self.formatSize) ?? (state.isSettled ? "" : "…")
+    /// A row from its path and size (`nil`: not known yet, shown as "…" while the row loads; none
+    /// for a folder).
+    public func row(path: String, size: Int64?, _ state: RowContent, placeholder: String = "…", palette: Terminal.Palette = Terminal.Palette(on: false)) -> String {
+        let sizeText = size.map(Self.formatSize) ?? (state.isSettled ? "" : "…")
         switch state {
         case .loaded(let summary):
-            return line(path: path, size: size, lines: String(summary.lines), checksum: Self.hex(summary.crc32), preview: summary.preview)
+            return line(path: path, size: sizeText, lines: String(summary.lines), checksum: Self.hex(summary.crc32), preview: summary.preview, palette: palette, style: .plain)
         case .failed(let message):
-            return line(path: path, size: size, lines: "✗", checksum: "", preview: Self.printable(message))
+            return line(path: path, size: sizeText, lines: "✗", checksum: "", preview: message, palette: palette, style: .failed)
+        case .folder:
+            return line(path: path, size: "", lines: "", checksum: "", preview: "", palette: palette, style: .folder)
         case .pending:
-            return line(path: path, size: size, lines: placeholder, checksum: "", preview: "")
+            return line(path: path, size: sizeText, lines: placeholder, checksum: "", preview: "", palette: palette, style: .plain)
         }
     }
 
     /// `text` with control characters (which could move the cursor or change colours when a hostile
     /// name is printed) shown as `?`.
     public static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        return String(String.UnicodeScalarView(text.unicodeScalars.map { isControl($0) ? "?" : $0 }))
+        TerminalSafe.clean(text)
     }
 
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value)
-    }
+    enum Style { case plain, folder, failed }
 
-    private func line(path: String, size: String, lines: String, checksum: String, preview: String) -> String {
-        [
-            TextWidth.fit(path, pathWidth, keepEnd: true),
-            TextWidth.fit(size, Self.sizeWidth, alignRight: true),
+    private func line(path: String, size: String, lines: String, checksum: String, preview: String, palette: Terminal.Palette, style: Style) -> String {
+        let pathColor = style == .folder ? palette.folder : style == .failed ? palette.failure : ""
+        return [
+            palette.paint(TextWidth.fitPath(path, pathWidth), pathColor),
+            palette.paint(TextWidth.fit(size, Self.sizeWidth, alignRight: true), palette.size),
             TextWidth.fit(lines, Self.linesWidth, alignRight: true),
-            TextWidth.fit(checksum, Self.checksumWidth),
-            TextWidth.fit(preview, previewWidth),
+            palette.paint(TextWidth.fit(checksum, Self.checksumWidth), palette.hash),
+            palette.paint(TextWidth.fit(preview, previewWidth), style == .failed ? palette.failure : ""),
         ].joined(separator: Self.separator)
     }
 
     /// `999 B`, `12.3 KiB`, `4.0 MiB`…
     public static func formatSize(_ bytes: Int64) -> String {
         guard bytes >= 1024 else { return "\(bytes) B" }
-        let units = ["KiB", "MiB", "GiB", "TiB"]
+        let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
         var value = Double(bytes) / 1024
         var unit = 0
         while value >= 1024, unit < units.count - 1 {
@@ -95,6 +100,8 @@ public enum RowContent: Sendable {
     case pending
     case loaded(FileSummary)
     case failed(String)
+    /// A folder: nothing to compute.
+    case folder
 
     /// The content of row `index` of `avenue` now.
     public init(_ avenue: Avenue<Int, FileRef, FileSummary>, row index: Int) {
@@ -104,6 +111,17 @@ public enum RowContent: Sendable {
             self = .failed(String(describing: error))
         } else {
             self = .pending
+        }
+    }
+
+    /// The content of `entry`'s row `index` of `avenue`: a folder's is known at once.
+    public init(_ avenue: Avenue<Int, FileRef, FileSummary>, entry: FileEntry, row index: Int) {
+        if let problem = entry.problem {
+            self = .failed(problem)
+        } else if entry.isFolder {
+            self = .folder
+        } else {
+            self.init(avenue, row: index)
         }
     }
 

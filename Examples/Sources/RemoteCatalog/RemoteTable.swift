@@ -11,43 +11,50 @@ public struct RemoteSummary: Sendable, Hashable {
     public var size: Int64
 }
 
-/// The rows `browse URL` shows: the files under a remote folder, listed a page at a time, and each
-/// visible file downloaded by `AsyncMedia` and summarized from the local copy.
+/// The rows `browse URL` shows: the files and folders under a remote folder, listed a page at a
+/// time, and each shown file downloaded by `AsyncMedia` and summarized from the local copy.
 ///
 /// The summaries' avenue has `AsyncMedia` as its processor (through `asyncMapValues`, which keeps
 /// it one scheduler): a row's priority reaches the download slot, a row that scrolls away cancels
 /// its download, and a file already in the media folder is not downloaded again — which is also
-/// what makes a second run work offline.
+/// what makes a second run work offline. Which rows' files load is up to the screen
+/// (``show(_:details:)``): it shows the listing while it follows a growing end, and downloads only
+/// where the user stops.
 public final class RemoteTable: Sendable {
     /// The starting URL.
     public let root: URL
-    /// The files, in path order.
+    /// The rows, in path order.
     public let files: PagedRows<RemoteTree>
     /// Each row's summary.
     public let summaries: Avenue<Int, URL, RemoteSummary>
     /// The downloads.
     public let media: AsyncMedia
-    /// Index pages, and whether the server was reached.
+    /// Whether the server was reached.
     public let connection: IndexConnection
     let tree: RemoteTree
+    private let details: RowPrefetcher<URL, RemoteSummary>
+    /// The rows last shown, and whether their files load.
+    private let shown = Mutex<(rows: Range<Int>, details: Bool)?>(nil)
     private let watchers = Mutex([URL: Task<Void, Never>]())
     private let progress = Mutex([URL: DownloadProgress]())
 
     /// Sets up the rows under `root`.
     ///
     /// - Parameters:
-    ///   - cacheFolder: where listings (`listings/`) and downloads (`media/`) are kept across runs.
+    ///   - cacheFolder: where listings (`listing-pages/`) and downloads (`media/`) are kept across runs.
     ///   - maxConcurrentDownloads: downloads running at once.
     ///   - prefetchAhead: files downloaded past the screen in the scroll direction.
     ///   - maxDepth: the deepest folder listed.
     ///   - maxFiles: the most files listed.
+    ///   - maxFolders: the most folders listed.
     public init(
-        root: URL, cacheFolder: URL, maxConcurrentDownloads: Int = 6, prefetchAhead: Int = 40, maxDepth: Int = 32, maxFiles: Int = 100_000
+        root: URL, cacheFolder: URL, maxConcurrentDownloads: Int = 6, prefetchAhead: Int = 40, maxDepth: Int = 32, maxFiles: Int = 100_000,
+        maxFolders: Int = 10_000
     ) {
         let connection = IndexConnection()
         let tree = RemoteTree(
-            root: root, listingsFolder: cacheFolder.appendingPathComponent("listings", isDirectory: true),
-            maxDepth: maxDepth, maxFiles: maxFiles, connection: connection
+            root: root, listingsFolder: cacheFolder.appendingPathComponent("listing-pages", isDirectory: true),
+            maxDepth: maxDepth, maxFiles: maxFiles, maxFolders: maxFolders, connection: connection
         )
         let media = AsyncMedia(
             directory: cacheFolder.appendingPathComponent("media", isDirectory: true), sizeLimit: 512 << 20,
@@ -64,8 +71,10 @@ public final class RemoteTable: Sendable {
         self.media = media
         self.connection = connection
         self.files = files
-        summaries = files.detail(storage: MemoryStorage(countLimit: 5_000), processor: summarize, ahead: prefetchAhead) { file in
-            file.problem == nil ? file.url : nil
+        let summaries = Avenue<Int, URL, RemoteSummary>(storage: MemoryStorage(countLimit: 5_000), processor: summarize)
+        self.summaries = summaries
+        details = RowPrefetcher(avenue: summaries, ahead: prefetchAhead, behind: 0) { [files] row in
+            files.item(at: row).flatMap { $0.isFolder || $0.problem != nil ? nil : $0.url }
         }
         summaries.onError = { [connection] error, _ in
             if error.isSilenceable { connection.noteReachable(false) }
@@ -81,17 +90,39 @@ public final class RemoteTable: Sendable {
     /// when neither can give it.
     public func checkRoot() async throws { try await tree.checkRoot() }
 
+    /// What the crawl stopped at, if it stopped before the end of the tree.
+    public var crawlLimit: String? { tree.limits.reachedLimit }
+
+    /// Folders listed so far.
+    public var foldersListed: Int { tree.limits.foldersListed }
+
+    /// The list shows `rows`; their files (and the prefetch window's) load only if `details`.
+    public func show(_ rows: Range<Int>, details showDetails: Bool = true) {
+        shown.withLock { $0 = (rows, showDetails) }
+        files.show(rows)
+        refreshDetails()
+    }
+
+    /// Shows the details of the rows last shown again: rows listed since may have files to load.
+    public func refreshDetails() {
+        guard let (rows, showDetails) = shown.withLock({ $0 }) else { return }
+        if showDetails { details.show(rows) } else { details.stop() }
+    }
+
     /// What row `index` shows in its computed columns now.
     public func content(at index: Int) -> RowContent {
-        if let problem = files.item(at: index)?.problem { return .failed(problem) }
+        guard let file = files.item(at: index) else { return .pending }
+        if let problem = file.problem { return .failed(problem) }
+        if file.isFolder { return .folder }
         if let value = summaries.item(at: index) { return .loaded(value.summary) }
         if let error = summaries.state(at: index).error { return .failed(RemoteTree.message(for: error)) }
         return .pending
     }
 
-    /// Row `index`'s size: the index's, else the downloaded file's, else unknown.
+    /// Row `index`'s size: the index's, else the downloaded file's, else unknown (`nil` for a folder).
     public func size(at index: Int) -> Int64? {
-        files.item(at: index)?.size ?? summaries.item(at: index)?.size
+        guard let file = files.item(at: index), !file.isFolder else { return nil }
+        return file.size ?? summaries.item(at: index)?.size
     }
 
     /// The newest progress of row `index`'s download, if it is being watched.
@@ -100,12 +131,18 @@ public final class RemoteTable: Sendable {
         return progress.withLock { $0[url] }
     }
 
+    /// The local copy of row `index`'s file, if it was downloaded.
+    public func localFile(at index: Int) -> URL? {
+        guard let file = files.item(at: index), !file.isFolder else { return nil }
+        return media.cachedFile(for: file.url)
+    }
+
     /// Watches the downloads of `rows` that are still loading (and stops watching the others);
     /// `changed` is called with each progress.
     public func watchProgress(of rows: Range<Int>, changed: @escaping @Sendable () -> Void) {
         var wanted = Set<URL>()
         for row in rows {
-            guard let file = files.item(at: row), file.problem == nil, summaries.item(at: row) == nil,
+            guard let file = files.item(at: row), !file.isFolder, file.problem == nil, summaries.item(at: row) == nil,
                   summaries.state(at: row).error == nil else { continue }
             wanted.insert(file.url)
         }
@@ -132,14 +169,14 @@ public final class RemoteTable: Sendable {
         }
     }
 
-    /// Writes the folder listings seen to disk, for the next run (and for it to work offline).
-    public func save() {
-        tree.listings.save()
-    }
+    /// Listings are files already kept on disk as they arrive: nothing is left to write at the end.
+    public func save() {}
 
     /// Stops loading and watching.
     public func stop() {
+        shown.withLock { $0 = nil }
         files.stop()
+        details.stop()
         let tasks = watchers.withLock { watchers in
             defer { watchers = [:] }
             return Array(watchers.values)
@@ -153,7 +190,10 @@ extension RemoteTable {
     /// listed and downloading beyond it: the whole tree streams in bounded memory.
     public func streamInOrder(ahead: Int, emit: (_ file: RemoteFile, _ size: Int64?, _ content: RowContent) -> Void) async {
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        files.onChange = { _ in wake.yield() }
+        files.onChange = { [weak self] _ in
+            self?.refreshDetails()
+            wake.yield()
+        }
         summaries.onStateChange = { _ in wake.yield() }
         defer {
             files.onChange = nil
@@ -162,7 +202,7 @@ extension RemoteTable {
         var iterator = wakes.makeAsyncIterator()
         var next = 0
         while true {
-            files.show(next..<next + ahead)
+            show(next..<next + ahead)
             let shown = next
             while let file = files.item(at: next), case let content = content(at: next), content.isSettled {
                 emit(file, size(at: next), content)
@@ -182,16 +222,19 @@ extension RemoteTable {
     public static func rootMessage(for error: any Error, root: URL) -> String {
         switch error {
         case let error as URLError:
-            "cannot reach \(root) (\(error.code == .cannotConnectToHost ? "connection refused" : error.localizedDescription)), and it was never listed here before; check the URL and that the server runs."
-        case let error as IndexConnection.Failure:
-            "\(error.description); give the URL of a folder listing."
+            "cannot reach \(root) (\(error.code == .cannotConnectToHost ? "connection refused" : error.localizedDescription)), and it was never listed here before; check the URL and that the server runs"
+        case let error as AsyncMediaError:
+            switch error {
+            case .httpStatus(let status, _): "\(root) answered HTTP \(status); give the URL of a folder listing"
+            default: "\(error.description)"
+            }
+        case let error as DirectoryIndex.NotAnIndex:
+            error.description
         default:
             String(describing: error)
         }
     }
-}
 
-extension RemoteTable {
     /// `argument` as a remote folder URL, if it is an `http` or `https` URL with a host.
     public static func remoteURL(_ argument: String) -> URL? {
         guard let url = URL(string: argument), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",

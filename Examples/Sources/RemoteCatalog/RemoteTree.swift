@@ -6,49 +6,84 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// A file found under the remote folder (or a folder that could not be listed, as its own row).
+/// A file or a folder found under the remote folder.
 public struct RemoteFile: Sendable, Hashable {
-    /// The path relative to the starting URL, names percent-decoded, as shown.
+    /// The path relative to the starting URL, names percent-decoded, as shown; a folder's ends with `/`.
     public var path: String
-    /// Where to download it.
+    /// Where to download it (a folder: its listing).
     public var url: URL
     /// The size the index gave, if it gave one exactly.
     public var size: Int64?
-    /// Why this folder could not be listed; `nil` for a file.
+    /// Whether it is a folder.
+    public var isFolder: Bool = false
+    /// Why this folder could not be listed, if it could not.
     public var problem: String?
 }
 
-/// Every file under an HTTP folder index, recursively, in path order, as a ``PageSource``.
+/// Every file and folder under an HTTP folder index, recursively, in path order, as a ``PageSource``
+/// (a folder comes just before what it holds, as `find` lists them).
 ///
-/// A page is `size` files gathered from as many folder index pages as it takes (the paging contract
-/// wants full pages; a folder is one listing, usually within one page). Each folder's listing is
-/// asked through a `MultiplexerMap` keyed by folder URL: one fetch per folder however many pages and
-/// runs need it, kept for ``listingTimeToLive`` and on disk, and when the server cannot be reached
-/// the copy on disk is served whatever its age (offline fallback).
+/// A page is `size` rows gathered from as many folder listings as it takes. Listings are fetched
+/// through ``Listings`` (AsyncMedia: one fetch per folder however many pages need it, revalidated
+/// after ``listingTimeToLive``, kept on disk for the next run and served from there when the server
+/// cannot be reached).
 ///
 /// The crawl never leaves the starting URL: only links to direct children of a folder are followed
 /// (see ``DirectoryIndex``), redirects are followed only inside the starting URL's host and path,
-/// folders deeper than ``maxDepth`` are not listed, and the crawl ends after ``maxFiles`` files.
+/// folders deeper than ``maxDepth`` are not listed, and it ends after ``maxFiles`` files or
+/// ``maxFolders`` folders listed — what it stopped at is in ``Limits``.
 public struct RemoteTree: PageSource {
     /// Where the crawl is: the folders being listed, outermost first, each with its next entry.
     public struct Cursor: Hashable, Sendable {
         struct Frame: Hashable, Sendable {
-            /// The folder's path relative to the root, `""` or ending in `/`.
+            /// The folder's path relative to the root as shown, `""` or ending in `/`.
             var folder: String
+            /// The same path as its URL has it (percent-encoded).
+            var encoded: String
             var next: Int
             var depth: Int
+            /// Whether the folder's own row was given (it is, with its listing's outcome, when it
+            /// is first listed).
+            var announced: Bool
         }
         var stack: [Frame]
         var files: Int
+        var folders: Int
     }
 
-    /// The folder every listed file is under; it ends in `/`.
+    /// What the crawl stopped at, if it stopped before the end of the tree.
+    public final class Limits: Sendable {
+        private let reached = Mutex<String?>(nil)
+        /// Folders listed so far (the largest count a page reached).
+        private let listed = Atomic<Int>(0)
+
+        /// "10,000 folders (--max-folders)", once a limit was reached.
+        public var reachedLimit: String? { reached.withLock { $0 } }
+        /// The folders listed so far.
+        public var foldersListed: Int { listed.load(ordering: .relaxed) }
+
+        func note(_ limit: String) { reached.withLock { $0 = $0 ?? limit } }
+        func noteListed(_ count: Int) {
+            var current = listed.load(ordering: .relaxed)
+            while current < count {
+                let (exchanged, original) = listed.compareExchange(expected: current, desired: count, ordering: .relaxed)
+                if exchanged { break }
+                current = original
+            }
+        }
+    }
+
+    /// The folder every listed row is under; it ends in `/`.
     public let root: URL
     /// The deepest folder listed (the root is depth 0); 32 by default.
     public let maxDepth: Int
     /// The most files listed; 100,000 by default.
     public let maxFiles: Int
-    let listings: MultiplexerMap<String, [IndexEntry]>
+    /// The most folders listed; 10,000 by default.
+    public let maxFolders: Int
+    /// What the crawl stopped at.
+    public let limits = Limits()
+    let listings: Listings
 
     /// How long a folder's listing is used without asking the server again.
     public static let listingTimeToLive = Duration.seconds(10 * 60)
@@ -57,156 +92,166 @@ public struct RemoteTree: PageSource {
     ///
     /// - Parameters:
     ///   - root: an `http` or `https` folder URL (a missing final `/` is added).
-    ///   - listingsFolder: where listings are kept across runs; `nil` for memory only.
-    ///   - connection: how index pages are fetched (tests pass their own).
-    public init(root: URL, listingsFolder: URL?, maxDepth: Int = 32, maxFiles: Int = 100_000, connection: IndexConnection) {
+    ///   - listingsFolder: where listings are kept across runs.
+    ///   - connection: reachability, shared with the downloads.
+    public init(root: URL, listingsFolder: URL, maxDepth: Int = 32, maxFiles: Int = 100_000, maxFolders: Int = 10_000, connection: IndexConnection) {
         let root = root.path.hasSuffix("/") ? root : root.appendingPathComponent("", isDirectory: true)
         self.root = root
-        self.maxDepth = maxDepth
-        self.maxFiles = maxFiles
-        listings = MultiplexerMap(
-            cacheKey: listingsFolder == nil ? nil : "browse-listings", timeToLive: Self.listingTimeToLive,
-            countLimit: 2_000, maxConcurrentFetches: 4, directory: listingsFolder
-        ) { folder in
-            guard let url = URL(string: folder) else { throw URLError(.badURL) }
-            return try DirectoryIndex.parse(try await connection.get(url, inside: root), folder: url)
-        }
+        self.maxDepth = max(0, maxDepth)
+        self.maxFiles = max(1, maxFiles)
+        self.maxFolders = max(1, maxFolders)
+        listings = Listings(root: root, folder: listingsFolder, timeToLive: Self.listingTimeToLive, connection: connection)
     }
 
     /// The root folder's listing: asked before the screen starts, so a URL that is not a folder
     /// index, or a server that cannot be reached with nothing cached, is one clear line.
     public func checkRoot() async throws {
-        _ = try await listings.value(for: root.absoluteString)
+        _ = try await listings.entries(of: root)
     }
 
     public func page(_ request: PageRequest<Cursor>) async throws -> Page<Cursor, RemoteFile> {
-        var cursor = request.cursor ?? Cursor(stack: [.init(folder: "", next: 0, depth: 0)], files: 0)
+        var cursor = request.cursor ?? Cursor(stack: [.init(folder: "", encoded: "", next: 0, depth: 0, announced: true)], files: 0, folders: 1)
         var items: [RemoteFile] = []
+        var listed: [String: Result<[IndexEntry], any Error>] = [:]
         while items.count < request.size, cursor.files < maxFiles, var frame = cursor.stack.popLast() {
             try Task.checkCancellation()
-            let folderURL = url(of: frame.folder, isFolder: true)
-            let entries: [IndexEntry]
-            do {
-                entries = try await listings.value(for: folderURL.absoluteString)
-            } catch {
-                // The root's failure is the list's (retried by the paged rows); a subfolder's is a row.
-                if frame.folder.isEmpty || error is CancellationError { throw error }
-                items.append(RemoteFile(path: frame.folder, url: folderURL, size: nil, problem: Self.message(for: error)))
-                cursor.files += 1
-                continue
+            let folderURL = url(of: frame.encoded, isFolder: true)
+            let listing: Result<[IndexEntry], any Error>
+            if let known = listed[frame.encoded] {
+                listing = known
+            } else {
+                do {
+                    listing = .success(try await listings.entries(of: folderURL))
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    // The root's failure is the list's (retried by the paged rows); a subfolder's is a row.
+                    if frame.folder.isEmpty { throw error }
+                    listing = .failure(error)
+                }
+                listed[frame.encoded] = listing
             }
-            guard frame.next < entries.count else { continue }
+            if !frame.announced {
+                frame.announced = true
+                let problem: String? = if case .failure(let error) = listing { Self.message(for: error) } else { nil }
+                items.append(RemoteFile(path: frame.folder, url: folderURL, size: nil, isFolder: true, problem: problem))
+                if problem != nil { continue }
+                if items.count >= request.size {
+                    cursor.stack.append(frame)
+                    break
+                }
+            }
+            guard case .success(let entries) = listing, frame.next < entries.count else { continue }
             let entry = entries[frame.next]
             frame.next += 1
             cursor.stack.append(frame)
             let path = frame.folder + entry.name
+            let encoded = frame.encoded + entry.encoded
             if entry.isFolder {
-                if frame.depth < maxDepth { cursor.stack.append(.init(folder: path + "/", next: 0, depth: frame.depth + 1)) }
+                if frame.depth >= maxDepth {
+                    items.append(RemoteFile(path: path + "/", url: url(of: encoded, isFolder: true), size: nil, isFolder: true, problem: "not listed: deeper than --max-depth \(maxDepth)"))
+                    limits.note("folders deeper than \(maxDepth) (--max-depth)")
+                } else if cursor.folders >= maxFolders {
+                    items.append(RemoteFile(path: path + "/", url: url(of: encoded, isFolder: true), size: nil, isFolder: true, problem: "not listed: \(maxFolders) folders listed (--max-folders)"))
+                    limits.note("\(maxFolders) folders (--max-folders)")
+                } else {
+                    cursor.folders += 1
+                    limits.noteListed(cursor.folders)
+                    cursor.stack.append(.init(folder: path + "/", encoded: encoded + "/", next: 0, depth: frame.depth + 1, announced: false))
+                }
             } else {
-                items.append(RemoteFile(path: path, url: url(of: path, isFolder: false), size: entry.size, problem: nil))
+                items.append(RemoteFile(path: path, url: url(of: encoded, isFolder: false), size: entry.size))
                 cursor.files += 1
+                if cursor.files >= maxFiles { limits.note("\(maxFiles) files (--max-files)") }
             }
         }
         let more = !cursor.stack.isEmpty && cursor.files < maxFiles
         return Page(items: items, cursorAfter: more ? cursor : nil)
     }
 
-    /// The URL of `path` under the root, each name percent-encoded.
-    func url(of path: String, isFolder: Bool) -> URL {
-        path.isEmpty ? root : root.appending(path: path, directoryHint: isFolder ? .isDirectory : .notDirectory)
+    /// The URL of `encoded` (a path relative to the root, percent-encoded).
+    func url(of encoded: String, isFolder: Bool) -> URL {
+        guard !encoded.isEmpty else { return root }
+        return URL(string: encoded, relativeTo: root)?.absoluteURL ?? root
     }
 
     /// A short message for a row: "offline", "HTTP 404", or what the error says.
     public static func message(for error: any Error) -> String {
         switch error {
-        case let error as IndexConnection.Failure: error.description
         case let error as AsyncMediaError:
-            if case .httpStatus(let status, _) = error { "HTTP \(status)" } else { error.description }
+            switch error {
+            case .httpStatus(let status, _): "HTTP \(status)"
+            case .tooLarge: "listing too large"
+            default: error.description
+            }
+        case is DirectoryIndex.NotAnIndex: "not a folder index"
         case is URLError: "offline (not downloaded before)"
         default: String(describing: error)
         }
     }
 }
 
-/// Fetches folder index pages over HTTP, following redirects only inside the starting URL, and
-/// remembers whether the server could be reached.
-public final class IndexConnection: Sendable {
-    /// Why an index page could not be had.
-    public enum Failure: Error, CustomStringConvertible, Equatable {
-        /// The server answered with a status other than 200.
-        case httpStatus(Int, url: URL)
-        /// A redirect to somewhere outside the starting URL, or too many of them.
-        case redirectOutside(from: URL, to: String)
+/// Folder listings of one remote tree: each fetched by its own ``AsyncMedia`` (so the same
+/// transport, de-duplication, revalidation and offline fallback as the files), parsed, and kept
+/// parsed in memory for the time-to-live.
+public final class Listings: Sendable {
+    /// The most bytes one listing may take: an index larger than this is refused, not parsed.
+    public static let maximumSize: Int64 = 16 << 20
 
-        /// What happened.
-        public var description: String {
-            switch self {
-            case .httpStatus(let status, let url): "HTTP \(status) for \(url)"
-            case .redirectOutside(let from, let to): "\(from) redirects to \(to), outside the folder browsed; not followed"
-            }
-        }
+    let media: AsyncMedia
+    private let parsed = MemoryStorage<URL, Parsed>(countLimit: 2_000)
+    private let timeToLive: Duration
+    private let connection: IndexConnection
+
+    struct Parsed: Sendable {
+        let entries: [IndexEntry]
+        let at: ContinuousClock.Instant
     }
 
-    private let session: URLSession
+    init(root: URL, folder: URL, timeToLive: Duration, connection: IndexConnection) {
+        self.timeToLive = timeToLive
+        self.connection = connection
+        media = AsyncMedia(
+            directory: folder, sizeLimit: 256 << 20, maxConcurrentDownloads: 4,
+            limits: DownloadLimits(idleTimeout: .seconds(10), totalTimeout: .seconds(120), maximumSize: Self.maximumSize),
+            timeToLive: timeToLive,
+            allowsRedirect: { _, to in IndexConnection.isInside(to, root) }
+        )
+    }
+
+    /// The entries of `folder`'s listing.
+    public func entries(of folder: URL) async throws -> [IndexEntry] {
+        if let hit = parsed.value(for: folder), ContinuousClock.now - hit.at < timeToLive { return hit.entries }
+        let file: URL
+        do {
+            file = try await media.file(for: folder)
+            connection.noteReachable(true)
+        } catch {
+            if error.isSilenceable { connection.noteReachable(false) }
+            throw error
+        }
+        let entries = try DirectoryIndex.parse(try Data(contentsOf: file), folder: folder)
+        parsed.set(Parsed(entries: entries, at: .now), for: folder)
+        return entries
+    }
+}
+
+/// Whether the server could be reached, as the listings and downloads found it.
+public final class IndexConnection: Sendable {
     private let reachable = Mutex<Bool?>(nil)
 
-    /// A connection with a 10-second timeout per request.
-    public init() {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 10
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
-    }
-
-    deinit { session.invalidateAndCancel() }
+    /// A connection not tried yet.
+    public init() {}
 
     /// Whether the last request reached the server (`nil` before any).
     public var serverReachable: Bool? { reachable.withLock { $0 } }
 
-    /// Records a connectivity outcome seen elsewhere (a file download).
+    /// Records a connectivity outcome.
     public func noteReachable(_ value: Bool) { reachable.withLock { $0 = value } }
 
-    /// The body of `url`, following up to 5 redirects that stay under `root`.
-    func get(_ url: URL, inside root: URL) async throws -> Data {
-        var current = url
-        for _ in 0...5 {
-            let data: Data
-            let response: URLResponse
-            do {
-                (data, response) = try await session.data(from: current)
-                noteReachable(true)
-            } catch let error as URLError {
-                if error.code != .cancelled { noteReachable(false) }
-                throw error
-            }
-            guard let http = response as? HTTPURLResponse else { return data }
-            switch http.statusCode {
-            case 200: return data
-            case 301, 302, 303, 307, 308:
-                let location = http.value(forHTTPHeaderField: "Location") ?? ""
-                guard let next = URL(string: location, relativeTo: current)?.absoluteURL, Self.isInside(next, root) else {
-                    throw Failure.redirectOutside(from: current, to: location)
-                }
-                current = next
-            default:
-                throw Failure.httpStatus(http.statusCode, url: current)
-            }
-        }
-        throw Failure.redirectOutside(from: url, to: current.absoluteString)
-    }
-
+    /// Whether `url` is under `root` (same scheme, host and port; its path under root's).
     static func isInside(_ url: URL, _ root: URL) -> Bool {
         url.scheme?.lowercased() == root.scheme?.lowercased() && url.host?.lowercased() == root.host?.lowercased()
             && url.port == root.port && url.path(percentEncoded: true).hasPrefix(root.path(percentEncoded: true))
-    }
-}
-
-/// Refuses every redirect, so ``IndexConnection`` decides which to follow.
-private final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
     }
 }

@@ -26,6 +26,60 @@ public enum Terminal {
         public static let bold = "\u{1B}[1m"
         public static let dim = "\u{1B}[2m"
         public static let red = "\u{1B}[31m"
+        public static let green = "\u{1B}[32m"
+        public static let yellow = "\u{1B}[33m"
+        public static let blue = "\u{1B}[34m"
+        public static let magenta = "\u{1B}[35m"
+        public static let cyan = "\u{1B}[36m"
+        public static let clearToEnd = "\u{1B}[J"
+    }
+
+    /// Colours for what the lists show, as tig and ranger use them; all empty (no colour) when
+    /// `NO_COLOR` is set (https://no-color.org) or standard output is not a terminal.
+    public struct Palette: Sendable {
+        public let date: String
+        public let author: String
+        public let hash: String
+        public let ref: String
+        public let size: String
+        public let folder: String
+        public let failure: String
+        public let match: String
+        public let added: String
+        public let removed: String
+        public let header: String
+        public let reset: String
+
+        /// Whether colours are on.
+        public var isOn: Bool { !reset.isEmpty }
+
+        /// The palette for this process's standard output.
+        public static var current: Palette {
+            let noColor = ProcessInfo.processInfo.environment["NO_COLOR"].map { !$0.isEmpty } ?? false
+            return Palette(on: !noColor && Terminal.isTerminal(STDOUT_FILENO))
+        }
+
+        /// Colours on, or all empty.
+        public init(on: Bool) {
+            func color(_ code: String) -> String { on ? code : "" }
+            date = color(ANSI.blue)
+            author = color(ANSI.green)
+            hash = color(ANSI.yellow)
+            ref = color(ANSI.bold + ANSI.cyan)
+            size = color(ANSI.cyan)
+            folder = color(ANSI.bold + ANSI.blue)
+            failure = color(ANSI.red)
+            match = color(ANSI.bold + ANSI.yellow)
+            added = color(ANSI.green)
+            removed = color(ANSI.red)
+            header = color(ANSI.bold + ANSI.magenta)
+            reset = color(ANSI.reset)
+        }
+
+        /// `text` in `color`, or as it is when colours are off.
+        public func paint(_ text: String, _ color: String) -> String {
+            color.isEmpty || text.isEmpty ? text : color + text + reset
+        }
     }
 
     /// Something that happened at the terminal.
@@ -68,10 +122,15 @@ public enum Terminal {
     }
 
     private static let session = Mutex<Saved?>(nil)
+    /// The source reading keys, suspended while a child program has the terminal.
+    private static let input = Mutex<SourceBox?>(nil)
 
     /// Puts the terminal in cbreak mode (keys arrive one by one, not echoed; Ctrl-C is a key) and,
     /// when `fullScreen`, switches to the alternate screen with the cursor hidden. Everything is
-    /// undone by ``restore()``, which also runs on exit, on SIGTERM/SIGINT/SIGHUP and on a crash.
+    /// undone by ``restore()``, which also runs on exit, on every signal that ends the process
+    /// (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, …) and on a crash.
+    /// SIGTSTP (`kill -TSTP`, or a shell's job control) restores it, stops, and on SIGCONT takes the
+    /// terminal again and reports a resize, so the screen is drawn anew.
     ///
     /// - Returns: the terminal's events: keys from standard input and window resizes.
     public static func startInteractive(fullScreen: Bool) -> AsyncStream<Event> {
@@ -81,15 +140,7 @@ public enum Terminal {
         FatalSignals.install(attributes: attributes, fullScreen: fullScreen)
         atexit { Terminal.restore() }
 
-        var raw = attributes
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG | IEXTEN)
-        raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
-        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
-            cc[Int(VMIN)] = 1
-            cc[Int(VTIME)] = 0
-        }
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw)
-        if fullScreen { write(ANSI.enterAlternateScreen + ANSI.hideCursor + ANSI.home) }
+        enterInteractive(attributes, fullScreen: fullScreen)
 
         let (events, continuation) = AsyncStream<Event>.makeStream()
         let queue = DispatchQueue(label: "terminal-input")
@@ -105,6 +156,7 @@ public enum Terminal {
             for key in decoder.withLock({ $0.decode(buffer.prefix(count)) }) { continuation.yield(.key(key)) }
         }
         input.resume()
+        Self.input.withLock { $0 = SourceBox([input]) }
 
         var sources = [input as any DispatchSourceProtocol]
         signal(SIGWINCH, SIG_IGN)
@@ -122,9 +174,63 @@ public enum Terminal {
             source.resume()
             sources.append(source)
         }
+        // Stopped by job control: give the terminal back, stop, and take it again when continued.
+        signal(SIGTSTP, SIG_IGN)
+        let suspend = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
+        suspend.setEventHandler {
+            guard let saved = session.withLock({ $0 }) else { return }
+            restore()
+            signal(SIGTSTP, SIG_DFL)
+            raise(SIGTSTP)  // stops here until SIGCONT
+            signal(SIGTSTP, SIG_IGN)
+            session.withLock { $0 = saved }
+            enterInteractive(saved.attributes, fullScreen: saved.fullScreen)
+            continuation.yield(.resize)
+        }
+        suspend.resume()
+        sources.append(suspend)
         let retained = SourceBox(sources)
         continuation.onTermination = { _ in retained.cancel() }
         return events
+    }
+
+    /// cbreak mode (and the alternate screen, the cursor hidden) from the saved `attributes`.
+    private static func enterInteractive(_ attributes: termios, fullScreen: Bool) {
+        var raw = attributes
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG | IEXTEN)
+        raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw)
+        if fullScreen { write(ANSI.enterAlternateScreen + ANSI.hideCursor + ANSI.home) }
+    }
+
+    /// Runs `executable` with `arguments` in the foreground with the terminal as it was before
+    /// ``startInteractive(fullScreen:)`` (keys go to it, not to this program), waits for it, then
+    /// takes the terminal back. Returns its exit status, or `nil` if it could not start.
+    @discardableResult
+    public static func runInForeground(_ executable: URL, arguments: [String], environment: [String: String]? = nil) -> Int32? {
+        guard let saved = session.withLock({ $0 }) else { return nil }
+        let reader = input.withLock { $0 }
+        reader?.suspend()
+        restore()
+        defer {
+            session.withLock { $0 = saved }
+            enterInteractive(saved.attributes, fullScreen: saved.fullScreen)
+            reader?.resume()
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardInput = FileHandle.standardInput
+        process.standardOutput = FileHandle.standardOutput
+        process.standardError = FileHandle.standardError
+        guard (try? process.run()) != nil else { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 
     /// Undoes ``startInteractive(fullScreen:)``: the saved terminal modes, the main screen and a
@@ -145,6 +251,8 @@ public enum Terminal {
         private let sources: [any DispatchSourceProtocol]
         init(_ sources: [any DispatchSourceProtocol]) { self.sources = sources }
         func cancel() { for source in sources { source.cancel() } }
+        func suspend() { for source in sources { source.suspend() } }
+        func resume() { for source in sources { source.resume() } }
     }
 }
 
@@ -153,9 +261,10 @@ private func systemWrite(_ descriptor: Int32, _ pointer: UnsafeRawPointer?, _ co
     write(descriptor, pointer, count)
 }
 
-/// A crash must not leave the terminal in cbreak mode on the alternate screen. A signal handler can
-/// only use async-signal-safe calls on memory prepared beforehand, so the bytes to write and the
-/// modes to restore are stored here before the handlers are installed.
+/// A crash, or a signal whose default action ends the process, must not leave the terminal in
+/// cbreak mode on the alternate screen. A signal handler can only use async-signal-safe calls on
+/// memory prepared beforehand, so the bytes to write and the modes to restore are stored here
+/// before the handlers are installed; each handler restores, then lets the default action happen.
 private enum FatalSignals {
     nonisolated(unsafe) static var attributes = termios()  // written once, before the handlers exist
     nonisolated(unsafe) static var farewell: UnsafeMutableBufferPointer<UInt8>?  // idem
@@ -166,7 +275,16 @@ private enum FatalSignals {
         let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, text.count))
         _ = buffer.initialize(from: text)
         farewell = UnsafeMutableBufferPointer(rebasing: buffer[0..<text.count])
-        for number in [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE] {
+        // Every signal whose default action ends the process (SIGTERM, SIGINT and SIGHUP are
+        // handled in order by dispatch sources instead, SIGTSTP too).
+        var ending = [
+            SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE, SIGSYS, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE,
+            SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ,
+        ]
+        #if os(Linux)
+        ending += [SIGPOLL, SIGSTKFLT]
+        #endif
+        for number in ending {
             var action = sigaction()
             #if canImport(Glibc)
             action.__sigaction_handler.sa_handler = { number in FatalSignals.handle(number) }

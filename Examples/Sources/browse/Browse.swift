@@ -7,14 +7,18 @@ import TerminalUI
 @main
 struct Browse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A full-screen table of every file under a folder (local, or an HTTP folder index); lines, CRC-32 and a preview load as you scroll.",
+        abstract: "A full-screen table of every file and folder under a folder (local, or an HTTP folder index); lines, CRC-32 and a preview load as you scroll.",
         discussion: """
-            Keys: ↑/↓ or j/k move, PgUp/PgDn or b/space page, g/G or Home/End jump, w shows the prefetch window, q or Ctrl-C quit.
-            Summaries are cached on disk by path, size and modification time, so a second run shows them at once.
+            Keys: ↑/↓ or j/k move, PgUp/PgDn or b/space page, g/G or Home/End jump, Enter opens the file in a \
+            pager, s sorts by path, size or lines, ? shows every key, q or Ctrl-C quits.
+
+            Summaries are cached on disk by path, size and modification time, so a second run shows them at once. \
             When standard output is not a terminal, the table is printed as plain text.
-            With an http:// or https:// URL of a folder index (nginx autoindex, Apache, python3 -m http.server), the
-            folders are listed a page at a time and each visible file is downloaded and summarized; listings and
-            downloads are cached, so a second run works with the server gone.
+
+            With an http:// or https:// URL of a folder index (nginx autoindex, Apache, lighttpd, python3 -m \
+            http.server), the folders are listed a page at a time and each file shown is downloaded and \
+            summarized; listings and downloads are cached, so a second run works with the server gone. The CA \
+            certificates trusted for https are the system's, or SSL_CERT_FILE's.
             """
     )
 
@@ -26,6 +30,9 @@ struct Browse: AsyncParsableCommand {
 
     @Option(help: "Remote folders: the most files listed.")
     var maxFiles = 100_000
+
+    @Option(help: "Remote folders: the most folders listed.")
+    var maxFolders = 10_000
 
     @Flag(name: .shortAndLong, help: "Include hidden files and folders.")
     var all = false
@@ -39,7 +46,7 @@ struct Browse: AsyncParsableCommand {
     @Option(help: "A pause in milliseconds before each summary, to watch the loading on a fast disk.")
     var latency = 0
 
-    @Option(help: "Summaries computed at once.")
+    @Option(help: "Summaries computed (or files downloaded) at once.")
     var concurrency = 6
 
     @Option(help: "Rows prefetched past the screen in the scroll direction (default: adaptive, from the scroll rate and load times).")
@@ -55,7 +62,9 @@ struct Browse: AsyncParsableCommand {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1.") }
         guard latency >= 0 else { throw ValidationError("--latency must be 0 or more milliseconds.") }
         guard (ahead ?? 0) >= 0 else { throw ValidationError("--ahead must be 0 or more rows.") }
-        guard maxDepth >= 0, maxFiles >= 1 else { throw ValidationError("--max-depth must be 0 or more and --max-files at least 1.") }
+        guard maxDepth >= 0, maxFiles >= 1, maxFolders >= 1 else {
+            throw ValidationError("--max-depth must be 0 or more, --max-files and --max-folders at least 1.")
+        }
     }
 
     func run() async throws {
@@ -63,7 +72,12 @@ struct Browse: AsyncParsableCommand {
             try await runRemote(url)
             return
         }
-        let entries = try FileListing.list(folder, includeHidden: all)
+        let entries: [FileEntry]
+        do {
+            entries = try FileListing.list(folder, includeHidden: all)
+        } catch {
+            Self.fail("\(error)")
+        }
         let cacheFolder = try noCache ? nil : cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? FileTable.defaultCacheFolder()
         let table = FileTable(entries: entries, cacheFolder: cacheFolder, latency: .milliseconds(latency), maxConcurrent: concurrency)
 
@@ -76,19 +90,20 @@ struct Browse: AsyncParsableCommand {
             return
         }
         let root = URL(fileURLWithPath: folder).standardizedFileURL.path
-        var screen = BrowseScreen(table: LocalRows(table: table), title: root, ahead: ahead, trace: try recordTrace.map(TraceRecorder.init))
-        await screen.run()
+        await ListScreen.run(LocalRows(table: table, title: root, ahead: ahead), trace: try recordTrace.map(TraceRecorder.init))
     }
 
     /// `browse URL`: the files under an HTTP folder index.
     func runRemote(_ url: URL) async throws {
         let cacheFolder = try cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? RemoteTable.defaultCacheFolder()
-        let table = RemoteTable(root: url, cacheFolder: cacheFolder, maxConcurrentDownloads: concurrency, maxDepth: maxDepth, maxFiles: maxFiles)
+        let table = RemoteTable(
+            root: url, cacheFolder: cacheFolder, maxConcurrentDownloads: concurrency, maxDepth: maxDepth, maxFiles: maxFiles,
+            maxFolders: maxFolders
+        )
         do {
             try await table.checkRoot()
         } catch {
-            FileHandle.standardError.write(Data(("browse: " + RemoteTable.rootMessage(for: error, root: table.root) + "\n").utf8))
-            throw ExitCode(1)
+            Self.fail(RemoteTable.rootMessage(for: error, root: table.root))
         }
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             let layout = TableLayout(width: width ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
@@ -96,11 +111,14 @@ struct Browse: AsyncParsableCommand {
             await table.streamInOrder(ahead: concurrency * 4) { file, size, content in
                 print(layout.row(path: file.path, size: size, content))
             }
-            table.save()
             return
         }
-        var screen = BrowseScreen(table: RemoteRows(table: table), title: table.root.absoluteString, ahead: ahead, trace: try recordTrace.map(TraceRecorder.init))
-        await screen.run()
-        table.save()
+        await ListScreen.run(RemoteRows(table: table), trace: try recordTrace.map(TraceRecorder.init))
+    }
+
+    /// `browse: what happened; what to do` on standard error, and exit status 1.
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data(("browse: " + TerminalSafe.clean(message) + "\n").utf8))
+        Foundation.exit(1)
     }
 }

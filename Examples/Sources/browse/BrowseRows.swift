@@ -3,116 +3,218 @@ import FileCatalog
 import Foundation
 import RemoteCatalog
 import Synchronization
+import TerminalUI
 
-/// What the browse screen shows and drives: the files of a local folder, or of a remote one.
-protocol BrowseRows: Sendable {
-    /// How many rows there are (at least, while a remote listing goes on).
-    var count: RowCount { get }
-    /// Row `row`'s path and size (`nil` size: not known yet), or `nil` if not listed yet.
-    func entry(at row: Int) -> (path: String, size: Int64?)?
-    /// What row `row` shows in its computed columns.
-    func content(at row: Int) -> RowContent
-    /// What a pending row shows instead of the spinner (a download's progress), if anything.
-    func placeholder(at row: Int) -> String?
-    /// Calls `changed` with each row whose content changed, or `nil` when the list itself did.
-    func start(_ changed: @escaping @Sendable (Int?) -> Void)
-    /// The rows on screen.
-    func show(_ rows: Range<Int>)
-    /// The screen holds `pageRows` rows; `ahead` rows are prefetched (default: adaptive).
-    func resize(pageRows: Int, ahead: Int?)
-    /// Stops every load.
-    func stop()
-    /// The status line's counters.
-    var statusFields: [String] { get }
-    /// The prefetch window and the scroll rate, when the rows have a prefetcher that estimates them.
-    var windowDescription: String? { get }
+/// How the browse table is sorted (`s` goes to the next).
+enum SortOrder: String, Sendable, CaseIterable {
+    case path, size, lines
+
+    var next: SortOrder {
+        let all = Self.allCases
+        return all[((all.firstIndex(of: self) ?? 0) + 1) % all.count]
+    }
 }
 
-extension BrowseRows {
-    var windowDescription: String? { nil }
-}
-
-/// A local folder's files: a known list, summaries through a `RowPrefetcher`.
-final class LocalRows: BrowseRows {
+/// A local folder's files and folders: a known list, summaries through a `RowPrefetcher`, sorted by
+/// path, size (known at once) or lines (sorted as they load).
+final class LocalRows: ListModel {
     let table: FileTable
     let prefetcher: RowPrefetcher<FileRef, FileSummary>
+    let title: String
+    let tool: String
+    private let sorting: Sorting
 
-    init(table: FileTable) {
-        self.table = table
-        // Adaptive: in the scroll simulation it shows fewer placeholders and wastes less work than
-        // the fixed window on every workload (Benchmarks/README.md).
-        prefetcher = RowPrefetcher(avenue: table.avenue, policy: .adaptive) { [table] in table.key($0) }
+    /// The order of the rows, shared with the prefetcher's key function.
+    private final class Sorting: Sendable {
+        struct State {
+            var sort = SortOrder.path
+            /// Display row → entry index.
+            var order: [Int]
+            var showsWindow = false
+            /// Summaries arrived since the last sort by lines.
+            var resortDue = false
+            var lastSort = ContinuousClock.now
+        }
+
+        let state: Mutex<State>
+
+        init(count: Int) { state = Mutex(State(order: Array(0..<count))) }
+
+        func entry(at row: Int) -> Int? {
+            state.withLock { $0.order.indices.contains(row) ? $0.order[row] : nil }
+        }
     }
 
-    var windowDescription: String? { "window: " + prefetcher.estimates.description }
+    /// `ahead`: rows prefetched past the screen (`nil`: adaptive).
+    init(table: FileTable, title: String, tool: String = "browse", ahead: Int?) {
+        self.table = table
+        self.title = title
+        self.tool = tool
+        let sorting = Sorting(count: table.entries.count)
+        self.sorting = sorting
+        prefetcher = RowPrefetcher(avenue: table.avenue, ahead: ahead ?? 40, policy: ahead == nil ? .adaptive : .fixed) { [table] row in
+            sorting.entry(at: row).flatMap(table.key)
+        }
+    }
+
+    var heading: String {
+        let kinds = table.kinds
+        let sort = sorting.state.withLock { $0.sort }
+        return "\(tool)  \(title)  ·  \(kinds.files) files, \(kinds.folders) folders" + (sort == .path ? "" : "  ·  by \(sort.rawValue)")
+    }
+
+    func columnHeader(width: Int, palette: Terminal.Palette) -> String? { TableLayout(width: width).header(palette: palette) }
 
     var count: RowCount { .exact(table.entries.count) }
 
-    func entry(at row: Int) -> (path: String, size: Int64?)? {
-        table.entries.indices.contains(row) ? (table.entries[row].path, table.entries[row].size) : nil
-    }
-
-    func content(at row: Int) -> RowContent { RowContent(table.avenue, row: row) }
-    func placeholder(at row: Int) -> String? { nil }
-
     func start(_ changed: @escaping @Sendable (Int?) -> Void) {
-        table.avenue.onStateChange = { row in changed(row) }
+        table.avenue.onStateChange = { [weak self] row in
+            self?.sorting.state.withLock { if $0.sort == .lines { $0.resortDue = true } }
+            changed(row)
+        }
     }
 
-    func show(_ rows: Range<Int>) { prefetcher.show(rows) }
-
-    /// `--ahead` fixes the window; without it the window adapts (and sizes itself by the screen).
-    func resize(pageRows: Int, ahead: Int?) {
-        prefetcher.policy = ahead == nil ? .adaptive : .fixed
-        prefetcher.ahead = ahead ?? pageRows
-        prefetcher.behind = max(2, pageRows / 4)
+    func show(_ rows: Range<Int>, resting: Bool) {
+        if resting { resortIfDue() }
+        prefetcher.show(rows)
     }
 
-    func stop() { prefetcher.stop() }
+    private func entry(at row: Int) -> Int? {
+        sorting.entry(at: row)
+    }
+
+    func content(at row: Int) -> RowContent {
+        guard let index = entry(at: row) else { return .pending }
+        return RowContent(table.avenue, entry: table.entries[index], row: row)
+    }
+
+    func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
+        guard let index = entry(at: row) else { return nil }
+        return TableLayout(width: width).row(table.entries[index], content(at: row), placeholder: spinner, palette: palette)
+    }
+
+    func isPending(at row: Int) -> Bool { !content(at: row).isSettled }
 
     var statusFields: [String] {
         let status = table.status
-        return [
+        var fields = [
             "in flight \(status.running)", "queued \(status.queued)", "cancelled \(status.cancelled)",
             "cache hits \(status.memoryHits + status.diskHits) (disk \(status.diskHits))",
         ]
+        if sorting.state.withLock({ $0.showsWindow }) { fields.insert("window: " + prefetcher.estimates.description, at: 0) }
+        return fields
     }
+
+    var keys: [(key: String, does: String)] {
+        [("Enter", "open the file in a pager"), ("s", "sort by path, size, lines (as they load)"), ("w", "show the prefetch window")]
+    }
+
+    func handle(_ key: Key, selected: Int) -> ListAction {
+        switch key {
+        case .enter:
+            guard let index = entry(at: selected) else { return .none }
+            let entry = table.entries[index]
+            guard !entry.isFolder else { return .message("a folder: nothing to page") }
+            return Pager.open(entry.ref.path)
+        case .character("s"):
+            let keep = entry(at: selected)
+            let sort = sorting.state.withLock { state -> SortOrder in
+                state.sort = state.sort.next
+                return state.sort
+            }
+            resort()
+            let row = keep.flatMap { kept in sorting.state.withLock { $0.order.firstIndex(of: kept) } } ?? 0
+            return .select(row, message: "sorted by \(sort.rawValue)" + (sort == .lines ? " (as they load)" : ""))
+        case .character("w"):
+            sorting.state.withLock { $0.showsWindow.toggle() }
+            return .none
+        default:
+            return .none
+        }
+    }
+
+    /// Sorts the rows again by the current order: the prefetcher then prepares each row's new key.
+    private func resort() {
+        let sort = sorting.state.withLock { $0.sort }
+        let entries = table.entries
+        var order = Array(entries.indices)
+        switch sort {
+        case .path:
+            break
+        case .size:
+            order.sort { (entries[$0].isFolder ? -1 : entries[$0].size, $1) > (entries[$1].isFolder ? -1 : entries[$1].size, $0) }
+        case .lines:
+            // Rows whose lines are known first (most first), then the others in path order.
+            let lines = entries.map { entry -> Int in
+                guard !entry.isFolder, let summary = table.avenue.storage.value(for: entry.ref) else { return -1 }
+                return summary.lines
+            }
+            order.sort { (lines[$0], $1) > (lines[$1], $0) }
+        }
+        sorting.state.withLock {
+            $0.order = order
+            $0.resortDue = false
+            $0.lastSort = .now
+        }
+    }
+
+    /// While sorted by lines, the rows loaded since are put in place — only when the list rests, at
+    /// most four times a second, so rows do not move under a moving selection.
+    private func resortIfDue() {
+        let due = sorting.state.withLock { $0.resortDue && ContinuousClock.now - $0.lastSort >= .milliseconds(250) }
+        if due { resort() }
+    }
+
+    func stop() { prefetcher.stop() }
 }
 
-/// A remote folder's files: listed a page at a time, each visible file downloaded and summarized.
-final class RemoteRows: BrowseRows {
+/// A remote folder's files and folders: listed a page at a time, each shown file downloaded and
+/// summarized — only where the list rests, never while G follows a crawl that is still growing.
+final class RemoteRows: ListModel {
     let table: RemoteTable
     /// The change handler, and the rows last shown (whose downloads' progress is watched).
     private let state = Mutex<(changed: (@Sendable (Int?) -> Void)?, shown: Range<Int>)>((nil, 0..<0))
 
     init(table: RemoteTable) { self.table = table }
 
+    var heading: String {
+        let count = table.files.count
+        return "browse  \(table.root.absoluteString)  ·  \(count) rows" + (count.isExact ? "" : " (listing…)")
+    }
+
+    func columnHeader(width: Int, palette: Terminal.Palette) -> String? { TableLayout(width: width).header(palette: palette) }
+
     var count: RowCount { table.files.count }
 
-    func entry(at row: Int) -> (path: String, size: Int64?)? {
-        // While a file downloads, its size is the one the server announced.
-        table.files.item(at: row).map { ($0.path, table.size(at: row) ?? table.progress(at: row)?.expected) }
+    func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
+        guard let file = table.files.item(at: row) else { return nil }
+        let content = table.content(at: row)
+        let placeholder: String
+        if let progress = table.progress(at: row), !progress.isComplete, let fraction = progress.fractionCompleted {
+            placeholder = "\(Int(fraction * 100))%"
+        } else {
+            placeholder = spinner
+        }
+        let size = file.isFolder ? nil : (table.size(at: row) ?? table.progress(at: row)?.expected)
+        return TableLayout(width: width).row(path: file.path, size: size, content, placeholder: placeholder, palette: palette)
     }
 
-    func content(at row: Int) -> RowContent { table.content(at: row) }
-
-    func placeholder(at row: Int) -> String? {
-        guard let progress = table.progress(at: row), !progress.isComplete, let fraction = progress.fractionCompleted else { return nil }
-        return "\(Int(fraction * 100))%"
-    }
+    func isPending(at row: Int) -> Bool { table.files.item(at: row) == nil || !table.content(at: row).isSettled }
 
     func start(_ changed: @escaping @Sendable (Int?) -> Void) {
         state.withLock { $0.changed = changed }
         table.files.onChange = { [weak self] _ in
             changed(nil)
-            self?.watchProgress()  // rows just listed may be downloading
+            self?.table.refreshDetails()  // rows just listed may have files to load
+            self?.watchProgress()
         }
         table.summaries.onStateChange = { row in changed(row) }
     }
 
-    func show(_ rows: Range<Int>) {
+    func show(_ rows: Range<Int>, resting: Bool) {
         state.withLock { $0.shown = rows }
-        table.files.show(rows)
+        // Following a growing list's end (G) or moving fast: list, but download only where it rests.
+        table.show(rows, details: resting)
         watchProgress()
     }
 
@@ -120,10 +222,6 @@ final class RemoteRows: BrowseRows {
         let (changed, shown) = state.withLock { ($0.changed, $0.shown) }
         table.watchProgress(of: shown) { changed?(nil) }
     }
-
-    func resize(pageRows: Int, ahead: Int?) {}
-
-    func stop() { table.stop() }
 
     var statusFields: [String] {
         let activity = table.media.activity
@@ -133,7 +231,40 @@ final class RemoteRows: BrowseRows {
             "cancelled \(table.summaries.statistics.loadsCancelled)",
             "cached \(usage.count) (\(TableLayout.formatSize(Int64(usage.size))))",
         ]
+        if !table.files.count.isExact { fields.insert("folders listed \(table.foldersListed)", at: 0) }
+        if let limit = table.crawlLimit { fields.insert("listing stopped at \(limit)", at: 0) }
         if table.connection.serverReachable == false { fields.insert("server unreachable", at: 0) }
         return fields
+    }
+
+    var keys: [(key: String, does: String)] { [("Enter", "open the downloaded file in a pager")] }
+
+    func handle(_ key: Key, selected: Int) -> ListAction {
+        guard key == .enter else {
+            if key == .character("s") { return .message("sorting needs the whole listing on disk: browse a local folder to sort") }
+            return .none
+        }
+        guard let file = table.files.item(at: selected), !file.isFolder else { return .message("a folder: nothing to page") }
+        guard let local = table.localFile(at: selected) else { return .message("not downloaded yet: wait for its row") }
+        return Pager.open(local.path)
+    }
+
+    func stop() { table.stop() }
+}
+
+/// Opens a file in a pager: `$PAGER`, else `less`.
+enum Pager {
+    static func open(_ path: String) -> ListAction {
+        let environment = ProcessInfo.processInfo.environment
+        let command = (environment["PAGER"].flatMap { $0.isEmpty ? nil : $0 } ?? "less").split(separator: " ").map(String.init)
+        guard let name = command.first, let executable = find(name) else { return .message("no pager found: set PAGER") }
+        return .run(executable, arguments: Array(command.dropFirst()) + [path])
+    }
+
+    static func find(_ name: String) -> URL? {
+        if name.contains("/") { return URL(fileURLWithPath: name) }
+        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        return folders.lazy.map { URL(fileURLWithPath: String($0)).appendingPathComponent(name) }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
 }

@@ -134,7 +134,7 @@ struct Renderer: Sendable {
                 return [clean(path), bytes, String(summary.lines), TableLayout.hex(summary.crc32), clean(summary.preview)].joined(separator: "\t")
             case .failed(let message):
                 return [clean(path), bytes, "", "", "error: " + clean(message)].joined(separator: "\t")
-            case .pending:
+            case .pending, .folder:
                 return [clean(path), bytes, "", "", ""].joined(separator: "\t")
             }
         }
@@ -165,7 +165,7 @@ struct Pager {
             prefetcher.show(rows)
             await waitUntilDone(rows, changes: changes, page: page, pages: pages)
             Terminal.write("\r" + Terminal.ANSI.clearLine)
-            for row in rows { render.print(table.entries[row], RowContent(table.avenue, row: row)) }
+            for row in rows { render.print(table.entries[row], table.content(at: row)) }
             guard page + 1 < pages else { break }
             Terminal.write(Terminal.ANSI.inverse + " page \(page + 1) of \(pages) · Enter/space: next page · q: quit " + Terminal.ANSI.reset)
             var next = false
@@ -203,7 +203,7 @@ struct Pager {
         }
         var iterator = wakeups.makeAsyncIterator()
         while true {
-            let done = rows.filter { RowContent(table.avenue, row: $0).isSettled }.count
+            let done = rows.filter { table.content(at: $0).isSettled }.count
             if done == rows.count { return }
             let spinner = Self.spinner[frame % Self.spinner.count]
             Terminal.write("\r" + Terminal.ANSI.clearLine + "\(spinner) loading page \(page + 1) of \(pages): \(done)/\(rows.count)")

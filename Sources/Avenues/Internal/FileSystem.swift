@@ -58,6 +58,15 @@ enum FileSystem {
         let permissions: UInt32
         /// Hard links to the file; 0 once it was deleted (seen through a descriptor).
         let links: UInt64
+
+        /// Which file this is (two paths or descriptors with one identity are one file).
+        var identity: Identity { Identity(device: device, inode: inode) }
+    }
+
+    /// A file's device and inode.
+    struct Identity: Hashable, Sendable {
+        let device: UInt64
+        let inode: UInt64
     }
 
     private static func fail(_ call: String, _ path: String) -> Failure {
@@ -118,8 +127,8 @@ enum FileSystem {
     /// Non-blocking, so a FIFO or a device planted at `path` cannot hang the caller: the open returns
     /// at once and the caller's `fstat` shows it is not a regular file. (`O_NONBLOCK` does not change
     /// how regular files are read.)
-    static func openForReading(_ path: String) throws(Failure) -> Int32 {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+    static func openForReading(_ path: String, followingLinks: Bool = false) throws(Failure) -> Int32 {
+        let descriptor = open(path, O_RDONLY | (followingLinks ? 0 : O_NOFOLLOW) | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw fail("open", path) }
         return descriptor
     }

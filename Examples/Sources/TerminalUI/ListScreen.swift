@@ -1,0 +1,434 @@
+import Avenues
+import Foundation
+import Synchronization
+
+/// What a full-screen list shows and drives: `browse`'s files, `history`'s commits, a commit's
+/// lines, `pages`' rows. The screen owns the terminal, the keys every list shares, the help, the
+/// input line and the status line; the model owns the rows.
+///
+/// Every method is called from the screen's loop (one at a time), except ``start(_:)``'s callback,
+/// which the model calls from anywhere.
+public protocol ListModel: AnyObject, Sendable {
+    /// The heading: the tool and what it shows (cleaned by the screen before it is drawn).
+    var heading: String { get }
+    /// Column titles under the heading, if the list has columns.
+    func columnHeader(width: Int, palette: Terminal.Palette) -> String?
+    /// How many rows there are (at least, while the list is still being read).
+    var count: RowCount { get }
+    /// Calls `changed` with each row whose content changed, or `nil` when the list itself did.
+    func start(_ changed: @escaping @Sendable (Int?) -> Void)
+    /// The list shows `rows`; `resting` when it has not moved for a moment (details load then).
+    func show(_ rows: Range<Int>, resting: Bool)
+    /// Row `row` as a line `width` columns wide (the screen adds the selection), or `nil` when the
+    /// row is not listed yet. `spinner` is the placeholder's frame.
+    func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String?
+    /// Whether row `row` still waits for something (the spinner turns while one on screen does).
+    func isPending(at row: Int) -> Bool
+    /// The status line's fields, after the position.
+    var statusFields: [String] { get }
+    /// The keys this list adds to the shared ones, for `?`.
+    var keys: [(key: String, does: String)] { get }
+    /// What `/` asks for ("filter", "search"), or `nil` if the list has no input line.
+    var inputPrompt: String? { get }
+    /// The input line changed (every keystroke); `committed` when Enter was pressed, `nil` text when
+    /// Esc cancelled it.
+    func input(_ text: String?, committed: Bool, selected: Int) -> ListAction
+    /// A key the shared ones do not use (Enter, `n`, `s`…), with the selected row.
+    func handle(_ key: Key, selected: Int) -> ListAction
+    /// The screen is leaving: stop loading.
+    func stop()
+}
+
+/// What a model asks the screen to do after a key or an input.
+public enum ListAction: Sendable {
+    /// Nothing more (redraw).
+    case none
+    /// Show `message` on the status line.
+    case message(String)
+    /// Select `row` (a search hit, the same item after a sort).
+    case select(Int, message: String? = nil)
+    /// Hand the terminal to a program (a pager), then take it back.
+    case run(URL, arguments: [String])
+    /// Open another list over this one (a commit's lines); `q` comes back.
+    case push(any ListModel)
+    /// Leave the program.
+    case quit
+}
+
+extension ListModel {
+    public func columnHeader(width: Int, palette: Terminal.Palette) -> String? { nil }
+    public var inputPrompt: String? { nil }
+    public func input(_ text: String?, committed: Bool, selected: Int) -> ListAction { .none }
+    public func handle(_ key: Key, selected: Int) -> ListAction { .none }
+    public var keys: [(key: String, does: String)] { [] }
+}
+
+/// A full-screen list over a ``ListModel``: one loop owns the screen state and redraws it after each
+/// event. Moves (`↑`/`↓`/`j`/`k`, `PgUp`/`PgDn`/`b`/`space`, `g`/`G`/`Home`/`End`), `?` for the keys,
+/// `/` for the model's input line, `q` to leave (or to go back from a list opened over another).
+public struct ListScreen {
+    /// What reaches the loop.
+    public enum Event: Sendable {
+        case terminal(Terminal.Event)
+        /// Some rows changed; which ones are in the changed rows set.
+        case rowsChanged
+        case tick
+    }
+
+    /// How the screen ended.
+    public enum Exit: Sendable { case back, quit }
+
+    /// Rows changed since the loop last looked. Loads can finish thousands of times a second; they
+    /// are gathered here and announced by at most one pending event, so a key press never waits
+    /// behind a queue of row changes.
+    public final class ChangedRows: Sendable {
+        private let rows = Mutex((pending: Set<Int>(), announced: false))
+
+        public init() {}
+
+        /// Records `row` (`-1`: the list itself); `true` if the loop must be woken.
+        public func add(_ row: Int) -> Bool {
+            rows.withLock { state in
+                state.pending.insert(row)
+                defer { state.announced = true }
+                return !state.announced
+            }
+        }
+
+        /// Every row changed since the last call.
+        public func take() -> Set<Int> {
+            rows.withLock { state in
+                defer { state = ([], false) }
+                return state.pending
+            }
+        }
+    }
+
+    static let spinner: [String] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+    /// At most one frame per this long when rows arrive quickly.
+    static let framePause = Duration.milliseconds(16)
+    static let spinnerPause = Duration.milliseconds(80)
+
+    let model: any ListModel
+    let palette: Terminal.Palette
+    let trace: TraceRecorder?
+    let nested: Bool
+
+    private var columns = 80
+    private var height = 24
+    private var top = 0
+    private var selected = 0
+    private var frame = 0
+    private var message: String?
+    private var showsHelp = false
+    /// The input line's text while it is typed.
+    private var typing: String?
+    /// G pressed while the count is only "at least": the selection follows the end as it is found.
+    private var followsEnd = false
+    private var firstScreen: Duration?
+    private let started = ContinuousClock.now
+    private var lastDraw = ContinuousClock.now
+    private var lastMove = ContinuousClock.now
+    private var dirty = true
+
+    /// A screen over `model`; `nested` when it is opened over another (then `q` goes back).
+    public init(model: any ListModel, palette: Terminal.Palette = .current, trace: TraceRecorder? = nil, nested: Bool = false) {
+        self.model = model
+        self.palette = palette
+        self.trace = trace
+        self.nested = nested
+    }
+
+    /// Takes the terminal, runs `model`'s list until it quits, and gives the terminal back.
+    public static func run(_ model: any ListModel, trace: TraceRecorder? = nil) async {
+        let (events, sink) = AsyncStream<Event>.makeStream()
+        let terminal = Terminal.startInteractive(fullScreen: true)
+        defer { Terminal.restore() }
+        let forwarding = Task {
+            for await event in terminal { sink.yield(.terminal(event)) }
+            sink.finish()
+        }
+        let ticking = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: framePause)
+                sink.yield(.tick)
+            }
+        }
+        defer {
+            forwarding.cancel()
+            ticking.cancel()
+        }
+        var iterator = events.makeAsyncIterator()
+        var screen = ListScreen(model: model, trace: trace)
+        _ = await screen.loop(&iterator, sink: sink)
+    }
+
+    /// The screen's loop, on events shared with the screens it opens.
+    mutating func loop(_ events: inout AsyncStream<Event>.Iterator, sink: AsyncStream<Event>.Continuation) async -> Exit {
+        let changed = ChangedRows()
+        model.start { row in
+            if changed.add(row ?? -1) { sink.yield(.rowsChanged) }
+        }
+        defer { model.stop() }
+        resize()
+        showRows()
+        draw()
+        while let event = await events.next() {
+            switch event {
+            case .terminal(.key(let key)):
+                lastMove = .now
+                if let exit = await handle(key, events: &events, sink: sink) { return exit }
+                showRows()
+                draw()
+            case .terminal(.resize):
+                resize()
+                showRows()
+                draw()
+            case .rowsChanged:
+                let rows = changed.take()
+                dirty = true  // the status line's counters changed, even for rows off screen
+                let count = model.count
+                if count.isExact, selected >= count.value || top > max(0, count.value - pageRows) {
+                    move(to: selected)  // the list ended before the rows the screen had moved to
+                    showRows()
+                }
+                if followsEnd, selected != count.value - 1, count.value > 0 {
+                    move(to: count.value - 1)
+                    showRows()
+                }
+                if followsEnd, count.isExact { followsEnd = false }
+                let visible = top ..< top + pageRows
+                if rows.contains(where: { $0 < 0 || visible.contains($0) }), ContinuousClock.now - lastDraw >= Self.framePause { draw() }
+            case .tick:
+                // For a moment after a move, the rows are shown again on every frame: the model
+                // sees the list come to rest (details load, the adaptive window shrinks).
+                let sinceMove = ContinuousClock.now - lastMove
+                if sinceMove < .seconds(1) { showRows() }
+                let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
+                let spin = spinnerFrame != frame && visibleRowsPending
+                frame = spinnerFrame
+                if dirty || spin { draw() }
+            }
+        }
+        return .quit
+    }
+
+    private var pageRows: Int { max(1, height - (model.columnHeader(width: columns, palette: palette) == nil ? 2 : 3)) }
+
+    private var resting: Bool { ContinuousClock.now - lastMove >= .milliseconds(150) && !followsEnd }
+
+    /// Tells the model what the screen shows now.
+    private func showRows() {
+        let rows = top ..< top + pageRows
+        model.show(rows, resting: resting)
+        trace?.record(rows, count: model.count.value)
+    }
+
+    /// Applies a key; an exit when the screen ends.
+    private mutating func handle(_ key: Key, events: inout AsyncStream<Event>.Iterator, sink: AsyncStream<Event>.Continuation) async -> Exit? {
+        if typing != nil { return type(key) }
+        if showsHelp {
+            showsHelp = false
+            if key == .escape || key == .character("?") || key == .character("q") { return nil }
+        }
+        followsEnd = false
+        message = nil
+        switch key {
+        case .character("?"):
+            showsHelp = true
+            return nil
+        case .character("/") where model.inputPrompt != nil:
+            typing = ""
+            return nil
+        case .control("c"):
+            return .quit
+        case .character("q"), .control("d"), .escape where nested:
+            return nested ? .back : .quit
+        default:
+            break
+        }
+        if let command = ListCommand(key) {
+            if let motion = command.motion(selected: selected, top: top, pageRows: pageRows) {
+                top = motion.top
+                move(to: motion.selected)
+                return nil
+            }
+            if command == .last {
+                let count = model.count
+                move(to: max(0, count.value - 1))
+                followsEnd = !count.isExact
+                return nil
+            }
+        }
+        return await perform(model.handle(key, selected: selected), events: &events, sink: sink)
+    }
+
+    /// A key while the input line is typed.
+    private mutating func type(_ key: Key) -> Exit? {
+        var action = ListAction.none
+        switch key {
+        case .escape, .control("c"):
+            typing = nil
+            action = model.input(nil, committed: false, selected: selected)
+        case .backspace:
+            if typing?.isEmpty == false {
+                typing?.removeLast()
+                action = model.input(typing, committed: false, selected: selected)
+            }
+        case .enter:
+            let text = typing
+            typing = nil
+            action = model.input(text, committed: true, selected: selected)
+        case .character(let character):
+            typing?.append(character)
+            action = model.input(typing, committed: false, selected: selected)
+        case .space:
+            typing?.append(" ")
+            action = model.input(typing, committed: false, selected: selected)
+        default:
+            break
+        }
+        apply(action)
+        return nil
+    }
+
+    /// Carries out a model's action.
+    private mutating func perform(_ action: ListAction, events: inout AsyncStream<Event>.Iterator, sink: AsyncStream<Event>.Continuation) async -> Exit? {
+        switch action {
+        case .quit:
+            return .quit
+        case .run(let executable, let arguments):
+            if Terminal.runInForeground(executable, arguments: arguments) == nil {
+                message = "could not run \(executable.lastPathComponent)"
+            }
+            resize()
+        case .push(let other):
+            var screen = ListScreen(model: other, palette: palette, trace: nil, nested: true)
+            let exit = await screen.loop(&events, sink: sink)
+            if exit == .quit { return .quit }
+            resize()
+        default:
+            apply(action)
+        }
+        return nil
+    }
+
+    private mutating func apply(_ action: ListAction) {
+        switch action {
+        case .message(let text): message = text
+        case .select(let row, let text):
+            top = max(0, row - pageRows / 3)
+            move(to: row)
+            message = text
+        default: break
+        }
+    }
+
+    /// Selects `row` and scrolls just enough to show it. While the count is only "at least", the
+    /// selection may go past the rows known so far (PgDn moves a whole page; rows fill in).
+    private mutating func move(to row: Int) {
+        let count = model.count
+        let last = count.isExact ? max(0, count.value - 1) : max(row, count.value - 1)
+        selected = max(0, min(last, row))
+        top = max(0, min(top, max(0, last + 1 - pageRows)))
+        if selected < top { top = selected }
+        if selected >= top + pageRows { top = selected - pageRows + 1 }
+    }
+
+    private mutating func resize() {
+        if let size = Terminal.size() { (columns, height) = size }
+        move(to: selected)
+    }
+
+    private var visibleRowsPending: Bool {
+        let count = model.count.value
+        guard top < count else { return !model.count.isExact }
+        return (top ..< min(count, top + pageRows)).contains { model.isPending(at: $0) }
+    }
+
+    // MARK: Drawing
+
+    private mutating func draw() {
+        dirty = false
+        lastDraw = .now
+        var lines: [String] = []
+        let count = model.count
+        let heading = " " + model.heading
+        lines.append(Terminal.ANSI.inverse + TextWidth.fit(heading, columns) + Terminal.ANSI.reset)
+        if let header = model.columnHeader(width: columns, palette: palette) {
+            lines.append(Terminal.ANSI.bold + header + Terminal.ANSI.reset)
+        }
+        let spinner = Self.spinner[frame % Self.spinner.count]
+        var pending = false
+        if showsHelp {
+            lines += helpLines()
+        } else {
+            for row in top ..< top + pageRows {
+                guard row < count.value || !count.isExact, let text = model.line(at: row, width: columns, spinner: spinner, palette: palette) else {
+                    let filler = count.isExact || row > count.value + pageRows ? "" : " \(spinner) …"
+                    if !count.isExact { pending = true }
+                    lines.append(row == selected ? Terminal.ANSI.inverse + TextWidth.fit(filler, columns) + Terminal.ANSI.reset : TextWidth.fit(filler, columns))
+                    continue
+                }
+                if model.isPending(at: row) { pending = true }
+                // The selection shows in inverse video; colours inside it are dropped.
+                lines.append(row == selected ? Terminal.ANSI.inverse + Self.stripped(text) + Terminal.ANSI.reset : text)
+            }
+        }
+        if !pending, firstScreen == nil, count.value > 0 || count.isExact { firstScreen = ContinuousClock.now - started }
+        lines.append(Terminal.ANSI.inverse + TextWidth.fit(statusLine(), columns) + Terminal.ANSI.reset)
+        Terminal.write(Terminal.ANSI.home + lines.joined(separator: "\n" + Terminal.ANSI.clearLine))
+    }
+
+    private func helpLines() -> [String] {
+        var keys: [(key: String, does: String)] = [
+            ("↑ ↓  j k", "move one row"), ("PgUp PgDn  b space", "move one screen"), ("g G  Home End", "the first or the last row"),
+        ]
+        keys += model.keys
+        if let prompt = model.inputPrompt { keys.append(("/", prompt + " (Enter keeps it, Esc clears it)")) }
+        keys += [("?", "these keys (any key closes)"), (nested ? "q  Esc" : "q  Ctrl-C", nested ? "back" : "quit")]
+        var lines = [TextWidth.fit("", columns), TextWidth.fit("  Keys", columns)]
+        for (key, does) in keys {
+            lines.append(palette.paint(TextWidth.fit("    " + key, 26), palette.header) + TextWidth.fit(does, max(0, columns - 26)))
+        }
+        while lines.count < pageRows { lines.append(TextWidth.fit("", columns)) }
+        return Array(lines.prefix(pageRows))
+    }
+
+    /// The position, the model's fields, a message, then what fits of the extras.
+    private func statusLine() -> String {
+        if let typing, let prompt = model.inputPrompt { return " /" + typing + "▏  (\(prompt); Enter keeps it, Esc clears it)" }
+        let count = model.count
+        let shown = count.value == 0 ? (count.isExact ? "nothing" : "listing…") : "\(top + 1)–\(min(count.value, top + pageRows)) of \(count)"
+        var fields = [shown]
+        if let message { fields.append(message) }  // before the figures: the width may cut the end
+        fields += model.statusFields
+        var line = " " + fields.joined(separator: " │ ")
+        var extras: [String] = []
+        if let firstScreen { extras.append("first screen \(Int(firstScreen / .milliseconds(1))) ms") }
+        extras += ["? keys", nested ? "q back" : "q quit"]
+        for extra in extras where TextWidth.columns(line) + 3 + TextWidth.columns(extra) <= columns {
+            line += " │ " + extra
+        }
+        return line
+    }
+
+    /// `text` without colour sequences (the selection is drawn in inverse video).
+    static func stripped(_ text: String) -> String {
+        guard text.contains("\u{1B}") else { return text }
+        var result = ""
+        var inEscape = false
+        for scalar in text.unicodeScalars {
+            if inEscape {
+                if (0x40...0x7E).contains(scalar.value), scalar != "[" { inEscape = false }
+                continue
+            }
+            if scalar == "\u{1B}" {
+                inEscape = true
+                continue
+            }
+            result.unicodeScalars.append(scalar)
+        }
+        return result
+    }
+}

@@ -1,0 +1,395 @@
+import Foundation
+
+/// A line of a ``LineFile``: where it is, how long it is, and its bytes (up to
+/// ``LineFile/keptBytes`` of them: a 100 MB line is not held whole).
+public struct Line: Sendable, Hashable {
+    /// The line's number, from 0.
+    public let number: Int
+    /// The byte offset of its start in the file.
+    public let offset: Int64
+    /// Its length in bytes, without the `\n` that ends it.
+    public let length: Int64
+    /// Its first bytes, exactly as in the file (the whole line when it is short enough).
+    public let bytes: [UInt8]
+
+    /// A line.
+    public init(number: Int, offset: Int64, length: Int64, bytes: [UInt8]) {
+        (self.number, self.offset, self.length, self.bytes) = (number, offset, length, bytes)
+    }
+
+    /// Whether ``bytes`` holds only the start of the line.
+    public var isCut: Bool { Int64(bytes.count) < length }
+
+    /// The line as text: bytes that are not UTF-8 as replacement characters, a final `\r` (of a
+    /// CRLF file) dropped. Not cleaned for a terminal.
+    public var text: String {
+        var end = bytes.count
+        if !isCut, end > 0, bytes[end - 1] == 0x0D { end -= 1 }
+        return String(decoding: bytes[0..<end], as: UTF8.self)
+    }
+}
+
+/// How far a ``LineFile``'s scan got.
+public struct LineFileProgress: Sendable, Hashable, CustomStringConvertible {
+    /// Lines found so far (all of them once `isComplete`).
+    public var lines: Int
+    /// Bytes scanned.
+    public var scannedBytes: Int64
+    /// The file's size as last seen.
+    public var size: Int64
+    /// Whether the scan reached the end (the count is exact).
+    public var isComplete: Bool
+
+    /// The share of the file scanned, 0…1.
+    public var fraction: Double { size == 0 ? 1 : min(1, Double(scannedBytes) / Double(size)) }
+
+    /// `1234 lines` or `≥ 1234 lines (12 %)`.
+    public var description: String {
+        isComplete ? "\(lines) lines" : "≥ \(lines) lines (\(Int(fraction * 100)) %)"
+    }
+}
+
+/// What ``LineFile/checkForChanges()`` found.
+public enum LineFileChange: Sendable, Hashable {
+    /// Nothing since the last look.
+    case unchanged
+    /// The file grew: lines may have been added at its end.
+    case grew
+    /// The file was truncated or replaced: it was opened anew and its lines are numbered afresh.
+    case replaced
+    /// The file was deleted; the lines already there can still be read.
+    case deleted
+}
+
+/// Why a ``LineFile`` cannot be read.
+public struct LineFileError: Error, Sendable, CustomStringConvertible {
+    /// The file.
+    public let path: String
+    /// What went wrong.
+    public let reason: String
+
+    /// What happened and what to do.
+    public var description: String { "\(path) \(reason)" }
+}
+
+/// The lines of a file of any size as rows by number, for a ``PagedRows``: a log, `git log` output
+/// saved to a file, a CSV — any line-oriented source.
+///
+/// Lines are located through a sparse index of byte offsets: a **checkpoint** every
+/// ``checkpointInterval`` lines, recorded by a ``scan()`` that runs in the background at memchr
+/// speed (call it from a low-priority task). A page at line N is read from the nearest checkpoint
+/// at or before N — at most `checkpointInterval − 1` lines are skipped — so a jump anywhere the scan
+/// has passed costs one seek and a few kilobytes; a page past the scan extends it there first. Memory
+/// is one offset per checkpoint, whatever the file's size; a line is kept to its first
+/// ``keptBytes`` bytes.
+///
+/// Before the scan reaches the end the count is "at least"; ``lastLines(_:)`` reads the last lines
+/// backwards from the end at once (G before the count is known). A file that grows is followed
+/// (``checkForChanges()``, then refresh the rows after the last one); one truncated or replaced is
+/// opened anew. Reads use `pread`, so pages load concurrently. Thread-safe.
+public final class LineFile: OffsetPageSource {
+    /// A line's number: the cursor is the next line's.
+    public typealias Cursor = Int
+    /// A row is a line.
+    public typealias Item = Line
+
+    /// The most bytes of one line kept in a ``Line``.
+    public static let keptBytes = 64 * 1024
+    /// The bytes read at a time.
+    static let chunkSize = 1 << 20
+
+    /// The file's path.
+    public let path: String
+    /// Lines between checkpoints; 1,000 by default.
+    public let checkpointInterval: Int
+
+    private let state: Locked<State>
+
+    /// An open file that closes when the last reader lets it go (a reopen never closes it under a read).
+    final class Descriptor: Sendable {
+        let value: Int32
+        init(_ value: Int32) { self.value = value }
+        deinit { FileSystem.close(value) }
+    }
+
+    private struct State {
+        var descriptor: Descriptor
+        var identity: FileSystem.Identity
+        var index: LineIndex
+        var size: Int64
+        var deleted = false
+    }
+
+    /// Opens `path` (a regular file).
+    ///
+    /// - Parameter checkpointInterval: lines between checkpoints: the most lines a jump skips; 1,000
+    ///   by default (a checkpoint costs 8 bytes).
+    /// - Throws: ``LineFileError`` if it cannot be opened or is not a regular file.
+    public init(path: String, checkpointInterval: Int = 1_000) throws(LineFileError) {
+        precondition(checkpointInterval >= 1, "LineFile.checkpointInterval must be at least 1")
+        self.path = path
+        self.checkpointInterval = checkpointInterval
+        let (descriptor, info) = try Self.open(path)
+        state = Locked(State(descriptor: descriptor, identity: info.identity, index: LineIndex(interval: checkpointInterval), size: Int64(info.size)))
+    }
+
+    private static func open(_ path: String) throws(LineFileError) -> (Descriptor, FileSystem.FileInfo) {
+        let descriptor: Int32
+        do {
+            descriptor = try FileSystem.openForReading(path, followingLinks: true)
+        } catch {
+            throw LineFileError(path: path, reason: "cannot be opened (\(FileSystem.message(for: error.code)))")
+        }
+        let box = Descriptor(descriptor)
+        guard let info = try? FileSystem.status(of: descriptor, path: path), info.isRegularFile else {
+            throw LineFileError(path: path, reason: "is not a regular file")
+        }
+        return (box, info)
+    }
+
+    // MARK: Pages
+
+    public func page(at offset: Int, size: Int) async throws -> Page<Int, Line> {
+        let items = try lines(offset ..< Saturating.add(offset, max(0, size)))
+        let count = state.withLock { $0.index.lineCount }
+        let end = offset + items.count
+        if let count {
+            return Page(items: items, cursorAfter: end < count ? end : nil, itemsAfter: max(0, count - end))
+        }
+        return Page(items: items, cursorAfter: items.count == size ? end : nil)
+    }
+
+    /// The lines in `range` (fewer at the end of the file), read from the nearest checkpoint; the
+    /// scan is extended first if it has not reached them.
+    public func lines(_ range: Range<Int>) throws -> [Line] {
+        guard range.lowerBound >= 0, !range.isEmpty else { return [] }
+        try extendScan(throughLine: range.upperBound)
+        guard let (descriptor, start) = state.withLock({ state in state.index.start(of: range.lowerBound).map { (state.descriptor, $0) } }) else {
+            return []  // past the end
+        }
+        var reader = LineReader(descriptor: descriptor.value, offset: start.offset, path: path)
+        var number = start.line
+        var lines: [Line] = []
+        lines.reserveCapacity(min(range.count, 4_096))
+        while number < range.upperBound, let line = try reader.next(number: number, keep: number >= range.lowerBound) {
+            if number >= range.lowerBound { lines.append(line) }
+            number += 1
+        }
+        return lines
+    }
+
+    /// The last `count` lines, read backwards from the end at once, without waiting for the scan;
+    /// and the number of the first of them when the count is known (`nil` before).
+    public func lastLines(_ count: Int) throws -> (lines: [Line], firstNumber: Int?) {
+        guard count > 0 else { return ([], nil) }
+        let (descriptor, size, total) = state.withLock { ($0.descriptor, $0.size, $0.index.lineCount) }
+        // Back from the end until `count + 1` line breaks (the one before the first line) are found.
+        var start = size
+        var breaks = 0
+        let trailingBreak = try byte(at: size - 1, descriptor) == 0x0A
+        let wanted = count + (trailingBreak ? 1 : 0)
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        search: while start > 0 {
+            let length = Int(min(Int64(buffer.count), start))
+            let from = start - Int64(length)
+            let read = try buffer.withUnsafeMutableBytes { try readFully(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<length]), at: from) }
+            var index = read - 1
+            while index >= 0 {
+                if buffer[index] == 0x0A {
+                    breaks += 1
+                    if breaks == wanted {
+                        start = from + Int64(index) + 1
+                        break search
+                    }
+                }
+                index -= 1
+            }
+            start = from
+        }
+        var reader = LineReader(descriptor: descriptor.value, offset: start, path: path)
+        var lines: [Line] = []
+        var number = 0
+        while let line = try reader.next(number: number, keep: true) {
+            lines.append(line)
+            number += 1
+        }
+        let first = total.map { $0 - lines.count }
+        if let first {
+            lines = lines.enumerated().map { Line(number: first + $0.offset, offset: $0.element.offset, length: $0.element.length, bytes: $0.element.bytes) }
+        }
+        return (lines, first)
+    }
+
+    // MARK: Scanning
+
+    /// Scans from where the scan stopped to the end of the file as it is now, recording checkpoints;
+    /// returns when it gets there (or throws `CancellationError` when its task is cancelled). Yields
+    /// between chunks, so run it at a low priority and it gives way to what the user waits for.
+    public func scan() async throws {
+        while true {
+            try Task.checkCancellation()
+            if try !scanChunk() { return }
+            await Task.yield()
+        }
+    }
+
+    /// How far the scan got.
+    public var progress: LineFileProgress {
+        state.withLock { state in
+            LineFileProgress(lines: state.index.knownLines, scannedBytes: state.index.scanned, size: state.size, isComplete: state.index.lineCount != nil)
+        }
+    }
+
+    /// The number of lines, once the scan reached the end.
+    public var lineCount: Int? { state.withLock { $0.index.lineCount } }
+
+    /// Where a read of `line` starts now: the nearest checkpoint at or before it, if the scan got there.
+    func checkpoint(before line: Int) -> (line: Int, offset: Int64)? {
+        state.withLock { $0.index.start(of: line) }
+    }
+
+    /// Scans one chunk from where the scan stopped; `false` at the end of the file. Chunks are read
+    /// outside the lock and taken only if nobody else scanned them meanwhile.
+    @discardableResult
+    func scanChunk() throws -> Bool {
+        let (descriptor, from, size) = state.withLock { ($0.descriptor, $0.index.scanned, $0.size) }
+        var buffer = [UInt8](repeating: 0, count: Self.chunkSize)
+        let read = try buffer.withUnsafeMutableBytes { try readFully(descriptor, into: $0, at: from) }
+        return state.withLock { state -> Bool in
+            guard state.descriptor === descriptor, state.index.scanned == from else { return true }  // another scan moved on
+            guard read > 0 else {
+                state.index.reachedEnd(size: max(size, from))
+                state.size = max(state.size, from)
+                return false
+            }
+            buffer.withUnsafeBytes { state.index.take(UnsafeRawBufferPointer(rebasing: $0[0..<read])) }
+            state.size = max(state.size, state.index.scanned)
+            return true
+        }
+    }
+
+    /// Extends the scan until `line`'s start is known (or the end).
+    private func extendScan(throughLine line: Int) throws {
+        while state.withLock({ $0.index.knownLines < line && $0.index.lineCount == nil }) {
+            try Task.checkCancellation()
+            if try !scanChunk() { return }
+        }
+    }
+
+    // MARK: Changes
+
+    /// Looks at the file on disk: grown (more lines may follow the last), truncated or replaced
+    /// (opened anew: scan again and refresh every row), deleted (what was read stays readable).
+    public func checkForChanges() -> LineFileChange {
+        let (descriptor, identity, scanned, size) = state.withLock { ($0.descriptor, $0.identity, $0.index.scanned, $0.size) }
+        guard let onDisk = try? FileSystem.status(path) else {
+            let first = state.withLock { state -> Bool in
+                defer { state.deleted = true }
+                return !state.deleted
+            }
+            return first ? .deleted : .unchanged
+        }
+        let current = try? FileSystem.status(of: descriptor.value, path: path)
+        if onDisk.identity != identity || Int64(current?.size ?? 0) < scanned {
+            guard let (reopened, info) = try? Self.open(path) else { return .unchanged }
+            state.withLock { state in
+                state.descriptor = reopened
+                state.identity = info.identity
+                state.index = LineIndex(interval: checkpointInterval)
+                state.size = Int64(info.size)
+                state.deleted = false
+            }
+            return .replaced
+        }
+        let newSize = current.map { Int64($0.size) } ?? size
+        guard newSize > size else { return .unchanged }
+        state.withLock { state in
+            state.size = newSize
+            state.index.grew(to: newSize)
+        }
+        return .grew
+    }
+
+    // MARK: Reading
+
+    private func byte(at offset: Int64, _ descriptor: Descriptor) throws -> UInt8? {
+        guard offset >= 0 else { return nil }
+        var value: UInt8 = 0
+        let read = try withUnsafeMutableBytes(of: &value) { try readFully(descriptor, into: $0, at: offset) }
+        return read == 1 ? value : nil
+    }
+
+    private func readFully(_ descriptor: Descriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        do throws(FileSystem.Failure) {
+            return try FileSystem.read(descriptor.value, into: buffer, at: Int(clamping: offset), path: path)
+        } catch {
+            throw LineFileError(path: path, reason: "cannot be read (\(FileSystem.message(for: error.code)))")
+        }
+    }
+}
+
+/// Reads lines forward from a byte offset, in chunks, keeping at most ``LineFile/keptBytes`` of each.
+struct LineReader {
+    let descriptor: Int32
+    let path: String
+    private(set) var offset: Int64
+    private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    private var start = 0
+    private var end = 0
+    private var atEnd = false
+
+    init(descriptor: Int32, offset: Int64, path: String) {
+        self.descriptor = descriptor
+        self.offset = offset
+        self.path = path
+    }
+
+    /// The next line (numbered `number`), or `nil` at the end of the file. When `keep` is false the
+    /// line is only skipped (its bytes are not copied).
+    mutating func next(number: Int, keep: Bool) throws -> Line? {
+        let lineStart = offset
+        var kept: [UInt8] = []
+        var length: Int64 = 0
+        while true {
+            if start == end {
+                guard !atEnd, try fill() else {
+                    // The end: a last line without a break, or nothing.
+                    return length > 0 || !kept.isEmpty ? Line(number: number, offset: lineStart, length: length, bytes: kept) : nil
+                }
+            }
+            let available = end - start
+            let found: Int? = buffer.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress, let hit = memchr(base + start, 0x0A, available) else { return nil }
+                return base.distance(to: UnsafeRawPointer(hit))
+            }
+            let stop = found ?? end
+            let piece = stop - start
+            if keep, kept.count < LineFile.keptBytes {
+                kept += buffer[start ..< start + min(piece, LineFile.keptBytes - kept.count)]
+            }
+            length += Int64(piece)
+            offset += Int64(piece)
+            start = stop
+            if found != nil {
+                start += 1
+                offset += 1
+                return Line(number: number, offset: lineStart, length: length, bytes: kept)
+            }
+        }
+    }
+
+    private mutating func fill() throws -> Bool {
+        let (descriptor, offset, path) = (self.descriptor, self.offset, self.path)
+        let result = buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(FileSystem.Failure) -> Int in try FileSystem.read(descriptor, into: raw, at: Int(offset), path: path) }
+        }
+        guard case .success(let read) = result else {
+            if case .failure(let error) = result { throw LineFileError(path: path, reason: "cannot be read (\(FileSystem.message(for: error.code)))") }
+            return false
+        }
+        start = 0
+        end = read
+        if read == 0 { atEnd = true }
+        return read > 0
+    }
+}

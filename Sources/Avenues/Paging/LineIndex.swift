@@ -1,0 +1,72 @@
+import Foundation
+
+/// Where the lines of a file start, as a pure value: the byte offset of every `interval`-th line
+/// (a **checkpoint**), learned from the bytes a scan has read so far, and the count once the scan
+/// reached the end. Memory is one offset per `interval` lines, whatever the file's size.
+///
+/// A line ends at `\n` (a `\r` before it is part of the line, for the reader to drop); a last line
+/// without `\n` is a line too. Line numbers count from 0.
+struct LineIndex: Sendable, Equatable {
+    /// Lines between checkpoints.
+    let interval: Int
+    /// `checkpoints[k]` is where line `k × interval` starts.
+    private(set) var checkpoints: [Int64] = [0]
+    /// Newlines seen: the lines known to have ended.
+    private(set) var newlines = 0
+    /// Bytes scanned, from the start of the file.
+    private(set) var scanned: Int64 = 0
+    /// Whether the last byte scanned was `\n` (or nothing was scanned).
+    private(set) var endsWithNewline = true
+    /// The file's size when the scan reached its end, if it did (and it has not grown since).
+    private(set) var completeAt: Int64?
+
+    init(interval: Int) {
+        precondition(interval >= 1, "LineIndex.interval must be at least 1")
+        self.interval = interval
+    }
+
+    /// Takes the next scanned bytes (they continue exactly where the scan was).
+    mutating func take(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        var position = 0
+        while position < bytes.count {
+            guard let found = memchr(base + position, 0x0A, bytes.count - position) else { break }
+            let index = base.distance(to: UnsafeRawPointer(found))
+            newlines += 1
+            if newlines % interval == 0 { checkpoints.append(scanned + Int64(index) + 1) }
+            position = index + 1
+        }
+        scanned += Int64(bytes.count)
+        endsWithNewline = bytes[bytes.count - 1] == 0x0A
+        completeAt = nil
+    }
+
+    /// The scan reached the end of a file of `size` bytes.
+    mutating func reachedEnd(size: Int64) {
+        if scanned == size { completeAt = size }
+    }
+
+    /// The file grew past what was scanned: the count is not known any more.
+    mutating func grew(to size: Int64) {
+        if let completeAt, size > completeAt { self.completeAt = nil }
+    }
+
+    /// Lines known to exist: those ended, and a last one without `\n` once the scan saw it.
+    var knownLines: Int { newlines + (endsWithNewline ? 0 : 1) }
+
+    /// The number of lines, once the scan reached the end.
+    var lineCount: Int? { completeAt == nil ? nil : knownLines }
+
+    /// Where to start reading to reach line `line`: the nearest checkpoint at or before it (its line
+    /// number and byte offset), if the scan got there; at most `interval − 1` lines to skip.
+    func start(of line: Int) -> (line: Int, offset: Int64)? {
+        guard line >= 0, line <= newlines else { return nil }
+        let checkpoint = min(line / interval, checkpoints.count - 1)
+        return (checkpoint * interval, checkpoints[checkpoint])
+    }
+
+    /// The nearest checkpoint of all: the last one (to scan on from).
+    var lastCheckpoint: (line: Int, offset: Int64) {
+        ((checkpoints.count - 1) * interval, checkpoints[checkpoints.count - 1])
+    }
+}

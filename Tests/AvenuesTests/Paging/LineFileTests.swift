@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+/// ``LineFile`` over files written by the test: every edge a pager meets, checked against the plain
+/// split of the bytes into lines.
+@Suite("Line files", .timeLimit(.minutes(3)))
+struct LineFileTests {
+    let folder = TemporaryFolder("line-files")
+
+    func write(_ bytes: [UInt8], name: String = "file.txt") -> String {
+        let path = folder.child(name).path
+        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        return path
+    }
+
+    /// The lines of `bytes` the simple way: split at `\n`, a last line without it counts.
+    static func model(_ bytes: [UInt8]) -> [[UInt8]] {
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
+        if bytes.last == 0x0A || bytes.isEmpty { lines.removeLast() }
+        return lines
+    }
+
+    func all(_ file: LineFile) throws -> [[UInt8]] {
+        try file.lines(0 ..< .max).map(\.bytes)
+    }
+
+    @Test func emptyFilesFilesWithoutAFinalNewlineAndCRLFFiles() async throws {
+        let empty = try LineFile(path: write([], name: "empty"))
+        try await empty.scan()
+        #expect(try empty.lineCount == 0 && all(empty).isEmpty)
+        let page = try await empty.page(at: 0, size: 10)
+        #expect(page.items.isEmpty && page.cursorAfter == nil && page.itemsAfter == 0)
+
+        let unfinished = try LineFile(path: write(Array("a\nb\nlast".utf8), name: "unfinished"))
+        try await unfinished.scan()
+        #expect(try unfinished.lineCount == 3 && all(unfinished).map { String(decoding: $0, as: UTF8.self) } == ["a", "b", "last"])
+
+        let crlf = try LineFile(path: write(Array("one\r\ntwo\r\n".utf8), name: "crlf"))
+        let lines = try crlf.lines(0..<5)
+        #expect(lines.map(\.text) == ["one", "two"] && lines[0].bytes == Array("one\r".utf8))
+
+        let blank = try LineFile(path: write(Array("\n\n\n".utf8), name: "blank"))
+        try await blank.scan()
+        #expect(try blank.lineCount == 3 && all(blank) == [[], [], []])
+    }
+
+    @Test func anyBytesStayAsTheyAre() throws {
+        let bytes: [UInt8] = [0xFF, 0xFE, 0x1B, 0x5D, 0x32, 0x3B, 0x0A, 0xC3, 0xA9, 0x00, 0x0A]
+        let file = try LineFile(path: write(bytes))
+        let lines = try file.lines(0..<2)
+        #expect(lines.map(\.bytes) == [[0xFF, 0xFE, 0x1B, 0x5D, 0x32, 0x3B], [0xC3, 0xA9, 0x00]])
+        #expect(lines[0].text.contains("\u{FFFD}"))
+    }
+
+    @Test func aHundredMegabyteLineIsKeptToItsStartAndTheLinesAfterItAreFound() throws {
+        var bytes = Array("before\n".utf8)
+        bytes += [UInt8](repeating: UInt8(ascii: "x"), count: 20 << 20)  // 20 MiB here; the benchmark uses 100 MB
+        bytes += Array("\nafter\n".utf8)
+        let file = try LineFile(path: write(bytes))
+        let lines = try file.lines(0..<3)
+        #expect(lines.count == 3 && lines[1].length == 20 << 20 && lines[1].bytes.count == LineFile.keptBytes && lines[1].isCut)
+        #expect(lines[2].text == "after" && lines[2].offset == Int64(7 + (20 << 20) + 1))
+    }
+
+    @Test func aJumpReadsFromTheNearestCheckpoint() async throws {
+        let lines = (0..<20_000).map { "line \($0) " + String(repeating: "-", count: 90) }
+        let file = try LineFile(path: write(Array((lines.joined(separator: "\n") + "\n").utf8)), checkpointInterval: 100)
+        try await file.scan()
+        #expect(file.lineCount == 20_000)
+        for target in [0, 99, 100, 12_345, 19_999] {
+            let start = try #require(file.state(of: target))
+            #expect(target - start.line < 100 && start.line % 100 == 0)
+            #expect(try file.lines(target ..< target + 1).first?.text == lines[target])
+        }
+        let page = try await file.page(at: 19_990, size: 50)
+        #expect(page.items.count == 10 && page.cursorAfter == nil && page.itemsAfter == 0)
+    }
+
+    @Test func theLastLinesAreReadBackwardsBeforeTheScanAndNumberedOnceItEnds() async throws {
+        let text = (0..<5_000).map { "row \($0)" }.joined(separator: "\n")
+        let file = try LineFile(path: write(Array(text.utf8)))
+        let early = try file.lastLines(3)
+        #expect(early.lines.map(\.text) == ["row 4997", "row 4998", "row 4999"] && early.firstNumber == nil)
+        try await file.scan()
+        let late = try file.lastLines(3)
+        #expect(late.firstNumber == 4_997 && late.lines.map(\.number) == [4_997, 4_998, 4_999])
+        #expect(try file.lastLines(10_000).lines.count == 5_000)
+    }
+
+    @Test func aFileThatGrowsIsFollowedAndOneReplacedOrTruncatedIsReadAnew() async throws {
+        let path = write(Array("a\nb\n".utf8))
+        let file = try LineFile(path: path)
+        try await file.scan()
+        #expect(file.lineCount == 2 && file.checkForChanges() == .unchanged)
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data("c\nd\n".utf8))
+        try handle.close()
+        #expect(file.checkForChanges() == .grew)
+        #expect(file.lineCount == nil)
+        try await file.scan()
+        #expect(try file.lineCount == 4 && file.lines(2..<4).map(\.text) == ["c", "d"])
+
+        // Replaced (a new file renamed over it, as log rotation does).
+        let replacement = write(Array("new\n".utf8), name: "replacement")
+        _ = rename(replacement, path)
+        #expect(file.checkForChanges() == .replaced)
+        try await file.scan()
+        #expect(try file.lineCount == 1 && file.lines(0..<5).map(\.text) == ["new"])
+
+        // Truncated in place.
+        let writer = try #require(FileHandle(forWritingAtPath: path))
+        try writer.truncate(atOffset: 0)
+        try writer.close()
+        #expect(file.checkForChanges() == .replaced)
+        try await file.scan()
+        #expect(file.lineCount == 0)
+    }
+
+    @Test func aDeletedFileStaysReadable() async throws {
+        let path = write(Array("kept\nlines\n".utf8))
+        let file = try LineFile(path: path)
+        try FileManager.default.removeItem(atPath: path)
+        #expect(file.checkForChanges() == .deleted)
+        #expect(try file.lines(0..<2).map(\.text) == ["kept", "lines"])
+        #expect(throws: LineFileError.self) { try LineFile(path: path) }
+    }
+
+    @Test func pagedRowsOverALineFileJumpAnywhere() async throws {
+        let text = (0..<100_000).map { "entry \($0)" }.joined(separator: "\n") + "\n"
+        let file = try LineFile(path: write(Array(text.utf8)), checkpointInterval: 500)
+        let scanning = Task { try await file.scan() }
+        let rows = PagedRows(source: file, configuration: PagingConfiguration(pageSize: 100))
+        rows.show(77_700 ..< 77_740)
+        await eventually("the far rows loaded") { rows.item(at: 77_720)?.text == "entry 77720" }
+        try await scanning.value
+        rows.show(99_990 ..< 100_030)
+        await eventually("the count is exact") { rows.count == .exact(100_000) }
+        #expect(rows.item(at: 99_999)?.text == "entry 99999")
+    }
+
+    @Test func randomFilesAndRangesMatchThePlainSplit() async throws {
+        var random = SplitMix64(seed: 42)
+        for round in 0..<60 {
+            var bytes: [UInt8] = []
+            for _ in 0 ..< Int.random(in: 0...300, using: &random) {
+                let length = [0, 1, 2, 5, 80, 4_000].randomElement(using: &random) ?? 1
+                bytes += (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }.map { $0 == 0x0A ? 0x41 : $0 }
+                bytes.append(Bool.random(using: &random) ? 0x0A : 0x0D)
+                if bytes.last == 0x0D { bytes.append(0x0A) }
+            }
+            if Bool.random(using: &random) { bytes += Array("tail".utf8) }
+            let expected = Self.model(bytes)
+            let file = try LineFile(path: write(bytes, name: "random-\(round)"), checkpointInterval: Int.random(in: 1...17, using: &random))
+            if Bool.random(using: &random) { try await file.scan() }
+            for _ in 0..<20 {
+                let start = Int.random(in: 0...(expected.count + 3), using: &random)
+                let end = start + Int.random(in: 0...40, using: &random)
+                let got = try file.lines(start ..< end).map(\.bytes)
+                let want = expected.indices.contains(start) ? Array(expected[start ..< min(end, expected.count)]) : []
+                #expect(got == want, "round \(round), lines \(start)..<\(end)")
+            }
+            try await file.scan()
+            #expect(file.lineCount == expected.count, "round \(round)")
+        }
+    }
+}
+
+extension LineFile {
+    /// Where a read of `line` starts (for the tests).
+    func state(of line: Int) -> (line: Int, offset: Int64)? {
+        try? lines(line ..< line + 1)  // makes sure the scan got there
+        return checkpoint(before: line)
+    }
+}
