@@ -100,16 +100,22 @@ enum FileSystem {
     }
 
     /// The names in a directory, without `.` and `..`.
+    /// The name in a directory entry, read in place: the kernel packs entries, so one may be
+    /// shorter than `dirent`, and copying its whole `d_name` field reads past the end of the buffer
+    /// (seen as a crash under load, and by AddressSanitizer).
+    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> [UInt8] {
+        withUnsafeMutablePointer(to: &entry.pointee.d_name) { field in
+            let bytes = UnsafeRawPointer(field).assumingMemoryBound(to: UInt8.self)
+            return Array(UnsafeBufferPointer(start: bytes, count: strlen(UnsafeRawPointer(field).assumingMemoryBound(to: CChar.self))))
+        }
+    }
+
     static func contents(of path: String) throws(Failure) -> [String] {
         guard let directory = opendir(path) else { throw fail("opendir", path) }
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
-                    String(cString: $0)
-                }
-            }
+            let name = String(decoding: entryName(entry), as: UTF8.self)
             if name != ".", name != ".." { names.append(name) }
         }
         return names
