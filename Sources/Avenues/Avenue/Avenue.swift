@@ -137,7 +137,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             // Claims only: the chain's own scheduler orders and limits the work.
             self.processor = AutoProcessor(
                 maxConcurrent: .max, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
-                work: { try await processor.process($0) }
+                work: { try await processor.process($0) }, availableOffline: { processor.isAvailableOffline($0) }
             )
         } else {
             self.processor = AutoProcessor(processor)
@@ -243,17 +243,28 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         }
         if waiting { return }
         let now = _now()
+        var availableOffline: Bool?
         while true {
             // Read outside the lock: a storage may be slow (a disk layer) and `item(at:)` must not wait.
             let found = _read(key)
             if settled, let found, !found.isStale { return }
-            let outcome: (retryAt: UInt64?, effects: Machine.Effects) = _state.withLock { machine in
-                switch machine.prepare(key, at: index, priority: priority, found: found, epoch: epoch, now: now, force: force) {
+            let outcome: (retryAt: UInt64?, askOffline: Bool, effects: Machine.Effects) = _state.withLock { machine in
+                let answer = machine.prepare(
+                    key, at: index, priority: priority, found: found, epoch: epoch, now: now, force: force, availableOffline: availableOffline
+                )
+                switch answer {
                 case .retry:
-                    return (machine.storeEpoch, Machine.Effects())
+                    return (machine.storeEpoch, false, Machine.Effects())
+                case .askOffline:
+                    return (nil, true, Machine.Effects())
                 case .done(let effects):
-                    return (nil, apply(effects, to: &machine))
+                    return (nil, false, apply(effects, to: &machine))
                 }
+            }
+            if outcome.askOffline {
+                // Asked outside the lock (it is the processor's code): a key it holds loads while offline.
+                availableOffline = processor.isAvailableOffline(key)
+                continue
             }
             finishOutsideTheLock(outcome.effects)
             guard let newEpoch = outcome.retryAt else { return }

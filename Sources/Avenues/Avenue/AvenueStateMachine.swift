@@ -65,10 +65,13 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         @usableFromInline var rows: [(index: Index, priority: LoadPriority)]
         /// The priority the claim has in the processor.
         @usableFromInline var claimed: LoadPriority
+        /// Started while the avenue is offline because the processor answers this key without the
+        /// network: its success says nothing about connectivity.
+        @usableFromInline var local: Bool
 
         @inlinable
-        init(id: UInt64, claim: Claim?, rows: [(index: Index, priority: LoadPriority)], claimed: LoadPriority) {
-            (self.id, self.claim, self.rows, self.claimed) = (id, claim, rows, claimed)
+        init(id: UInt64, claim: Claim?, rows: [(index: Index, priority: LoadPriority)], claimed: LoadPriority, local: Bool = false) {
+            (self.id, self.claim, self.rows, self.claimed, self.local) = (id, claim, rows, claimed, local)
         }
 
         @inlinable
@@ -174,6 +177,9 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     enum PrepareOutcome {
         /// A storage miss seen before the lock may be stale (a load completed since): read again.
         case retry
+        /// The avenue is offline and would hold this key back: ask the processor (outside the lock)
+        /// whether it can make the key without the network, and prepare again with the answer.
+        case askOffline
         case done(Effects)
     }
 
@@ -223,13 +229,21 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     /// Row `index` wants `key`. `found` is what storage had when read at `epoch`; `now` decides
-    /// whether a failed key may load again, unless `force` (an explicit retry).
+    /// whether a failed key may load again, unless `force` (an explicit retry). `availableOffline`
+    /// is the processor's answer to whether it makes `key` without the network (`nil`: not asked;
+    /// asked only when the avenue's offline wait would hold the key back).
     @inlinable
     mutating func prepare(
         _ key: Key, at index: Index, priority: LoadPriority, found: StoredValue<Value>?, epoch: UInt64,
-        now: ContinuousClock.Instant, force: Bool = false
+        now: ContinuousClock.Instant, force: Bool = false, availableOffline: Bool? = nil
     ) -> PrepareOutcome {
         let fresh = found.map { !$0.isStale } ?? false
+        // The offline wait holds back keys the network would fail; not those the processor has.
+        var holding = force ? nil : blockingFailure(of: key, now: now)
+        if let failure = holding, failure.offline, !fresh, loads[key] == nil {
+            guard let availableOffline else { return .askOffline }
+            if availableOffline { holding = nil }
+        }
         if !fresh, loads[key] == nil, epoch != storeEpoch { return .retry }
         var effects = Effects()
         // What the row keeps showing if it stays on this key at `.visible`.
@@ -244,7 +258,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             case .settled where fresh:
                 update(index, phase: .settled(priority), pin: pin, into: &effects)
                 return .done(effects)
-            case .failed(let error, _) where !force && !fresh && blockingFailure(of: key, now: now) != nil:
+            case .failed(let error, _) where !fresh && holding != nil:
                 // Still waiting: nothing changes, nobody is told (a visible row is retried by the avenue).
                 update(index, phase: .failed(error, priority), pin: pin, into: &effects)
                 return .done(effects)
@@ -268,12 +282,13 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             followPriority(of: loadIndex, into: &effects)
             return .done(effects)
         }
-        if !force, let failure = blockingFailure(of: key, now: now) {
+        if let failure = holding {
             setRow(Row(key: key, ticket: nextTicket, phase: .failed(failure.error, priority), pin: pin), at: index, into: &effects)
             return .done(effects)
         }
         if force { failures[key] = nil }
-        if let offline, now >= offline.until {
+        let local = availableOffline == true && offline.map { now < $0.until } == true
+        if !local, let offline, now >= offline.until {
             // The first load after the offline wait is the probe; the others wait for its answer.
             let probeWait = now.advanced(by: retryPolicy.wait(afterFailure: offline.attempts + 1, random: 0.5))
             self.offline?.until = probeWait
@@ -281,7 +296,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         }
         setRow(Row(key: key, ticket: nextTicket, phase: .waiting(priority), pin: pin), at: index, into: &effects)
         nextLoadID &+= 1
-        loads[key] = Load(id: nextLoadID, claim: nil, rows: [(index, priority)], claimed: priority)
+        loads[key] = Load(id: nextLoadID, claim: nil, rows: [(index, priority)], claimed: priority, local: local)
         statistics.loadsStarted += 1
         effects.start = (key, nextLoadID, priority)
         return .done(effects)
@@ -296,7 +311,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             if now < retryAt { return failure }
         }
         if let offline, now < offline.until {
-            return Failure(error: offline.error, attempts: failures[key]?.attempts ?? 0, retryAt: offline.until)
+            return Failure(error: offline.error, attempts: failures[key]?.attempts ?? 0, retryAt: offline.until, offline: true)
         }
         return nil
     }
@@ -399,7 +414,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             storeEpoch &+= 1
             statistics.loadsCompleted += 1
             failures[key] = nil
-            if offline != nil {
+            if offline != nil, !load.local {
                 offline = nil  // a load went through: connectivity is back
                 completion.retriesChanged = !failedVisible.isEmpty
             }

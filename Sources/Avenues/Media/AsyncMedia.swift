@@ -232,6 +232,12 @@ public final class AsyncMedia: SchedulingProcessor {
         return (try? Self.canonical(url)).flatMap(folder.cachedFile(for:))
     }
 
+    /// Whether `url` was downloaded (however old): offline, ``file(for:)`` answers with that file.
+    public func isAvailableOffline(_ url: URL) -> Bool {
+        if url.isFileURL { return true }
+        return (try? Self.canonical(url)).map(folder.holds) ?? false
+    }
+
     /// The progress of `url`'s download, as an async sequence that ends when the download does. A
     /// cached file reports once, complete. Subscribe before ``file(for:)`` to see the whole
     /// download; at most the newest value waits for a slow reader.

@@ -45,6 +45,11 @@ final class MediaFolder: Sendable {
 
     // MARK: Files
 
+    /// Whether a file for `url` is kept (without making it the most recently used).
+    func holds(_ url: URL) -> Bool {
+        (try? FileSystem.linkStatus(folder.filePath(Self.fileName(for: url))))?.isRegularFile ?? false
+    }
+
     /// The cached file for `url`, if any (it becomes the most recently used).
     func cachedFile(for url: URL) -> URL? {
         let name = Self.fileName(for: url)

@@ -120,6 +120,11 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
         _core.cache.cachedValue(for: key)
     }
 
+    /// Whether a value for `key` is cached: offline, ``value(for:)`` answers with it.
+    public func isAvailableOffline(_ key: Key) -> Bool {
+        cachedValue(for: key) != nil
+    }
+
     /// Makes `value` the fresh memory copy for `key`.
     public func set(_ value: Value, for key: Key) {
         _core.cache.store(value, for: key)

@@ -14,4 +14,9 @@ public struct MultiplexerProcessor<Value: Codable & Sendable>: Processor {
     public func process(_ multiplexer: Multiplexer<Value>) async throws -> Value {
         try await multiplexer.value()
     }
+
+    /// Whether the multiplexer has a cached value: offline, `value()` answers with it.
+    public func isAvailableOffline(_ multiplexer: Multiplexer<Value>) -> Bool {
+        multiplexer.cachedValue != nil
+    }
 }

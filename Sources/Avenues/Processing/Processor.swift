@@ -17,4 +17,16 @@ public protocol Processor<Key, Value>: Sendable {
 
     /// Makes the value for `key`, or throws. Called concurrently for different keys.
     func process(_ key: Key) async throws -> Value
+
+    /// Whether `key` can be made without the network — a processor with a cache of its own (a
+    /// download kept on disk) says so for the keys it holds. While an ``Avenue`` holds loads back
+    /// because the network is down (its offline wait, see ``RetryPolicy``), it still loads these:
+    /// the rows a user saw in an earlier session show offline. Asked only then, so it may read a
+    /// disk, but it should be quick and must not wait for the network. `false` by default.
+    func isAvailableOffline(_ key: Key) -> Bool
+}
+
+extension Processor {
+    /// `false`: a processor with no cache of its own needs the network for every key.
+    public func isAvailableOffline(_ key: Key) -> Bool { false }
 }

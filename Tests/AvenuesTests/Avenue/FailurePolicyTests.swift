@@ -100,6 +100,34 @@ struct FailurePolicyTests {
         f.avenue.cancelAll()
     }
 
+    /// Seen 2026-11-23: offline, after G, `browse URL` showed "offline (not downloaded before)" for
+    /// files downloaded in the previous session — the avenue held every key back without asking
+    /// AsyncMedia, which had them on disk.
+    @Test func offlineKeysTheProcessorHasStillLoadAndDoNotEndTheOfflineWait() async {
+        let f = AvenueFixture(maxConcurrent: 16)
+        f.work.makeAvailableOffline(["kept", "kept too"])
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.fail("k", with: URLError(.cannotConnectToHost))
+        await f.told.wait(for: 0)
+        #expect(f.work.offlineQuestions == 0)  // asked only while offline holds keys back
+        // Offline: a key the processor has loads at once; one it has not is held back, unasked.
+        f.avenue.prepareItem(for: "kept", at: 1)
+        f.avenue.prepareItem(for: "gone", at: 2)
+        await f.work.waitUntilStarted("kept")
+        #expect(f.work.starts(of: "gone") == 0)
+        #expect(f.avenue.state(at: 2).error != nil)
+        f.work.succeed("kept", with: 1)
+        await f.told.wait(for: 1)
+        #expect(f.avenue.item(at: 1) == 1)
+        // Its success was not the network's: other keys are still held back.
+        f.avenue.prepareItem(for: "other", at: 3)
+        #expect(f.work.starts(of: "other") == 0)
+        f.avenue.prepareItem(for: "kept too", at: 4)
+        await f.work.waitUntilStarted("kept too")
+        f.avenue.cancelAll()
+    }
+
     // MARK: Visible rows retry by themselves
 
     /// An avenue whose retry timer sleeps on a clock the test moves.

@@ -258,6 +258,31 @@ final class AsyncMediaNetworkTests: Sendable {
         let offline = try await media.file(for: url)
         #expect(try offline == first && Data(contentsOf: offline) == MediaServer.body(1_234))
     }
+
+    /// Seen 2026-11-23 in `browse URL` offline: a file downloaded in an earlier session showed
+    /// "offline" because the avenue's offline wait held its row back without asking AsyncMedia.
+    @Test func offlineAnAvenueOverAsyncMediaStillShowsTheFilesOnDisk() async throws {
+        var other: MediaServer? = try MediaServer()
+        let kept = try #require(other?.url("/revalidate/100")), never = try #require(other?.url("/revalidate/200"))
+        let directory = folder.child("earlier-session")
+        _ = try await media(directory: directory).file(for: kept)
+        other = nil  // the server stops: connections are refused
+        #expect(other == nil)
+        // The next session: a new instance over the same folder.
+        let media = media(directory: directory)
+        #expect(media.isAvailableOffline(kept) && !media.isAvailableOffline(never))
+        let sizes = media.asyncMapValues { file in try Data(contentsOf: file).count }
+        #expect(sizes.isAvailableOffline(kept))
+        let avenue = Avenue<Int, URL, Int>(storage: MemoryStorage(), processor: sizes)
+        let told = EventLog<Int>()
+        avenue.onStateChange = { told.append($0) }
+        avenue.prepareItem(for: never, at: 0)
+        await told.wait(for: 0)
+        #expect(avenue.state(at: 0).error is URLError)  // offline now: the avenue holds keys back
+        avenue.prepareItem(for: kept, at: 1)
+        await told.wait(for: 1)
+        #expect(avenue.item(at: 1) == 100)
+    }
 }
 
 /// A listening socket whose queue is full and never accepted: connecting to it does not complete.

@@ -16,6 +16,8 @@ final class ControlledWork<Key: Hashable & Sendable, Value: Sendable>: Processor
         var order: [Key] = []
         var cancellationsSeen: [Key: Int] = [:]
         var pending: [Key: [Pending]] = [:]
+        var availableOffline: Set<Key> = []
+        var offlineQuestions = 0
     }
 
     /// When false, a run keeps going after its task is cancelled (a processor that ignores
@@ -27,6 +29,21 @@ final class ControlledWork<Key: Hashable & Sendable, Value: Sendable>: Processor
 
     init(honoursCancellation: Bool = true) {
         self.honoursCancellation = honoursCancellation
+    }
+
+    /// Says the keys in `keys` are made without the network (as a cache of its own would).
+    func makeAvailableOffline(_ keys: Set<Key>) {
+        state.withLock { $0.availableOffline = keys }
+    }
+
+    /// How many times ``isAvailableOffline(_:)`` was asked.
+    var offlineQuestions: Int { state.withLock { $0.offlineQuestions } }
+
+    func isAvailableOffline(_ key: Key) -> Bool {
+        state.withLock { state in
+            state.offlineQuestions += 1
+            return state.availableOffline.contains(key)
+        }
     }
 
     func process(_ key: Key) async throws -> Value {

@@ -78,6 +78,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// Whether jobs tell their work the priority they run at (the work contains a scheduler).
     @usableFromInline let _propagatesPriority: Bool
     @usableFromInline let _work: @Sendable (Key) async throws -> Value
+    /// The wrapped processor's ``Processor/isAvailableOffline(_:)``, if it has one.
+    @usableFromInline let _availableOffline: (@Sendable (Key) -> Bool)?
     @usableFromInline let _executor: (any TaskExecutor)?
     /// The token bucket of ``RateLimit``, if the processor has one.
     @usableFromInline let _startGate: (any RunStartGate)?
@@ -107,7 +109,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ) {
         self.init(
             maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, rateLimit: rateLimit, executor: executor,
-            propagatesPriority: processor is any SchedulingProcessor, work: { try await processor.process($0) }
+            propagatesPriority: processor is any SchedulingProcessor, work: { try await processor.process($0) },
+            availableOffline: { processor.isAvailableOffline($0) }
         )
     }
 
@@ -141,7 +144,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         rateLimit: RateLimit?,
         executor: (any TaskExecutor)?,
         propagatesPriority: Bool,
-        work: @escaping @Sendable (Key) async throws -> Value
+        work: @escaping @Sendable (Key) async throws -> Value,
+        availableOffline: (@Sendable (Key) -> Bool)? = nil
     ) {
         let reserved = reservedForVisible ?? Self.defaultReservedForVisible(maxConcurrent: maxConcurrent)
         self._maxConcurrentCount = maxConcurrent
@@ -150,6 +154,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         self._startGate = rateLimit?.makeBucket()
         self._propagatesPriority = propagatesPriority
         self._work = work
+        self._availableOffline = availableOffline
         self._state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent, reservedForVisible: reserved)))
     }
 
@@ -166,6 +171,12 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     @inlinable
     public func value(for key: Key, priority: LoadPriority = .visible) async throws -> Value {
         try await value(for: key, priority: priority, following: nil)
+    }
+
+    /// Whether the processor it runs makes `key` without the network (`false` for work given as a
+    /// closure).
+    public func isAvailableOffline(_ key: Key) -> Bool {
+        _availableOffline?(key) ?? false
     }
 
     /// The value for `key` at the priority of the run asking for it — ``value(for:priority:)`` at

@@ -21,6 +21,11 @@ where Cache.Key == Base.Key, Cache.Value == Base.Value {
         cache.set(value, for: key)
         return value
     }
+
+    /// Whether the cache holds `key`, or `base` makes it without the network.
+    public func isAvailableOffline(_ key: Base.Key) -> Bool {
+        cache.value(for: key) != nil || base.isAvailableOffline(key)
+    }
 }
 
 extension Processor {

@@ -14,6 +14,11 @@ public struct KeyMappedProcessor<Base: Processor, Key: Sendable>: Processor {
     public func process(_ key: Key) async throws -> Base.Value {
         try await base.process(transform(key))
     }
+
+    /// Whether `base` makes `transform(key)` without the network.
+    public func isAvailableOffline(_ key: Key) -> Bool {
+        base.isAvailableOffline(transform(key))
+    }
 }
 
 extension Processor {

@@ -15,6 +15,11 @@ public struct ValueMappedProcessor<Base: Processor, Value: Sendable>: Processor 
     public func process(_ key: Base.Key) async throws -> Value {
         try await transform(base.process(key))
     }
+
+    /// Whether `base` makes `key` without the network (the transform is local).
+    public func isAvailableOffline(_ key: Base.Key) -> Bool {
+        base.isAvailableOffline(key)
+    }
 }
 
 extension Processor {
