@@ -22,11 +22,12 @@ let package = Package(
     ],
     targets: [
         // Raw mode, key decoding, ANSI drawing: all the terminal code, in one place.
-        .target(name: "TerminalUI", dependencies: [avenues]),
+        // (and how the tools start and end: one error style).
+        .target(name: "TerminalUI", dependencies: [avenues, .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Listing files and summarizing them: the rows both examples show.
         .target(name: "FileCatalog", dependencies: [avenues, "TerminalUI"]),
         // Files under an HTTP folder index: index parsing, the crawl as a page source, downloads.
-        .target(name: "RemoteCatalog", dependencies: [avenues, "FileCatalog"]),
+        .target(name: "RemoteCatalog", dependencies: [avenues, "FileCatalog", "TerminalUI"]),
         .executableTarget(name: "browse", dependencies: [
             avenues, "FileCatalog", "RemoteCatalog", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

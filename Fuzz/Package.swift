@@ -10,11 +10,16 @@ let avenues = Target.Dependency.product(name: "Avenues", package: libraryFolder.
 let package = Package(
     name: "Fuzz",
     platforms: [.macOS(.v15)],
-    dependencies: [.package(path: "..")],
+    dependencies: [.package(path: ".."), .package(path: "../Examples")],
     targets: [
-        .executableTarget(name: "DiskEntryFuzzer", dependencies: [avenues]),
-        // Uses internal parsers: built with -enable-testing (README.md here).
-        .executableTarget(name: "ResponseFuzzer", dependencies: [avenues]),
+        // libFuzzer's driver, started from each fuzzer's entry point.
+        .target(name: "FuzzDriver"),
+        .executableTarget(name: "DiskEntryFuzzer", dependencies: [avenues, "FuzzDriver"]),
+        // These use internal parsers: built with -enable-testing (README.md here).
+        .executableTarget(name: "ResponseFuzzer", dependencies: [avenues, "FuzzDriver"]),
+        // The examples' parsers of outside input: folder index pages, git log output.
+        .executableTarget(name: "IndexFuzzer", dependencies: [.product(name: "RemoteCatalog", package: "Examples"), "FuzzDriver"]),
+        .executableTarget(name: "GitLogFuzzer", dependencies: [.product(name: "GitHistory", package: "Examples"), "FuzzDriver"]),
     ],
     swiftLanguageModes: [.v6]
 )

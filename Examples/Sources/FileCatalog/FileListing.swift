@@ -82,7 +82,8 @@ public enum FileListing {
     public static func list(_ root: String, includeHidden: Bool = false) throws -> [FileEntry] {
         let rootPath = Array(URL(fileURLWithPath: root, isDirectory: true).standardizedFileURL.path.utf8)
         var info = stat()
-        guard withCPath(rootPath, { stat($0, &info) }) == 0, info.st_mode & S_IFMT == S_IFDIR else { throw ListingError(path: root) }
+        guard withCPath(rootPath, { stat($0, &info) }) == 0 else { throw ListingError(path: root, code: errno) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw ListingError(path: root, code: ENOTDIR) }
         guard let top = withCPath(rootPath, { opendir($0) }) else { throw ListingError(path: root, code: errno) }
         closedir(top)
         // readdir and lstat directly: FileManager's enumerator with resource values is about 40x
@@ -102,12 +103,25 @@ public enum FileListing {
             }
             defer { closedir(directory) }
             while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                // Read in place: an entry may be shorter than `dirent` (copying d_name reads past the
+                // kernel's buffer).
+                let name = withUnsafeMutablePointer(to: &entry.pointee.d_name) { field in
+                    let start = UnsafeRawPointer(field)
+                    return Array(UnsafeBufferPointer(start: start.assumingMemoryBound(to: UInt8.self), count: strlen(start.assumingMemoryBound(to: CChar.self))))
+                }
                 if name == [0x2E] || name == [0x2E, 0x2E] || (!includeHidden && name.first == 0x2E) { continue }
                 let relative = relativeFolder.isEmpty ? name : relativeFolder + [0x2F] + name
                 let absolute = rootPath == [0x2F] ? [0x2F] + relative : rootPath + [0x2F] + relative
                 var status = stat()
-                guard withCPath(absolute, { lstat($0, &status) }) == 0 else { continue }
+                // Relative to the open folder: no path length limit, one lookup.
+                guard withCPath(name, { fstatat(dirfd(directory), $0, &status, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+                    // Listed, but it cannot be looked at: a row that says why, not a silent gap.
+                    let reason = "cannot be read (\(String(cString: strerror(errno))))"
+                    let isFolder = entry.pointee.d_type == UInt8(DT_DIR)
+                    let key = isFolder ? relative + [0x2F] : relative
+                    rows.append((key, FileEntry(path: String(decoding: key, as: UTF8.self), ref: FileRef(bytes: absolute, size: 0, modified: 0), isFolder: isFolder, problem: reason)))
+                    continue
+                }
                 let modified = modificationTime(status)
                 switch status.st_mode & S_IFMT {
                 case S_IFDIR:

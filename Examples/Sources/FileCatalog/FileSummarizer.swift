@@ -160,10 +160,42 @@ public struct FileSummarizer: Processor {
             }
         }
 
+        /// A NUL byte, or more than a tenth of control bytes or of bytes that are not UTF-8 (a
+        /// Latin-1 text has a few; random bytes have half).
         var isBinary: Bool {
             if sniffed.contains(0) { return true }
             let control = sniffed.filter { $0 < 0x20 && ![0x09, 0x0A, 0x0C, 0x0D, 0x1B].contains($0) }.count
-            return !sniffed.isEmpty && control * 10 > sniffed.count
+            return !sniffed.isEmpty && (control * 10 > sniffed.count || Self.bytesNotUTF8(sniffed) * 10 > sniffed.count)
+        }
+
+        /// How many bytes of `bytes` are not part of a well-formed UTF-8 sequence (a sequence cut
+        /// by the end is not counted: the window may end inside one).
+        static func bytesNotUTF8(_ bytes: [UInt8]) -> Int {
+            var index = 0, invalid = 0
+            while index < bytes.count {
+                let length: Int
+                switch bytes[index] {
+                case 0x00..<0x80: length = 1
+                case 0xC2...0xDF: length = 2
+                case 0xE0...0xEF: length = 3
+                case 0xF0...0xF4: length = 4
+                default: length = 0
+                }
+                if length == 1 {
+                    index += 1
+                } else if length == 0 {
+                    invalid += 1
+                    index += 1
+                } else if index + length > bytes.count {
+                    break
+                } else if bytes[(index + 1)..<(index + length)].allSatisfy({ $0 & 0xC0 == 0x80 }) {
+                    index += length
+                } else {
+                    invalid += 1
+                    index += 1
+                }
+            }
+            return invalid
         }
 
         var result: FileSummary {

@@ -42,9 +42,10 @@ public final class FileTable: Sendable {
         avenue = Avenue(storage: MemoryStorage(countLimit: 5_000), processor: processor)
     }
 
-    /// The key of row `index`, or `nil` past either end and for a folder (nothing to compute).
+    /// The key of row `index`, or `nil` past either end, for a folder (nothing to compute) and for
+    /// an entry that could not be looked at (its row says why).
     public func key(_ index: Int) -> FileRef? {
-        guard entries.indices.contains(index), !entries[index].isFolder else { return nil }
+        guard entries.indices.contains(index), !entries[index].isFolder, entries[index].problem == nil else { return nil }
         return entries[index].ref
     }
 

@@ -33,8 +33,12 @@ public func streamRowsInOrder(
 public func computeRowsSequentially(of entries: [FileEntry], emit: (Int, RowContent) -> Void) async {
     let summarizer = FileSummarizer()
     for (index, entry) in entries.enumerated() {
+        if let problem = entry.problem {
+            emit(index, .failed(problem))
+            continue
+        }
         if entry.isFolder {
-            emit(index, entry.problem.map(RowContent.failed) ?? .folder)
+            emit(index, .folder)
             continue
         }
         do {

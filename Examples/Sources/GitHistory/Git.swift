@@ -8,6 +8,8 @@ public enum Git {
     public enum Failure: Error, CustomStringConvertible, Equatable {
         /// No `git` on `PATH`.
         case notInstalled
+        /// The path is not a folder.
+        case notAFolder(String)
         /// The folder is not inside a git repository.
         case notARepository(String)
         /// git ran and failed.
@@ -18,6 +20,8 @@ public enum Git {
             switch self {
             case .notInstalled:
                 "git was not found on PATH; install git and run again."
+            case .notAFolder(let path):
+                "\(path) is not a folder; give the path of a repository (history PATH)."
             case .notARepository(let path):
                 "\(path) is not in a git repository; give the path of one (history PATH)."
             case .failed(let arguments, let status, let message):

@@ -3,413 +3,380 @@ import Foundation
 import Synchronization
 
 /// A commit as a row of the log.
-public struct Commit: Sendable, Hashable, Codable {
+public struct Commit: Sendable, Hashable {
     /// The full hash: the commit's identity (a diff stat is cached by it).
     public var hash: String
     /// The abbreviated hash, as `git log` prints it (`%h`).
     public var shortHash: String
     /// The author date, `YYYY-MM-DD`.
     public var date: String
-    /// The author's name.
-    public var author: String
-    /// The subject line.
-    public var subject: String
+    /// The author's name, exactly as git has it (any bytes).
+    public var authorBytes: [UInt8]
+    /// The refs pointing at the commit (`%D`: `HEAD -> master`, `tag: v2.45.0`, `origin/next`).
+    public var refs: [String]
+    /// The subject line, exactly as git has it (any bytes; a long first paragraph joined).
+    public var subjectBytes: [UInt8]
 
     /// A commit.
-    public init(hash: String, shortHash: String, date: String, author: String, subject: String) {
-        (self.hash, self.shortHash, self.date, self.author, self.subject) = (hash, shortHash, date, author, subject)
+    public init(hash: String, shortHash: String, date: String, author: [UInt8], refs: [String] = [], subject: [UInt8]) {
+        (self.hash, self.shortHash, self.date, authorBytes, self.refs, subjectBytes) = (hash, shortHash, date, author, refs, subject)
     }
 
-    /// The line `history` prints when its output is not a terminal: `git log`'s
-    /// `--format=%h%x09%ad%x09%an%x09%s --date=short`.
-    public var line: String { [shortHash, date, author, subject].joined(separator: "\t") }
+    /// The author's name as text (replacement characters for bytes that are not UTF-8).
+    public var author: String { String(decoding: authorBytes, as: UTF8.self) }
+
+    /// The subject as text, cut at ``shownSubjectBytes`` bytes: what a screen shows and a search
+    /// reads (a 10,000-line first paragraph is joined into one subject by git).
+    public var subject: String { String(decoding: subjectBytes.prefix(Self.shownSubjectBytes), as: UTF8.self) }
+
+    /// The most bytes of a subject shown or searched.
+    public static let shownSubjectBytes = 4_096
+
+    /// The line `history` prints when its output is not a terminal, byte for byte what
+    /// `git log --format=%h%x09%ad%x09%an%x09%s --date=short` prints.
+    public var line: [UInt8] {
+        Array(shortHash.utf8) + [0x09] + Array(date.utf8) + [0x09] + authorBytes + [0x09] + subjectBytes
+    }
 }
 
-/// `git log` of a repository as an offset page source. Pages near the front of one `git log`
-/// process (scrolling down, streaming, searching) are read from it — its pipe keeps git a few pages
-/// ahead, and the last pages read are kept, so pages asked out of order or twice are not asked
-/// again — so reading the whole log costs what `git log` costs. Any other page is `git log
-/// --skip=offset --max-count=size`, so a jump to the root commit asks git for one page. The number
-/// of commits (`git rev-list --count HEAD`, seconds on a million commits) is counted when ``total()``
-/// is first asked — `history` asks once the first screen is drawn — and given with every page once
-/// known; pages never wait for it.
+/// `git log` of a repository as an offset page source of commits.
+///
+/// git writes its whole log once, in the background, into a **spool** file — one commit per line,
+/// its fields separated by NUL (which git cannot emit inside a field) — and pages are read from that
+/// file by line number through a ``LineFile``: a page anywhere git has got to is one seek and a few
+/// kilobytes, however far it is; a page past it waits for git. So reading the log costs what `git
+/// log` costs, once: a jump, a search hit, G or a scroll back never asks git again, and memory is
+/// the line file's checkpoints. A finished spool is kept for the next run with the same HEAD (and
+/// paths), which then starts at once.
 public final class GitLog: OffsetPageSource {
     public typealias Cursor = Int
     public typealias Item = Commit
 
     /// The repository (any folder inside it).
     public let repository: String
-    /// The count: its task once started, and its value once known.
-    private let counting = Mutex<(task: Task<Int?, Never>?, value: Int?)>((nil, nil))
-    /// The `git log` read in order, once the first page near the front is asked.
-    private let stream = Mutex<LogStream?>(nil)
-    /// How far past the stream's position a page may start and still be read from it: further
-    /// out, `--skip` costs less than reading (and parsing) every commit in between.
-    static let streamReach = 2_000
-    /// One NUL-terminated record per commit (`-z`), fields split by 0x1F; the subject comes last, so
-    /// whatever bytes it holds stay in it.
-    static let format = ["-z", "--date=short", "--format=%H%x1f%h%x1f%ad%x1f%an%x1f%s"]
+    /// Only the commits that change these paths (`history -- PATH`); all when empty.
+    public let paths: [String]
+    /// The folder of spool files.
+    public let spoolFolder: URL
+    private let spool = Mutex<LogSpool?>(nil)
 
-    /// The log of the repository at `repository`.
-    public init(repository: String) {
+    /// The fields of a record, in order: `%H %h %ad %an %D %s`.
+    static let format = ["-z", "--date=short", "--format=%H%x00%h%x00%ad%x00%an%x00%D%x00%s"]
+    static let fields = 6
+
+    /// The log of the repository at `repository`, spooled in `spoolFolder`.
+    public init(repository: String, paths: [String] = [], spoolFolder: URL) {
         self.repository = repository
+        self.paths = paths
+        self.spoolFolder = spoolFolder
     }
 
     deinit {
-        counting.withLock { $0.task?.cancel() }
-        stream.withLock { $0?.close() }
+        spool.withLock { $0?.stop() }
     }
 
     /// Checks that git runs and `repository` is a repository; throws ``Git/Failure`` otherwise.
     public func check() async throws {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: repository, isDirectory: &isFolder), isFolder.boolValue else {
+            throw Git.Failure.notAFolder(repository)
+        }
         _ = try await Git.run(["rev-parse", "--git-dir"], in: repository)
     }
 
-    /// The number of commits, counting them if nobody asked yet; `nil` if git could not say.
-    public func total() async -> Int? {
-        await countingTask().value
+    /// Starts reading the log (if it is not read already); pages wait for it as far as they need.
+    public func start() async throws {
+        _ = try await readingSpool()
     }
 
-    /// The number of commits if already counted.
-    public var knownTotal: Int? {
-        counting.withLock { $0.value }
-    }
-
-    private func countingTask() -> Task<Int?, Never> {
-        counting.withLock { counting in
-            if let task = counting.task { return task }
-            let repository = repository
-            let task = Task { [weak self] () -> Int? in
-                guard let data = try? await Git.run(["rev-list", "--count", "HEAD"], in: repository),
-                      let count = Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-                else { return nil }
-                self?.counting.withLock { $0.value = count }
-                return count
-            }
-            counting.task = task
-            return task
+    private func readingSpool() async throws -> LogSpool {
+        if let running = spool.withLock({ $0 }) { return running }
+        let head = (try? await Git.run(["rev-parse", "HEAD"], in: repository)).map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+        let started = try LogSpool(repository: repository, paths: paths, head: head, folder: spoolFolder)
+        let (chosen, extra) = spool.withLock { current -> (LogSpool, LogSpool?) in
+            if let current { return (current, started) }
+            current = started
+            return (started, nil)
         }
+        extra?.stop()
+        return chosen
+    }
+
+    /// The number of commits, once git finished.
+    public var knownTotal: Int? { spool.withLock { $0?.total } }
+
+    /// Commits read from git so far, and whether it finished.
+    public var progress: (read: Int, finished: Bool) {
+        spool.withLock { spool in spool.map { ($0.written, $0.total != nil) } ?? (0, false) }
     }
 
     /// `size` commits from `offset`, newest first.
     public func page(at offset: Int, size: Int) async throws -> Page<Int, Commit> {
-        let commits: [Commit]
-        if let streamed = await readFromStream(at: offset, count: size) {
-            commits = streamed
-        } else {
-            do {
-                commits = Self.parse(try await Git.run(["log", "--skip=\(offset)", "--max-count=\(size)"] + Self.format, in: repository))
-            } catch Git.Failure.failed(_, _, let message) where message.contains("does not have any commits") {
-                return Page(items: [], cursorAfter: nil, itemsAfter: 0)  // a new, empty repository
-            }
-        }
-        let count = knownTotal  // pages never wait for, nor start, the count
-        let end = offset + commits.count
-        let more = commits.count == size && (count.map { end < $0 } ?? true)
-        return Page(items: commits, cursorAfter: more ? end : nil, itemsAfter: count.map { max(0, $0 - end) })
+        let spool = try await readingSpool()
+        let (sum, overflow) = offset.addingReportingOverflow(max(0, size))
+        let end = overflow ? Int.max : sum
+        try await spool.wait(for: end)
+        let lines = try spool.lines(offset ..< end)
+        let commits = lines.compactMap { Self.commit(fromSpooled: $0.bytes) }
+        let total = spool.total
+        let last = offset + commits.count
+        let more = total.map { last < $0 } ?? (commits.count == size)
+        return Page(items: commits, cursorAfter: more ? last : nil, itemsAfter: total.map { max(0, $0 - last) })
     }
 
-    /// The commits from the in-order stream (starting it for a page near the front); `nil` when the
-    /// page must be asked with `--skip`.
-    private func readFromStream(at offset: Int, count: Int) async -> [Commit]? {
-        let current = stream.withLock { stream -> LogStream? in
-            if stream == nil, offset <= Self.streamReach, let executable = Git.executable {
-                stream = LogStream(executable: executable, repository: repository, arguments: ["log"] + Self.format)
+    /// Every commit from `offset` on, in order, to `body` (a search); stops when `body` says so.
+    /// Reads the spool, waiting for git as it goes.
+    public func scan(from offset: Int, batch: Int = 2_000, _ body: (Int, Commit) -> Bool) async throws {
+        let spool = try await readingSpool()
+        var next = max(0, offset)
+        while true {
+            try Task.checkCancellation()
+            try await spool.wait(for: next + batch)
+            let lines = try spool.lines(next ..< next + batch)
+            for line in lines {
+                guard let commit = Self.commit(fromSpooled: line.bytes) else { continue }
+                if !body(line.number, commit) { return }
             }
-            return stream
+            next += lines.count
+            if lines.count < batch, spool.total != nil { return }
         }
-        return await current?.commits(at: offset, count: count, reach: Self.streamReach)
     }
 
-    /// Parses `git log -z --format=%H%x1f%h%x1f%ad%x1f%an%x1f%s` output; a record that does not
-    /// have the five fields is skipped.
+    /// A spooled line's commit, or `nil` when it does not have the six fields.
+    static func commit(fromSpooled bytes: [UInt8]) -> Commit? {
+        let fields = bytes.split(separator: 0, maxSplits: fields - 1, omittingEmptySubsequences: false)
+        guard fields.count == Self.fields else { return nil }
+        let refs = String(decoding: fields[4], as: UTF8.self).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return Commit(
+            hash: String(decoding: fields[0], as: UTF8.self), shortHash: String(decoding: fields[1], as: UTF8.self),
+            date: String(decoding: fields[2], as: UTF8.self), author: Array(fields[3]), refs: refs, subject: Array(fields[5])
+        )
+    }
+
+    /// Parses `git log` output in ``format`` (the tests' and the fuzzer's way in): NUL-separated
+    /// fields, six per commit; an incomplete last record is dropped.
     public static func parse(_ data: Data) -> [Commit] {
-        data.split(separator: 0).compactMap { record in
-            let fields = record.split(separator: 0x1F, maxSplits: 4, omittingEmptySubsequences: false).map {
-                String(decoding: $0, as: UTF8.self)
+        var parser = LogParser()
+        return parser.take(Array(data)).compactMap { commit(fromSpooled: $0) }
+    }
+}
+
+/// Turns `git log -z` output in ``GitLog/format`` into spool lines, however it is cut into chunks:
+/// six NUL-separated fields make a record; its line is the fields joined by NUL, with any line break
+/// in them made a space (git puts none there; a spool line must be one line).
+struct LogParser {
+    private var fields: [[UInt8]] = []
+    private var partial: [UInt8] = []
+
+    /// The complete records' lines in `chunk` (and what was pending).
+    mutating func take(_ chunk: [UInt8]) -> [[UInt8]] {
+        var lines: [[UInt8]] = []
+        var start = chunk.startIndex
+        while let end = chunk[start...].firstIndex(of: 0) {
+            partial += chunk[start..<end]
+            fields.append(partial)
+            partial = []
+            start = end + 1
+            if fields.count == GitLog.fields {
+                lines.append(Array(fields.joined(separator: [0])).map { $0 == 0x0A ? 0x20 : $0 })
+                fields = []
             }
-            guard fields.count == 5 else { return nil }
-            return Commit(hash: fields[0], shortHash: fields[1], date: fields[2], author: fields[3], subject: fields[4])
         }
+        partial += chunk[start...]
+        return lines
     }
 }
 
-/// One `git log` process, read on a serial queue of its own: requests are served in the order they
-/// come, each reading as far as it needs. The last commits read are kept, so a page asked again, or
-/// asked after a later one, is served without git.
-final class LogStream: @unchecked Sendable {
-    // Safe: every `var` below is touched only by blocks on `queue`, which is serial.
-    private let queue = DispatchQueue(label: "GitHistory.LogStream")
-    private let process: Process
-    private let handle: FileHandle
-    private var buffer = Data()
-    /// The last commits read; the last of them is commit `position - 1`.
-    private var kept: [Commit] = []
-    /// Commits read from git so far.
-    private var position = 0
-    private var ended = false
-    /// git exited with an error: pages are asked with `--skip`, which reports it.
-    private var failed = false
-    private var closed = false
-    /// Commits kept behind the position.
-    static let keep = 1_000
-
-    init?(executable: URL, repository: String, arguments: [String]) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["-C", repository] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["LC_ALL": "C", "GIT_PAGER": "cat"]) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        self.process = process
-        handle = output.fileHandleForReading
-    }
-
-    /// Commits `offset ..< offset + count` (fewer at the end of the log), or `nil` if they lie
-    /// behind what is kept, more than `reach` past the position, or git failed.
-    func commits(at offset: Int, count: Int, reach: Int) async -> [Commit]? {
-        await withCheckedContinuation { continuation in
-            queue.async { [self] in continuation.resume(returning: serve(offset, count, reach)) }
-        }
-    }
-
-    private func serve(_ offset: Int, _ count: Int, _ reach: Int) -> [Commit]? {
-        guard !closed, offset >= position - kept.count, offset - position <= reach else { return nil }
-        let (wanted, overflow) = offset.addingReportingOverflow(count)
-        let end = overflow ? Int.max : wanted
-        while position < end, !ended { readChunk() }
-        if failed { return nil }
-        let first = position - kept.count
-        let commits = Array(kept[min(kept.count, offset - first) ..< min(kept.count, end - first)])
-        if kept.count > Self.keep { kept.removeFirst(kept.count - Self.keep) }
-        return commits
-    }
-
-    /// Reads what the pipe has and parses the complete records in it.
-    private func readChunk() {
-        let chunk = handle.availableData
-        guard !chunk.isEmpty else {
-            ended = true
-            process.waitUntilExit()
-            failed = process.terminationStatus != 0
-            return
-        }
-        buffer.append(chunk)
-        guard let last = buffer.lastIndex(of: 0) else { return }
-        let commits = GitLog.parse(buffer[buffer.startIndex ... last])
-        buffer.removeSubrange(buffer.startIndex ... last)
-        kept += commits
-        position += commits.count
-    }
-
-    /// Ends git and the stream; requests after it are asked with `--skip`.
-    func close() {
-        queue.async { [self] in
-            closed = true
-            if process.isRunning { process.terminate() }
-            try? handle.close()
-        }
-    }
-}
-
-/// What a commit changed: `git show --numstat`, summed.
-public struct DiffStat: Sendable, Hashable, Codable {
-    /// Files changed.
-    public var files: Int
-    /// Lines added (binary files count none).
-    public var added: Int
-    /// Lines removed.
-    public var removed: Int
-
-    /// A stat.
-    public init(files: Int, added: Int, removed: Int) {
-        (self.files, self.added, self.removed) = (files, added, removed)
-    }
-
-    /// `3 files +120 −4`.
-    public var description: String { "\(files) file\(files == 1 ? "" : "s") +\(added) −\(removed)" }
-
-    /// Sums `git show --numstat --format=` output (`added<TAB>removed<TAB>path`, `-` for binary).
-    public static func parse(_ data: Data) -> DiffStat {
-        var stat = DiffStat(files: 0, added: 0, removed: 0)
-        for line in data.split(separator: 0x0A) {
-            let fields = line.split(separator: 0x09, maxSplits: 2)
-            guard fields.count == 3 else { continue }
-            // Saturating: the numbers come from another program.
-            stat.files = stat.files.addingReportingOverflow(1).overflow ? .max : stat.files + 1
-            stat.added = Self.sum(stat.added, fields[0])
-            stat.removed = Self.sum(stat.removed, fields[1])
-        }
-        return stat
-    }
-
-    private static func sum(_ total: Int, _ field: Data.SubSequence) -> Int {
-        let value = Int(String(decoding: field, as: UTF8.self)) ?? 0  // "-" for a binary file
-        let (sum, overflow) = total.addingReportingOverflow(max(0, value))
-        return overflow ? .max : sum
-    }
-}
-
-/// Commits' diff stats, computed by `git show --numstat`. The stats asked at about the same time (a
-/// screen's rows) are computed by one git process — a process per row would cost more than the
-/// stats — and a batch nobody waits for any more has its git process terminated.
-public final class DiffStats: Processor {
-    /// The repository.
-    public let repository: String
-    private let batcher: Batcher<String, DiffStat>
-
-    /// A processor for the repository at `repository`; at most `maxBatch` commits per git process.
-    public init(repository: String, maxBatch: Int = 64) {
-        self.repository = repository
-        batcher = Batcher(maxBatch: maxBatch) { hashes in
-            // Each commit's numstat follows a NUL and its hash, so the output splits by commit.
-            let output = try await Git.run(["show", "--numstat", "--format=%x00%H", "--no-renames"] + hashes, in: repository)
-            var stats: [String: DiffStat] = [:]
-            for record in output.split(separator: 0) {
-                guard let newline = record.firstIndex(of: 0x0A) else {
-                    stats[String(decoding: record, as: UTF8.self)] = DiffStat(files: 0, added: 0, removed: 0)
-                    continue
-                }
-                stats[String(decoding: record[record.startIndex ..< newline], as: UTF8.self)] = DiffStat.parse(Data(record[newline...]))
-            }
-            return stats
-        }
-    }
-
-    /// The stat of the commit `hash`.
-    public func process(_ hash: String) async throws -> DiffStat {
-        try await batcher.value(for: hash)
-    }
-}
-
-/// Answers the requests made at about the same time with one call: a batch opens with its first
-/// request and runs `gather` later, or as soon as it holds `maxBatch` keys, with every key asked
-/// meanwhile. A request whose task is cancelled leaves its batch at once; a batch nobody waits for
-/// any more is cancelled (its git process terminated).
-final class Batcher<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    typealias Run = @Sendable ([Key]) async throws -> [Key: Value]
-
-    /// The batch ran but did not answer for a key.
-    struct NoAnswer: Error, CustomStringConvertible {
-        let key: String
-        var description: String { "no answer for \(key)" }
-    }
-
-    private struct Waiter {
-        let key: Key
-        let continuation: CheckedContinuation<Value, any Error>
-    }
-
-    private struct Batch {
-        var waiters: [UInt64: Waiter] = [:]
-        var running: Task<Void, Never>?
-    }
-
-    private struct State {
-        var nextID: UInt64 = 0
-        /// The batch still taking requests.
-        var open: UInt64?
-        var batches: [UInt64: Batch] = [:]
-    }
-
-    private let maxBatch: Int
-    private let gather: Duration
-    private let run: Run
+/// One run of `git log` writing its commits into a spool file, and the ``LineFile`` that reads it.
+final class LogSpool: Sendable {
+    let file: LineFile
+    private let process: Process?
     private let state = Mutex(State())
 
-    init(maxBatch: Int, gather: Duration = .milliseconds(2), run: @escaping Run) {
-        self.maxBatch = max(1, maxBatch)
-        self.gather = gather
-        self.run = run
+    private struct State {
+        var written = 0
+        var total: Int?
+        var failure: Git.Failure?
+        var waiters: [UUID: (count: Int, continuation: CheckedContinuation<Void, any Error>)] = [:]
     }
 
-    func value(for key: Key) async throws -> Value {
-        let ids = Mutex<(batch: UInt64, waiter: UInt64)?>(nil)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
-                let (batchID, waiterID, opened, full) = state.withLock { state -> (UInt64, UInt64, Bool, Bool) in
-                    state.nextID &+= 1
-                    let waiterID = state.nextID
-                    var opened = false
-                    if state.open == nil {
-                        state.nextID &+= 1
-                        state.open = state.nextID
-                        state.batches[state.nextID] = Batch()
-                        opened = true
-                    }
-                    let batchID = state.open ?? 0
-                    state.batches[batchID]?.waiters[waiterID] = Waiter(key: key, continuation: continuation)
-                    return (batchID, waiterID, opened, state.batches[batchID]?.waiters.count ?? 0 >= maxBatch)
+    /// Starts git writing the log of `repository` at `head` into a spool in `folder` — or, when a
+    /// finished spool of that head is there, reads it as it is.
+    init(repository: String, paths: [String], head: String?, folder: URL) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let key = LogSpool.key(repository: repository, paths: paths, head: head)
+        let finished = folder.appendingPathComponent(key + ".log")
+        if let head, !head.isEmpty, FileManager.default.fileExists(atPath: finished.path) {
+            file = try LineFile(path: finished.path)
+            process = nil
+            try state.withLock { state in
+                // A finished spool is whole: its lines are its commits.
+                try file.scanToEnd()
+                state.written = file.lineCount ?? 0
+                state.total = state.written
+            }
+            return
+        }
+        LogSpool.prune(folder)
+        let writing = folder.appendingPathComponent(key + ".\(getpid()).writing")
+        guard FileManager.default.createFile(atPath: writing.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: writing.path])
+        }
+        guard let output = FileHandle(forWritingAtPath: writing.path), let executable = Git.executable else { throw Git.Failure.notInstalled }
+        file = try LineFile(path: writing.path)
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["-C", repository, "log"] + GitLog.format + (paths.isEmpty ? [] : ["--"] + paths)
+        process.environment = ProcessInfo.processInfo.environment.merging(["LC_ALL": "C", "GIT_PAGER": "cat"]) { $1 }
+        let pipe = Pipe(), errors = Pipe()
+        process.standardOutput = pipe
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let reader = pipe.fileHandleForReading
+        let messages = PipeReaderOnce(errors.fileHandleForReading)
+        Thread.detachNewThread { [self] in
+            var parser = LogParser()
+            var written = 0
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                let lines = parser.take(Array(chunk))
+                guard !lines.isEmpty else { continue }
+                var bytes: [UInt8] = []
+                for line in lines { bytes += line + [0x0A] }
+                output.write(Data(bytes))
+                written += lines.count
+                progressed(written, done: false)
+            }
+            try? output.close()
+            process.waitUntilExit()
+            let message = String(decoding: messages.wait(), as: UTF8.self)
+            if process.terminationStatus == 0 {
+                try? FileManager.default.moveItem(at: writing, to: finished)
+                progressed(written, done: true)
+            } else if message.contains("does not have any commits") || message.contains("unknown revision") {
+                progressed(0, done: true)  // a repository with no commits yet
+            } else {
+                fail(.failed(arguments: ["log"], status: process.terminationStatus, message: message))
+            }
+        }
+    }
+
+    /// A name for the spool of `repository`'s log at `head` (and `paths`).
+    static func key(repository: String, paths: [String], head: String?) -> String {
+        let path = URL(fileURLWithPath: repository).standardizedFileURL.path
+        let text = ([path, head ?? "no-head"] + paths).joined(separator: "\u{0}")
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        return "log-v1-" + String(hash, radix: 16) + "-" + String((head ?? "none").prefix(12))
+    }
+
+    /// Keeps the four newest finished spools, and deletes spools abandoned by runs that ended.
+    static func prune(_ folder: URL) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        let finished = names.filter { $0.hasSuffix(".log") }.compactMap { name -> (String, Date)? in
+            let date = (try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.modificationDate] as? Date) ?? .distantPast
+            return (name, date)
+        }.sorted { $0.1 > $1.1 }
+        for (name, _) in finished.dropFirst(4) { try? FileManager.default.removeItem(at: folder.appendingPathComponent(name)) }
+        for name in names where name.hasSuffix(".writing") {
+            let pid = name.split(separator: ".").dropLast().last.flatMap { Int32($0) } ?? 0
+            if pid > 0, kill(pid, 0) != 0, errno == ESRCH { try? FileManager.default.removeItem(at: folder.appendingPathComponent(name)) }
+        }
+    }
+
+    var written: Int { state.withLock { $0.written } }
+    var total: Int? { state.withLock { $0.total } }
+
+    private func progressed(_ count: Int, done: Bool) {
+        _ = file.checkForChanges()
+        let ready = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            state.written = count
+            if done { state.total = count }
+            let ready = state.waiters.filter { done || $0.value.count <= count }
+            for id in ready.keys { state.waiters[id] = nil }
+            return ready.values.map(\.continuation)
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    private func fail(_ failure: Git.Failure) {
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            state.failure = failure
+            defer { state.waiters = [:] }
+            return state.waiters.values.map(\.continuation)
+        }
+        for continuation in waiting { continuation.resume(throwing: failure) }
+    }
+
+    /// Returns once `count` commits are in the spool, or git finished.
+    func wait(for count: Int) async throws {
+        let id = UUID()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let now: Result<Void, any Error>? = state.withLock { state in
+                    if let failure = state.failure { return .failure(failure) }
+                    if state.total != nil || state.written >= count { return .success(()) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.waiters[id] = (count, continuation)
+                    return nil
                 }
-                ids.withLock { $0 = (batchID, waiterID) }
-                if full {
-                    fire(batchID)
-                } else if opened {
-                    let gather = gather
-                    Task { [weak self] in
-                        try? await Task.sleep(for: gather)
-                        self?.fire(batchID)
-                    }
-                }
-                if Task.isCancelled { leave(batchID, waiterID) }
+                if let now { continuation.resume(with: now) }
             }
         } onCancel: {
-            if let (batch, waiter) = ids.withLock({ $0 }) { leave(batch, waiter) }
+            let waiting = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiting?.continuation.resume(throwing: CancellationError())
         }
     }
 
-    /// Closes batch `id` and runs it (once).
-    private func fire(_ id: UInt64) {
-        let keys = state.withLock { state -> [Key]? in
-            guard let batch = state.batches[id], batch.running == nil, state.open == id else { return nil }
-            state.open = nil
-            return Array(Set(batch.waiters.values.map(\.key)))
-        }
-        guard let keys else { return }
-        let running = Task { [self] in
-            do {
-                finish(id, with: .success(try await run(keys)))
-            } catch {
-                finish(id, with: .failure(error))
-            }
-        }
-        let abandoned = state.withLock { state -> Bool in
-            guard state.batches[id] != nil else { return true }  // everyone left meanwhile
-            state.batches[id]?.running = running
-            return false
-        }
-        if abandoned { running.cancel() }
+    /// The spooled lines in `range` (those written so far).
+    func lines(_ range: Range<Int>) throws -> [Line] {
+        let written = self.written
+        let end = min(range.upperBound, total ?? written)
+        guard range.lowerBound < end else { return [] }
+        _ = file.checkForChanges()
+        return try file.lines(range.lowerBound ..< end)
     }
 
-    private func finish(_ id: UInt64, with result: Result<[Key: Value], any Error>) {
-        let waiters = state.withLock { $0.batches.removeValue(forKey: id).map { Array($0.waiters.values) } ?? [] }
-        for waiter in waiters {
-            switch result {
-            case .success(let values):
-                if let value = values[waiter.key] {
-                    waiter.continuation.resume(returning: value)
-                } else {
-                    waiter.continuation.resume(throwing: NoAnswer(key: String(describing: waiter.key)))
-                }
-            case .failure(let error):
-                waiter.continuation.resume(throwing: error)
-            }
-        }
-    }
-
-    /// A cancelled request leaves at once; its batch is cancelled if nobody is left in it.
-    private func leave(_ batchID: UInt64, _ waiterID: UInt64) {
-        let (waiter, emptied) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
-            guard let waiter = state.batches[batchID]?.waiters.removeValue(forKey: waiterID) else { return (nil, nil) }
-            guard state.batches[batchID]?.waiters.isEmpty == true else { return (waiter, nil) }
-            // Nobody left: later requests open a new batch, and this one stops.
-            if state.open == batchID { state.open = nil }
-            return (waiter, state.batches.removeValue(forKey: batchID)?.running)
-        }
-        waiter?.continuation.resume(throwing: CancellationError())
-        emptied?.cancel()
+    /// Stops git, if it still runs.
+    func stop() {
+        if let process, process.isRunning { process.terminate() }
     }
 }
+
+/// Reads a pipe to its end on a thread of its own.
+final class PipeReaderOnce: @unchecked Sendable {
+    // Safe: `data` is written once, by the reading thread, before it signals `done`; it is read
+    // only after waiting on `done`, which orders the two.
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+
+    func wait() -> Data {
+        done.wait()
+        return data
+    }
+}
+
+extension LineFile {
+    /// Scans to the end now (for a finished file, on the calling thread).
+    func scanToEnd() throws {
+        _ = try lines(Int.max - 1 ..< Int.max)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#else
+#error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
+#endif

@@ -5,6 +5,8 @@ import Synchronization
 /// The rows `history` shows: the log, a page at a time, and each visible commit's diff stat, cached
 /// on disk by commit id (a commit never changes, so a cached stat is never stale).
 public final class HistoryRows: Sendable {
+    /// The log.
+    public let log: GitLog
     /// The commits.
     public let commits: PagedRows<GitLog>
     /// Each row's diff stat.
@@ -14,11 +16,12 @@ public final class HistoryRows: Sendable {
     /// Sets up the rows of `log`.
     ///
     /// - Parameters:
-    ///   - pageSize: commits per `git log` call.
+    ///   - pageSize: commits per page.
     ///   - statsFolder: where diff stats are kept across runs; `nil` for memory only.
     ///   - showsStats: whether the visible rows' diff stats load as the rows are shown (not when
     ///     the log is only printed).
     public init(log: GitLog, pageSize: Int = 50, statsFolder: URL?, showsStats: Bool = true) {
+        self.log = log
         commits = PagedRows(source: log, configuration: Self.configuration(pageSize: pageSize))
         let memory = MemoryStorage<String, DiffStat>(countLimit: 2_000)
         // A screen's rows all ask at once, so DiffStats answers them with one git process.
@@ -35,8 +38,7 @@ public final class HistoryRows: Sendable {
     }
 
     /// Pages of `pageSize` commits, one page ahead, at most 2,000 commits in memory; the first screen
-    /// asks for one page only (50 commits by default: git's first page costs what its commits cost,
-    /// so a page near a screen's height keeps the first screen close to `git log --max-count`).
+    /// asks for one page only.
     public static func configuration(pageSize: Int) -> PagingConfiguration {
         PagingConfiguration(pageSize: pageSize, prefetchDistance: pageSize, initialLoadSize: pageSize, maxResident: max(2_000, 2 * pageSize))
     }
@@ -44,6 +46,18 @@ public final class HistoryRows: Sendable {
     /// The default folder for diff stats: `avenues-examples/history-stats` in the cache folder.
     public static func defaultStatsFolder() throws -> URL {
         try DiskStorage<String>.cacheFolder().appendingPathComponent("avenues-examples/history-stats", isDirectory: true)
+    }
+
+    /// The default folder for spooled logs: `avenues-examples/history-logs` in the cache folder.
+    public static func defaultSpoolFolder() throws -> URL {
+        try DiskStorage<String>.cacheFolder().appendingPathComponent("avenues-examples/history-logs", isDirectory: true)
+    }
+
+    /// How many commits there are: git's count once it finished, else at least those read.
+    public var count: RowCount {
+        if let total = log.knownTotal { return .exact(total) }
+        let rows = commits.count
+        return rows.isExact ? rows : .atLeast(max(rows.value, log.progress.read))
     }
 
     /// Diff stats read from the disk cache instead of computed.

@@ -15,7 +15,8 @@ public struct IndexEntry: Sendable, Hashable, Codable {
     /// An entry; `encoded` defaults to `name` percent-encoded.
     public init(name: String, encoded: String? = nil, isFolder: Bool, size: Int64?) {
         self.name = name
-        self.encoded = encoded ?? (name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#;"))) ?? name)
+        // ":" too: a first segment with a colon would read as a URL scheme ("http:elsewhere").
+        self.encoded = encoded ?? (name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#;:"))) ?? name)
         self.isFolder = isFolder
         self.size = size
     }
@@ -64,6 +65,12 @@ public enum DirectoryIndex {
         return entries
             .filter { seen.insert($0.sortKey).inserted }
             .sorted { $0.sortKey.lexicographicallyPrecedes($1.sortKey) }
+    }
+
+    /// The URL of `encodedPath` (segments as index links spell them, joined by "/") under `root`:
+    /// always a relative reference, so a first segment such as `a:b` is a name, not a scheme.
+    public static func resolve(_ encodedPath: String, in root: URL) -> URL? {
+        URL(string: "./" + encodedPath, relativeTo: root)?.absoluteURL
     }
 
     /// Whether the page's title or first heading names it an index (looked for in its first 64 KiB).

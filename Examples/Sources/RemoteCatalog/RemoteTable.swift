@@ -96,7 +96,8 @@ public final class RemoteTable: Sendable {
     /// Folders listed so far.
     public var foldersListed: Int { tree.limits.foldersListed }
 
-    /// The list shows `rows`; their files (and the prefetch window's) load only if `details`.
+    /// The list shows `rows`; their files (and the prefetch window's) load only if `details` (see
+    /// ``refreshDetails()``).
     public func show(_ rows: Range<Int>, details showDetails: Bool = true) {
         shown.withLock { $0 = (rows, showDetails) }
         files.show(rows)
@@ -104,9 +105,14 @@ public final class RemoteTable: Sendable {
     }
 
     /// Shows the details of the rows last shown again: rows listed since may have files to load.
+    ///
+    /// While the list moves (`details` false) the downloads are left as they are: none starts for
+    /// rows flying past, and none already running is cancelled — the rows a PgDn reaches were
+    /// mostly the window ahead, and cancelling them to ask again a moment later downloads them
+    /// twice. Where the list rests, the window moves there (and what is outside it is cancelled).
     public func refreshDetails() {
-        guard let (rows, showDetails) = shown.withLock({ $0 }) else { return }
-        if showDetails { details.show(rows) } else { details.stop() }
+        guard let (rows, showDetails) = shown.withLock({ $0 }), showDetails else { return }
+        details.show(rows)
     }
 
     /// What row `index` shows in its computed columns now.

@@ -53,16 +53,22 @@ public struct RemoteTree: PageSource {
 
     /// What the crawl stopped at, if it stopped before the end of the tree.
     public final class Limits: Sendable {
-        private let reached = Mutex<String?>(nil)
+        private let reached = Mutex<[String]>([])
         /// Folders listed so far (the largest count a page reached).
         private let listed = Atomic<Int>(0)
 
-        /// "10,000 folders (--max-folders)", once a limit was reached.
-        public var reachedLimit: String? { reached.withLock { $0 } }
+        /// "10000 folders (--max-folders)", once a limit was reached (every limit reached, in the
+        /// order they were met, joined by "and").
+        public var reachedLimit: String? {
+            let limits = reached.withLock { $0 }
+            return limits.isEmpty ? nil : limits.joined(separator: " and ")
+        }
         /// The folders listed so far.
         public var foldersListed: Int { listed.load(ordering: .relaxed) }
 
-        func note(_ limit: String) { reached.withLock { $0 = $0 ?? limit } }
+        func note(_ limit: String) {
+            reached.withLock { if !$0.contains(limit) { $0.append(limit) } }
+        }
         func noteListed(_ count: Int) {
             var current = listed.load(ordering: .relaxed)
             while current < count {
@@ -169,10 +175,10 @@ public struct RemoteTree: PageSource {
         return Page(items: items, cursorAfter: more ? cursor : nil)
     }
 
-    /// The URL of `encoded` (a path relative to the root, percent-encoded).
+    /// The URL of `encoded` (a path relative to the root, percent-encoded; a folder's ends with "/").
     func url(of encoded: String, isFolder: Bool) -> URL {
         guard !encoded.isEmpty else { return root }
-        return URL(string: encoded, relativeTo: root)?.absoluteURL ?? root
+        return DirectoryIndex.resolve(encoded + (isFolder && !encoded.hasSuffix("/") ? "/" : ""), in: root) ?? root
     }
 
     /// A short message for a row: "offline", "HTTP 404", or what the error says.

@@ -31,6 +31,19 @@ public struct KeyDecoder: Sendable {
         return keys
     }
 
+    /// Whether bytes wait for the rest of a key.
+    public var isWaiting: Bool { !pending.isEmpty }
+
+    /// What is pending, taken as typed: called when no more bytes came for a moment, so Esc alone
+    /// (which starts every escape sequence too) is the Esc key, and a cut sequence is not kept.
+    public mutating func flush() -> [Key] {
+        guard !pending.isEmpty else { return [] }
+        defer { pending = [] }
+        if pending == [0x1B] { return [.escape] }
+        if pending.first == 0x1B, pending.count == 2 { return [.escape, Self.decodeOne([pending[1]])?.0 ?? .unknown] }
+        return [.unknown]
+    }
+
     /// Decodes the first key of `bytes`, or `nil` if `bytes` ends in the middle of it.
     static func decodeOne(_ bytes: [UInt8]) -> (Key, Int)? {
         let first = bytes[0]

@@ -35,6 +35,9 @@ public protocol ListModel: AnyObject, Sendable {
     func input(_ text: String?, committed: Bool, selected: Int) -> ListAction
     /// A key the shared ones do not use (Enter, `n`, `s`…), with the selected row.
     func handle(_ key: Key, selected: Int) -> ListAction
+    /// What work the model did meanwhile asks of the screen (a search that found a row); asked on
+    /// every event.
+    func poll() -> ListAction
     /// The screen is leaving: stop loading.
     func stop()
 }
@@ -61,6 +64,7 @@ extension ListModel {
     public func input(_ text: String?, committed: Bool, selected: Int) -> ListAction { .none }
     public func handle(_ key: Key, selected: Int) -> ListAction { .none }
     public var keys: [(key: String, does: String)] { [] }
+    public func poll() -> ListAction { .none }
 }
 
 /// A full-screen list over a ``ListModel``: one loop owns the screen state and redraws it after each
@@ -130,6 +134,8 @@ public struct ListScreen {
     private var lastDraw = ContinuousClock.now
     private var lastMove = ContinuousClock.now
     private var dirty = true
+    /// Whether the model was last told the list rests.
+    private var toldResting = false
 
     /// A screen over `model`; `nested` when it is opened over another (then `q` goes back).
     public init(model: any ListModel, palette: Terminal.Palette = .current, trace: TraceRecorder? = nil, nested: Bool = false) {
@@ -174,6 +180,12 @@ public struct ListScreen {
         showRows()
         draw()
         while let event = await events.next() {
+            let polled = model.poll()
+            if case .none = polled {} else {
+                apply(polled)
+                showRows()
+                dirty = true
+            }
             switch event {
             case .terminal(.key(let key)):
                 lastMove = .now
@@ -202,8 +214,10 @@ public struct ListScreen {
             case .tick:
                 // For a moment after a move, the rows are shown again on every frame: the model
                 // sees the list come to rest (details load, the adaptive window shrinks).
+                // Until the model has been told the list rests (G's follow may end long after the
+                // last key), it is told again on every frame.
                 let sinceMove = ContinuousClock.now - lastMove
-                if sinceMove < .seconds(1) { showRows() }
+                if sinceMove < .seconds(1) || !toldResting { showRows() }
                 let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
                 let spin = spinnerFrame != frame && visibleRowsPending
                 frame = spinnerFrame
@@ -218,9 +232,10 @@ public struct ListScreen {
     private var resting: Bool { ContinuousClock.now - lastMove >= .milliseconds(150) && !followsEnd }
 
     /// Tells the model what the screen shows now.
-    private func showRows() {
+    private mutating func showRows() {
         let rows = top ..< top + pageRows
-        model.show(rows, resting: resting)
+        toldResting = resting
+        model.show(rows, resting: toldResting)
         trace?.record(rows, count: model.count.value)
     }
 
@@ -242,8 +257,10 @@ public struct ListScreen {
             return nil
         case .control("c"):
             return .quit
-        case .character("q"), .control("d"), .escape where nested:
+        case .character("q"), .control("d"):
             return nested ? .back : .quit
+        case .escape where nested:
+            return .back
         default:
             break
         }
@@ -365,8 +382,9 @@ public struct ListScreen {
         } else {
             for row in top ..< top + pageRows {
                 guard row < count.value || !count.isExact, let text = model.line(at: row, width: columns, spinner: spinner, palette: palette) else {
-                    let filler = count.isExact || row > count.value + pageRows ? "" : " \(spinner) …"
-                    if !count.isExact { pending = true }
+                    let exists = row < count.value || (!count.isExact && row <= count.value + pageRows)
+                    let filler = exists ? " \(spinner) …" : ""
+                    if exists { pending = true }
                     lines.append(row == selected ? Terminal.ANSI.inverse + TextWidth.fit(filler, columns) + Terminal.ANSI.reset : TextWidth.fit(filler, columns))
                     continue
                 }

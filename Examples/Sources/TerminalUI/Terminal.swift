@@ -145,7 +145,7 @@ public enum Terminal {
         let (events, continuation) = AsyncStream<Event>.makeStream()
         let queue = DispatchQueue(label: "terminal-input")
         let input = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: queue)
-        let decoder = Mutex(KeyDecoder())
+        let decoder = Mutex((keys: KeyDecoder(), reads: 0))
         input.setEventHandler {
             var buffer = [UInt8](repeating: 0, count: 256)
             let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
@@ -153,7 +153,19 @@ public enum Terminal {
                 if count == 0 { continuation.finish() }  // end of input
                 return
             }
-            for key in decoder.withLock({ $0.decode(buffer.prefix(count)) }) { continuation.yield(.key(key)) }
+            let (keys, waiting, readNumber) = decoder.withLock { state in
+                state.reads &+= 1
+                return (state.keys.decode(buffer.prefix(count)), state.keys.isWaiting, state.reads)
+            }
+            for key in keys { continuation.yield(.key(key)) }
+            // Esc alone, or a sequence cut short: if nothing follows within 30 ms (what vim waits,
+            // ttimeoutlen), it was typed as it is.
+            if waiting {
+                queue.asyncAfter(deadline: .now() + .milliseconds(30)) {
+                    let flushed = decoder.withLock { state in state.reads == readNumber ? state.keys.flush() : [] }
+                    for key in flushed { continuation.yield(.key(key)) }
+                }
+            }
         }
         input.resume()
         Self.input.withLock { $0 = SourceBox([input]) }

@@ -5,7 +5,9 @@ import RemoteCatalog
 import TerminalUI
 
 @main
-struct Browse: AsyncParsableCommand {
+struct Browse: Tool {
+    static let toolName = "browse"
+
     static let configuration = CommandConfiguration(
         abstract: "A full-screen table of every file and folder under a folder (local, or an HTTP folder index); lines, CRC-32 and a preview load as you scroll.",
         discussion: """
@@ -116,9 +118,4 @@ struct Browse: AsyncParsableCommand {
         await ListScreen.run(RemoteRows(table: table), trace: try recordTrace.map(TraceRecorder.init))
     }
 
-    /// `browse: what happened; what to do` on standard error, and exit status 1.
-    static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data(("browse: " + TerminalSafe.clean(message) + "\n").utf8))
-        Foundation.exit(1)
-    }
 }

@@ -5,30 +5,39 @@ import GitHistory
 import TerminalUI
 
 @main
-struct History: AsyncParsableCommand {
+struct History: Tool {
+    static let toolName = "history"
+
     static let configuration = CommandConfiguration(
         abstract: "A full-screen git log of any length: commits load a page at a time, each visible commit's diff stat as you scroll.",
         discussion: """
-            Keys: ↑/↓ or j/k move, PgUp/PgDn or b/space page, g/G or Home/End jump (G goes straight to the root \
-            commit), / searches subjects (Esc cancels), q or Ctrl-C quits. Diff stats are cached on disk by commit \
-            id. When standard output is not a terminal, the log is printed in order (hash, date, author, subject, \
-            tab-separated), streamed with bounded memory.
+            Keys: ↑/↓ or j/k move, PgUp/PgDn or b/space page, g/G or Home/End jump, Enter opens the commit \
+            (its message, stat and diff; q comes back), / searches subjects, authors and hashes (n and N go to \
+            the next and the previous match), ? shows every key, q or Ctrl-C quits.
+
+            git writes the log once into a spool file that every page is read from, so jumps, searches and G \
+            never ask git again; the spool is kept for the next run with the same HEAD. Diff stats are cached \
+            on disk by commit id. When standard output is not a terminal, the log is printed in order (hash, \
+            date, author, subject, tab-separated, byte for byte as git prints them), in bounded memory.
             """
     )
 
     @Argument(help: "The repository (any folder inside it).")
     var repository: String = "."
 
-    @Option(help: "Commits per git log call.")
+    @Argument(parsing: .postTerminator, help: "Only the commits that change these paths (after --).")
+    var paths: [String] = []
+
+    @Option(help: "Commits per page.")
     var pageSize = 50
 
-    @Option(help: "Where diff stats are cached across runs (default: avenues-examples/history-stats in the user's cache folder).")
+    @Option(help: "Where diff stats and spooled logs are kept across runs (default: avenues-examples in the user's cache folder).")
     var cache: String?
 
     @Option(help: "Record every scroll step to this file, for `scroll-sim --trace` (Benchmarks/README.md).")
     var recordTrace: String?
 
-    @Flag(help: "Do not read or write the disk cache.")
+    @Flag(help: "Do not read or write the disk cache (the log is spooled in a temporary folder).")
     var noCache = false
 
     func validate() throws {
@@ -36,36 +45,38 @@ struct History: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let log = GitLog(repository: repository)
+        let base = cache.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let spoolFolder = try noCache
+            ? FileManager.default.temporaryDirectory.appendingPathComponent("avenues-history-\(getpid())", isDirectory: true)
+            : base?.appendingPathComponent("history-logs", isDirectory: true) ?? HistoryRows.defaultSpoolFolder()
+        defer { if noCache { try? FileManager.default.removeItem(at: spoolFolder) } }
+        let log = GitLog(repository: repository, paths: paths, spoolFolder: spoolFolder)
         do {
             try await log.check()  // git missing or not a repository: one line, exit code 1
+            try await log.start()
         } catch {
-            FileHandle.standardError.write(Data("history: \(error)\n".utf8))
-            throw ExitCode.failure
+            Self.fail("\(error)")
         }
-        let statsFolder = try noCache ? nil : cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? HistoryRows.defaultStatsFolder()
+        let statsFolder = try noCache ? nil : base?.appendingPathComponent("history-stats", isDirectory: true) ?? HistoryRows.defaultStatsFolder()
         let interactive = Terminal.isTerminal(STDOUT_FILENO) && Terminal.isTerminal(STDIN_FILENO)
         let rows = HistoryRows(log: log, pageSize: pageSize, statsFolder: statsFolder, showsStats: interactive)
 
         guard interactive else {
             let output = FileHandle.standardOutput
-            var buffer = ""
+            var buffer: [UInt8] = []
             await rows.printAll { commit in
-                buffer += commit.line + "\n"
-                if buffer.utf8.count > 64 * 1024 {
-                    output.write(Data(buffer.utf8))
-                    buffer = ""
+                buffer += commit.line + [0x0A]
+                if buffer.count > 64 * 1024 {
+                    output.write(Data(buffer))
+                    buffer = []
                 }
             }
-            output.write(Data(buffer.utf8))
-            if case .failed(let error, _) = rows.commits.state(at: rows.commits.count.value) {
-                FileHandle.standardError.write(Data("history: \(error)\n".utf8))
-                throw ExitCode.failure
-            }
+            output.write(Data(buffer))
+            if case .failed(let error, _) = rows.commits.state(at: rows.commits.count.value) { Self.fail("\(error)") }
             return
         }
         let title = URL(fileURLWithPath: repository).standardizedFileURL.path
-        var screen = HistoryScreen(rows: rows, log: log, title: title, trace: try recordTrace.map(TraceRecorder.init))
-        await screen.run()
+        await ListScreen.run(HistoryModel(rows: rows, title: title, spoolFolder: spoolFolder), trace: try recordTrace.map(TraceRecorder.init))
     }
+
 }

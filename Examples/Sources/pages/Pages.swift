@@ -6,13 +6,19 @@ import RemoteCatalog
 import TerminalUI
 
 @main
-struct Pages: AsyncParsableCommand {
+struct Pages: Tool {
+    static let toolName = "pages"
+
     static let configuration = CommandConfiguration(
-        abstract: "Every file under a folder with its lines, CRC-32 and preview, a page at a time.",
+        abstract: "Every file and folder under a folder with its lines, CRC-32 and preview, a page at a time.",
         discussion: """
-            On a terminal: a page at a time, the next page loading while you read; Enter or space for the \
-            next page, q to quit. Otherwise: every row in order, up to --ahead rows computed at once, each \
-            printed as soon as the rows before it are. With the http(s) URL of a folder index, the remote files are             listed, downloaded and printed in the same order (streamed, on a terminal too); listings and downloads             are cached like browse's.
+            On a terminal: a screen at a time, the next one loading while you read; space or PgDn for the next \
+            screen, b or PgUp to go back, ↑/↓ for a row, g/G for the ends, ? for every key, q to quit. \
+            Otherwise: every row in order, up to --ahead rows computed at once, each printed as soon as the rows \
+            before it are.
+
+            With the http(s) URL of a folder index, the remote files are listed, downloaded and printed in the \
+            same order (streamed, on a terminal too); listings and downloads are cached like browse's.
             """
     )
 
@@ -62,7 +68,12 @@ struct Pages: AsyncParsableCommand {
             try await streamRemote(url, render: render)
             return
         }
-        let entries = try FileListing.list(folder, includeHidden: all)
+        let entries: [FileEntry]
+        do {
+            entries = try FileListing.list(folder, includeHidden: all)
+        } catch {
+            Self.fail("\(error)")
+        }
 
         if sequential {
             render.printHeader()
@@ -77,8 +88,13 @@ struct Pages: AsyncParsableCommand {
             await streamRowsInOrder(of: table, ahead: ahead) { index, content in render.print(entries[index], content) }
             return
         }
-        await Pager(table: table, render: render, pageSize: pageSize ?? max(1, (Terminal.size()?.rows ?? 24) - 2)).run()
+        // One screen either side: the next screen loads while this one is read, and going back is
+        // as quick as going on.
+        let screen = pageSize ?? max(1, (Terminal.size()?.rows ?? 24) - 3)
+        let root = URL(fileURLWithPath: folder).standardizedFileURL.path
+        await ListScreen.run(LocalRows(table: table, title: root, tool: "pages", ahead: screen))
     }
+
 
     /// `pages URL`: every file under a remote folder index, in path order.
     func streamRemote(_ url: URL, render: Renderer) async throws {
@@ -87,8 +103,7 @@ struct Pages: AsyncParsableCommand {
         do {
             try await table.checkRoot()
         } catch {
-            FileHandle.standardError.write(Data(("pages: " + RemoteTable.rootMessage(for: error, root: table.root) + "\n").utf8))
-            throw ExitCode(1)
+            Self.fail(RemoteTable.rootMessage(for: error, root: table.root))
         }
         render.printHeader()
         await table.streamInOrder(ahead: ahead) { file, size, content in render.print(path: file.path, size: size, content) }
@@ -114,7 +129,7 @@ struct Renderer: Sendable {
     }
 
     func print(_ entry: FileEntry, _ content: RowContent) {
-        Swift.print(line(path: entry.path, size: entry.size, content))
+        Swift.print(line(path: entry.path, size: entry.isFolder ? nil : entry.size, content))
     }
 
     func print(path: String, size: Int64?, _ content: RowContent) {
@@ -141,74 +156,3 @@ struct Renderer: Sendable {
     }
 }
 
-/// Pages on a terminal: the page is printed once all its rows are done, while the next page loads.
-struct Pager {
-    let table: FileTable
-    let render: Renderer
-    let pageSize: Int
-
-    static let spinner: [String] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
-
-    func run() async {
-        let keys = Terminal.startInteractive(fullScreen: false)
-        defer { Terminal.restore() }
-        var keyIterator = keys.makeAsyncIterator()
-        let changes = table.avenue.subscribe()
-        // The next page is the "ahead" window, so it loads while this one is read.
-        let prefetcher = RowPrefetcher(avenue: table.avenue, ahead: pageSize, behind: 0) { [table] in table.key($0) }
-        let count = table.entries.count
-        let pages = max(1, (count + pageSize - 1) / pageSize)
-        render.printHeader()
-
-        for page in 0..<pages {
-            let rows = page * pageSize ..< min(count, (page + 1) * pageSize)
-            prefetcher.show(rows)
-            await waitUntilDone(rows, changes: changes, page: page, pages: pages)
-            Terminal.write("\r" + Terminal.ANSI.clearLine)
-            for row in rows { render.print(table.entries[row], table.content(at: row)) }
-            guard page + 1 < pages else { break }
-            Terminal.write(Terminal.ANSI.inverse + " page \(page + 1) of \(pages) · Enter/space: next page · q: quit " + Terminal.ANSI.reset)
-            var next = false
-            while let event = await keyIterator.next() {
-                guard case .key(let key) = event else { continue }
-                switch key {
-                case .enter, .space, .character("n"), .down, .pageDown: next = true
-                case .character("q"), .control("c"), .control("d"): next = false
-                default: continue
-                }
-                break
-            }
-            Terminal.write("\r" + Terminal.ANSI.clearLine)
-            guard next else { break }
-        }
-        prefetcher.stop()
-    }
-
-    /// Waits until every row of the page is loaded or failed, showing progress on the prompt line.
-    private func waitUntilDone(_ rows: Range<Int>, changes: AvenueChanges<Int>, page: Int, pages: Int) async {
-        var frame = 0
-        let (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let forwarding = Task {
-            for await _ in changes { wake.yield() }
-        }
-        let ticking = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(100))
-                wake.yield()
-            }
-        }
-        defer {
-            forwarding.cancel()
-            ticking.cancel()
-        }
-        var iterator = wakeups.makeAsyncIterator()
-        while true {
-            let done = rows.filter { table.content(at: $0).isSettled }.count
-            if done == rows.count { return }
-            let spinner = Self.spinner[frame % Self.spinner.count]
-            Terminal.write("\r" + Terminal.ANSI.clearLine + "\(spinner) loading page \(page + 1) of \(pages): \(done)/\(rows.count)")
-            frame += 1
-            guard await iterator.next() != nil else { return }
-        }
-    }
-}

@@ -1,5 +1,5 @@
 import Avenues
-import FileCatalog
+@testable import FileCatalog
 import Foundation
 import Testing
 @testable import TerminalUI
@@ -83,6 +83,19 @@ struct FileSummaryTests {
         #expect(summary.preview.count == 16)
         #expect(summary.preview.hasPrefix("████"))
         #expect(summary.preview.hasSuffix("    "))
+        // No NUL, but bytes that are not text (seen 2026-11-23 previewed as replacement characters).
+        let noNulBytes: [UInt8] = (0..<872).map { (index: Int) -> UInt8 in
+            let byte = UInt8((572 * 7 + index * index) % 256)
+            return byte == 0 ? 1 : byte
+        }
+        let noNul = Data(noNulBytes)
+        #expect(FileSummarizer.summarize(noNul).isBinary)
+        // A Latin-1 text is text.
+        var latin1Bytes: [UInt8] = Array("Un caf".utf8) + [0xE9]
+        latin1Bytes += Array(" au lait pour commencer la journ".utf8) + [0xE9, 0x65, 0x0A]
+        let latin1 = Data(latin1Bytes)
+        #expect(!FileSummarizer.summarize(latin1).isBinary)
+        #expect(FileSummarizer.summarize(Data("ünïcödé text\n".utf8)).isBinary == false)
     }
 
     @Test func readingAFileMatchesSummarizingItsBytes() async throws {
@@ -135,5 +148,88 @@ struct OrderedStreamTests {
         #expect(streamed == reference)
         // Rows are released once printed: nothing stays assigned.
         #expect(table.avenue.tableSizes.rows == 0)
+    }
+}
+
+@Suite("Hostile names and text")
+struct HostileTextTests {
+    /// Seen 2026-11-23: a commit subject or a path with `ESC]2;…BEL` retitled the terminal and
+    /// `ESC[2J` cleared it.
+    @Test func escapeSequencesNeverReachTheTerminal() {
+        let hostile = "x\u{1B}]2;PWNED\u{07}\u{1B}[2J\r\u{9B}31m\u{202E}txt.exe"
+        for shown in [TerminalSafe.clean(hostile), TextWidth.fit(hostile, 40), TextWidth.fit(hostile, 5), TextWidth.fitPath("/tmp/" + hostile + "/name", 12)] {
+            #expect(!shown.unicodeScalars.contains { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) || $0.value == 0x202E }, "\(shown.debugDescription)")
+        }
+        #expect(TerminalSafe.clean(hostile) == "x?]2;PWNED??[2J??31mtxt.exe")
+    }
+
+    /// Seen 2026-11-23: a 10,000-line subject took 4 s to draw each frame.
+    @Test func fittingAHugeStringReadsOnlyAScreensWidth() {
+        let huge = String(repeating: "subject line\n", count: 100_000)
+        let shown = TextWidth.fit(huge, 80)
+        #expect(TextWidth.columns(shown) == 80)
+        #expect(shown.hasSuffix("…"))
+        #expect(!shown.contains("\n"))
+    }
+
+    @Test func aPathKeepsItsLastFolderAndNameWhenCut() {
+        let path = "usr/share/doc/some-very-long-package-name-indeed/examples/configuration.sample"
+        #expect(TextWidth.fitPath(path, 36) == "…/examples/configuration.sample     ")
+        #expect(TextWidth.fitPath(path, 24) == "…/configuration.sample  ")
+        #expect(TextWidth.fitPath(path, 10) == "…on.sample")
+        #expect(TextWidth.fitPath("a/b/", 10) == "a/b/      ")
+    }
+}
+
+@Suite("Folder listing")
+struct FolderListingTests {
+    func folder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("listing-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Seen 2026-11-23: names that are not UTF-8 were silently missing (8 of 10 shown).
+    @Test func namesThatAreNotUTF8AreListedAndOpenedByTheirBytes() async throws {
+        let root = try folder()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let rootBytes = Array(root.path.utf8)
+        for (index, name) in [[0x62, 0xFF, 0x2E, 0x74], [0xC3, 0x28], [0x6F, 0x6B]].enumerated() {
+            let path = rootBytes + [0x2F] + name.map(UInt8.init)
+            let descriptor = FileListing.withCPath(path) { open($0, O_CREAT | O_WRONLY, 0o644) }
+            #expect(descriptor >= 0)
+            let text = Array("line \(index)\n".utf8)
+            _ = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+        }
+        let entries = try FileListing.list(root.path)
+        #expect(entries.map(\.path) == ["b\u{FFFD}.t", "ok", "\u{FFFD}("])
+        for (entry, index) in zip(entries, [0, 2, 1]) {
+            let summary = try await FileSummarizer().process(entry.ref)
+            #expect(summary.preview == "line \(index)")
+        }
+        // Two names that differ only in invalid bytes never share a disk cache key.
+        #expect(Set(entries.map(\.ref.cacheKey)).count == 3)
+    }
+
+    /// A folder that cannot be read is a row that says why — here one nested past PATH_MAX, which
+    /// even root cannot open by its path (chmod 000 would not stop root).
+    @Test func aFolderThatCannotBeReadIsARowWithWhy() throws {
+        let root = try folder()
+        defer { _ = try? Process.run(URL(fileURLWithPath: "/bin/rm"), arguments: ["-rf", root.path]).waitUntilExit() }
+        let segment = String(repeating: "d", count: 200)
+        var descriptor = open(root.path, O_RDONLY | O_DIRECTORY)
+        for _ in 0..<24 {  // 24 × 201 bytes: past Linux's 4,096-byte PATH_MAX
+            #expect(mkdirat(descriptor, segment, 0o755) == 0)
+            let next = openat(descriptor, segment, O_RDONLY | O_DIRECTORY)
+            close(descriptor)
+            descriptor = next
+        }
+        close(descriptor)
+        let entries = try FileListing.list(root.path)
+        let unreadable = entries.filter { $0.problem != nil }
+        #expect(!unreadable.isEmpty)
+        #expect(unreadable.allSatisfy { $0.isFolder && $0.problem?.contains("cannot be read") == true })
+        #expect(entries.count >= 20)  // the folders up to the limit are rows too
     }
 }

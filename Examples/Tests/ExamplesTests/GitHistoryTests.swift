@@ -6,15 +6,37 @@ import Testing
 
 @Suite("git log records and diff stats")
 struct GitParsingTests {
-    @Test func recordsSplitOnNulAndTheSubjectKeepsEveryByte() {
-        let data = Data("aaaa\u{1F}aa\u{1F}2024-01-02\u{1F}Zoë\u{1F}tabs\there and a \u{1F} unit separator\0".utf8)
-            + Data("bbbb\u{1F}bb\u{1F}2024-01-01\u{1F}Ann\u{1F}\0".utf8)
-            + Data("broken record without fields\0".utf8)
-        #expect(GitLog.parse(data) == [
-            Commit(hash: "aaaa", shortHash: "aa", date: "2024-01-02", author: "Zoë", subject: "tabs\there and a \u{1F} unit separator"),
-            Commit(hash: "bbbb", shortHash: "bb", date: "2024-01-01", author: "Ann", subject: ""),
+    /// Seen 2026-11-23: an author name with 0x1F (the old field separator) shifted the columns.
+    @Test func recordsSplitOnNulSoAnyByteInAFieldStaysInIt() {
+        let latin1: [UInt8] = [0x52, 0xE9, 0x6D, 0x69]  // "Rémi" in Latin-1: not UTF-8
+        var data = Array("aaaa\0aa\u{0}2024-01-02\0Ev\u{1F}il\0HEAD -> main, tag: v1\0tabs\there and a \u{1F} unit separator\0".utf8)
+        data += Array("bbbb\0bb\u{0}2024-01-01\0".utf8) + latin1 + Array("\0\0\0".utf8)
+        data += Array("cccc\0cc\0incomplete".utf8)
+        let commits = GitLog.parse(Data(data))
+        #expect(commits == [
+            Commit(hash: "aaaa", shortHash: "aa", date: "2024-01-02", author: Array("Ev\u{1F}il".utf8), refs: ["HEAD -> main", "tag: v1"],
+                   subject: Array("tabs\there and a \u{1F} unit separator".utf8)),
+            Commit(hash: "bbbb", shortHash: "bb", date: "2024-01-01", author: latin1, subject: []),
         ])
-        #expect(Commit(hash: "aaaa", shortHash: "aa", date: "2024-01-02", author: "Zoë", subject: "s").line == "aa\t2024-01-02\tZoë\ts")
+        // Piped, the line is git's bytes: the Latin-1 author is not turned into U+FFFD.
+        #expect(commits[1].line == Array("bb\t2024-01-01\t".utf8) + latin1 + [0x09])
+        #expect(commits[1].author.contains("\u{FFFD}"))
+    }
+
+    @Test func aRecordCutAnywhereByTheReadsParsesTheSame() {
+        let text = Array("aaaa\0aa\u{0}2024-01-02\0Zoë\0\0first\0bbbb\0bb\u{0}2024-01-01\0Ann\0\0second\0".utf8)
+        for cut in 0...text.count {
+            var parser = LogParser()
+            let lines = parser.take(Array(text[..<cut])) + parser.take(Array(text[cut...]))
+            #expect(lines.compactMap { GitLog.commit(fromSpooled: $0) }.map(\.subject) == ["first", "second"], "cut at \(cut)")
+        }
+    }
+
+    @Test func aHugeSubjectIsShownAndSearchedCutButPrintedWhole() {
+        let long = [UInt8](repeating: UInt8(ascii: "x"), count: 500_000)
+        let commit = Commit(hash: "h", shortHash: "h", date: "d", author: [], subject: long)
+        #expect(commit.subject.utf8.count == Commit.shownSubjectBytes)
+        #expect(commit.line.count == 500_000 + 5)
     }
 
     @Test func numstatSumsTextCountsBinaryFilesAndSaturates() {
@@ -83,7 +105,9 @@ struct GitLogTests {
         let expected = try await repository.log()
         #expect(expected.count == 250)
 
-        let log = GitLog(repository: repository.path)
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let log = GitLog(repository: repository.path, spoolFolder: spool)
         var streamed: [Commit] = []
         var cursor = 0
         while true {  // in order: one streaming git log
@@ -95,18 +119,36 @@ struct GitLogTests {
         }
         #expect(streamed == expected)
 
-        for offset in [200, 0, 17, 249, 250, 300] {  // out of order: --skip
+        for offset in [200, 0, 17, 249, 250, 300] {  // out of order: read from the spool
             let page = try await log.page(at: offset, size: 40)
             #expect(page.items == Array(expected[min(offset, 250) ..< min(offset + 40, 250)]), "offset \(offset)")
             #expect((page.cursorAfter == nil) == (offset + 40 >= 250), "offset \(offset)")
         }
+        // A second log of the same HEAD reads the finished spool: git is not asked for the log again.
+        let again = GitLog(repository: repository.path, spoolFolder: spool)
+        try await again.start()
+        #expect(again.knownTotal == 250)
+        #expect(try await again.page(at: 100, size: 5).items == Array(expected[100..<105]))
+    }
+
+    @Test func aPathLimitsTheLogAsGitLogDoes() async throws {
+        let repository = try TestRepository(commits: 30)
+        defer { repository.remove() }
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let expected = GitLog.parse(try await Git.run(["log"] + GitLog.format + ["--", "notes.txt"], in: repository.path))
+        let log = GitLog(repository: repository.path, paths: ["notes.txt"], spoolFolder: spool)
+        let page = try await log.page(at: 0, size: 100)
+        #expect(!expected.isEmpty && page.items == expected)
     }
 
     @Test func historyRowsPrintTheWholeLogInOrderWithBoundedLookAhead() async throws {
         let repository = try TestRepository(commits: 250)
         defer { repository.remove() }
         let expected = try await repository.log()
-        let rows = HistoryRows(log: GitLog(repository: repository.path), pageSize: 16, statsFolder: nil)
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let rows = HistoryRows(log: GitLog(repository: repository.path, spoolFolder: spool), pageSize: 16, statsFolder: nil)
         var printed: [Commit] = []
         await rows.printAll(ahead: 32) { printed.append($0) }
         #expect(printed == expected)
@@ -127,7 +169,7 @@ struct GitLogTests {
             return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
         }
         for commit in commits {
-            let alone = DiffStat.parse(try await Git.run(["show", "--numstat", "--format=", "--no-renames", commit.hash], in: repository.path))
+            let alone = DiffStat.parse(try await Git.run(["show", "--numstat", "--format=", commit.hash], in: repository.path))
             #expect(batched[commit.hash] == alone, "\(commit.subject)")
         }
         #expect(batched[commits[7].hash] == DiffStat(files: 2, added: 5, removed: 4))  // commit 5: a binary blob too
@@ -137,10 +179,11 @@ struct GitLogTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-repo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        await #expect(throws: Git.Failure.notARepository(folder.path)) { try await GitLog(repository: folder.path).check() }
+        let spool = folder.appendingPathComponent("spool")
+        await #expect(throws: Git.Failure.notARepository(folder.path)) { try await GitLog(repository: folder.path, spoolFolder: spool).check() }
 
         _ = try await Git.run(["init", "-q"], in: folder.path)
-        let empty = GitLog(repository: folder.path)
+        let empty = GitLog(repository: folder.path, spoolFolder: spool)
         try await empty.check()
         let page = try await empty.page(at: 0, size: 10)
         #expect(page.items.isEmpty && page.cursorAfter == nil)
@@ -189,7 +232,7 @@ struct TestRepository {
 
     /// The log as `git log` itself gives it.
     func log() async throws -> [Commit] {
-        GitLog.parse(try await Git.run(["log", "-z", "--date=short", "--format=%H%x1f%h%x1f%ad%x1f%an%x1f%s"], in: path))
+        GitLog.parse(try await Git.run(["log"] + GitLog.format, in: path))
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: path) }

@@ -18,6 +18,11 @@ struct DirectoryIndexTests {
         return try DirectoryIndex.parse(try Data(contentsOf: url), folder: Self.folder)
     }
 
+    /// What an entry shows (its link's spelling is the server's own, checked where it matters).
+    func shape(_ entries: [IndexEntry]) -> [String] {
+        entries.map { "\($0.name) folder:\($0.isFolder) size:\($0.size.map(String.init) ?? "-")" }
+    }
+
     func entries(_ sizes: [Int64?]) -> [IndexEntry] {
         [
             IndexEntry(name: "a b.txt", isFolder: false, size: sizes[0]),
@@ -30,22 +35,25 @@ struct DirectoryIndexTests {
     }
 
     @Test func nginxGivesExactSizesInHTMLAndJSON() throws {
-        #expect(try parse("nginx-autoindex.html") == entries([6, 12_345, 4, 4]))
-        #expect(try parse("nginx-autoindex.json") == entries([6, 12_345, 4, 4]))
+        let html = try parse("nginx-autoindex.html")
+        #expect(shape(html) == shape(entries([6, 12_345, 4, 4])))
+        // The entry's URL is made of the link as the server wrote it, not of a re-encoding of its name.
+        #expect(html.map(\.encoded) == ["a%20b.txt", "big.bin", "sp%20ace", "sub", "x%26y.txt", "%C3%BCn%C3%AF.txt"])
+        #expect(shape(try parse("nginx-autoindex.json")) == shape(entries([6, 12_345, 4, 4])))
     }
 
     @Test func apacheSizesAreTakenOnlyWhenExact() throws {
-        #expect(try parse("apache-table.html") == entries([nil, nil, nil, nil]))
-        #expect(try parse("apache-pre.html") == entries([6, nil, 4, 4]))  // "12K" is not a size
+        #expect(shape(try parse("apache-table.html")) == shape(entries([nil, nil, nil, nil])))
+        #expect(shape(try parse("apache-pre.html")) == shape(entries([6, nil, 4, 4])))  // "12K" is not a size
     }
 
     @Test func pythonsIndexHasNames() throws {
-        #expect(try parse("python-http-server.html") == entries([nil, nil, nil, nil]))
+        #expect(shape(try parse("python-http-server.html")) == shape(entries([nil, nil, nil, nil])))
     }
 
     @Test func linksThatLeaveTheFolderAreNotEntries() throws {
         let page = """
-            <html><body><pre><a href="../">../</a>
+            <html><head><title>Index of /data/</title></head><body><pre><a href="../">../</a>
             <a href="../../etc/passwd">x</a> <a href="/etc/">y</a> <a href="/data/inside.txt">inside by absolute path</a>
             <a href="http://elsewhere.example/data/x.txt">other host</a> <a href="http://127.0.0.1:9999/data/x.txt">other port</a>
             <a href="?C=N;O=D">sort</a> <a href="#top">top</a> <a href="%2E%2E/secret">dots</a> <a href="a%2Fb.txt">slash</a>
@@ -56,10 +64,57 @@ struct DirectoryIndexTests {
         #expect(entries.map(\.name) == ["amp&.txt", "inside.txt", "quoted.txt"])
     }
 
+    /// Found by IndexFuzzer: a name with a colon ("http:x", from nginx's JSON or an HTML link)
+    /// made a URL with that scheme instead of a file under the folder.
+    @Test func aNameWithAColonIsAFileInsideNotAScheme() throws {
+        let folder = URL(string: "http://127.0.0.1:8080/data/")!
+        let json = #"[{"name":"http:elsewhere.example","type":"file","size":1},{"name":":x","type":"directory"}]"#
+        let html = #"<html><head><title>Index of /data/</title></head><body><pre><a href="./a:b.txt">a:b.txt</a></pre>"#
+        for entries in [try DirectoryIndex.parse(Data(json.utf8), folder: folder), try DirectoryIndex.parse(Data(html.utf8), folder: folder)] {
+            #expect(!entries.isEmpty)
+            for entry in entries {
+                let url = try #require(DirectoryIndex.resolve(entry.encoded, in: folder))
+                #expect(url.scheme == "http" && url.host == "127.0.0.1" && url.path(percentEncoded: false) == "/data/" + entry.name, "\(url)")
+            }
+        }
+    }
+
+    /// Seen 2026-11-23: an ordinary page was taken for an index (3 made-up rows that 404), and a
+    /// placeholder index.html for an empty folder.
     @Test func aPageThatIsNotAnIndexSaysSo() {
-        #expect(throws: DirectoryIndex.NotAnIndex.self) { try DirectoryIndex.parse(Data("just text".utf8), folder: Self.folder) }
-        #expect(throws: DirectoryIndex.NotAnIndex.self) { try DirectoryIndex.parse(Data("[{\"broken\": ".utf8), folder: Self.folder) }
-        #expect((try? DirectoryIndex.parse(Data("<html><body>empty</body></html>".utf8), folder: Self.folder)) == [])
+        for page in [
+            "just text", "[{\"broken\": ", "<html><body>empty</body></html>",
+            "<html><head><title>Welcome</title></head><body><a href='about.html'>About</a> <a href='news/'>News</a></body></html>",
+            "<html><body><h1>It works!</h1></body></html>",
+        ] {
+            #expect(throws: DirectoryIndex.NotAnIndex.self, "\(page)") { try DirectoryIndex.parse(Data(page.utf8), folder: Self.folder) }
+        }
+        #expect((try? DirectoryIndex.parse(Data("<html><head><title>Index of /</title></head><body></body></html>".utf8), folder: Self.folder)) == [])
+    }
+
+    @Test func anIndexInCapitalsOrWithATagOverTwoLinesIsRead() throws {
+        let page = "<HTML><HEAD><TITLE>Index of /</TITLE></HEAD><BODY><PRE>\n<A HREF=\"ONE.TXT\">ONE.TXT</A>\n<A\nHREF=two.txt>two.txt</A>\n</PRE></BODY></HTML>"
+        #expect(try DirectoryIndex.parse(Data(page.utf8), folder: Self.folder).map(\.name) == ["ONE.TXT", "two.txt"])
+    }
+
+    /// Seen 2026-11-23: 20,000 `<a>` without `</a>` took 59 s before the first row (quadratic).
+    @Test(.timeLimit(.minutes(1)))
+    func brokenAndHugePagesParseInOnePass() throws {
+        let title = "<html><head><title>Index of /</title></head><body><pre>"
+        let unclosed = title + (0..<20_000).map { "<a href=\"f\($0).txt\">f\($0).txt\n" }.joined()
+        #expect(try DirectoryIndex.parse(Data(unclosed.utf8), folder: Self.folder).count == 20_000)
+        let many = title + (0..<100_000).map { "<a href=\"g\($0).txt\">g</a> 1-Jan-2026 00:00 \($0)\n" }.joined()
+        let parsed = try DirectoryIndex.parse(Data(many.utf8), folder: Self.folder)
+        #expect(parsed.count == 100_000 && parsed.contains { $0.name == "g77.txt" && $0.size == 77 })
+        // A tag that never ends, an attribute quote that never closes: the rest of the page is one tag.
+        let broken = title + "<a href=\"ok.txt\">ok</a>\n<a href=\"never" + String(repeating: "x", count: 1_000_000)
+        #expect(try DirectoryIndex.parse(Data(broken.utf8), folder: Self.folder).map(\.name) == ["ok.txt"])
+    }
+
+    @Test func aNameThatIsNotUTF8IsShownWithReplacementAndFetchedByItsBytes() throws {
+        let page = "<html><head><title>Index of /</title></head><body><pre><a href=\"caf%E9.txt\">x</a></pre></body></html>"
+        let entries = try DirectoryIndex.parse(Data(page.utf8), folder: Self.folder)
+        #expect(entries.map(\.name) == ["caf\u{FFFD}.txt"] && entries.map(\.encoded) == ["caf%E9.txt"])
     }
 
     @Test func controlCharactersInNamesAreNotPrinted() {
@@ -121,6 +176,7 @@ struct TestFailure: Error, CustomStringConvertible {
 
 /// A folder of files in nested folders, with names that need encoding.
 func makeTree(at root: URL, files: Int) throws {
+    try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
     for index in 0..<files {
         var folder = root.appendingPathComponent("dir \(index % 3)").appendingPathComponent("sub\(index % 2)")
         if index % 4 == 0 { folder = folder.appendingPathComponent("deep#\(index % 2)") }
@@ -132,6 +188,8 @@ func makeTree(at root: URL, files: Int) throws {
 
 @Suite("Remote folders", .serialized, .timeLimit(.minutes(2)))
 struct RemoteTreeTests {
+    func listings(_ work: URL) -> URL { work.appendingPathComponent("listings-\(UUID().uuidString)") }
+
     func withServer(files: Int = 60, _ body: (IndexServer, URL) async throws -> Void) async throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("remote-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: work) }
@@ -156,7 +214,7 @@ struct RemoteTreeTests {
 
     @Test func theCrawlListsEveryFileInTheOrderOfALocalListing() async throws {
         try await withServer { server, work in
-            let tree = RemoteTree(root: server.url("/"), listingsFolder: nil, connection: IndexConnection())
+            let tree = RemoteTree(root: server.url("/"), listingsFolder: listings(work), connection: IndexConnection())
             let remote = try await all(tree)
             let local = try FileListing.list(work.appendingPathComponent("tree").path)
             #expect(remote.map(\.path) == local.map(\.path))
@@ -165,20 +223,54 @@ struct RemoteTreeTests {
         }
     }
 
-    @Test func depthAndFileLimitsEndTheCrawl() async throws {
-        try await withServer { server, _ in
-            let shallow = RemoteTree(root: server.url("/dir%200/"), listingsFolder: nil, maxDepth: 1, connection: IndexConnection())
-            let shallowFiles = try await all(shallow)
-            #expect(!shallowFiles.isEmpty && shallowFiles.allSatisfy { !$0.path.contains("deep") })
-            let few = RemoteTree(root: server.url("/"), listingsFolder: nil, maxFiles: 5, connection: IndexConnection())
-            let fewFiles = try await all(few)
-            #expect(fewFiles.count == 5)
+    @Test func depthFileAndFolderLimitsEndTheCrawlAndSaySo() async throws {
+        try await withServer { server, work in
+            let shallow = RemoteTree(root: server.url("/dir%200/"), listingsFolder: listings(work), maxDepth: 1, connection: IndexConnection())
+            let shallowRows = try await all(shallow)
+            #expect(!shallowRows.isEmpty && shallowRows.filter { !$0.isFolder }.allSatisfy { !$0.path.contains("deep") })
+            #expect(shallowRows.contains { $0.path.contains("deep") && $0.problem?.contains("--max-depth") == true })
+            #expect(shallow.limits.reachedLimit?.contains("--max-depth") == true)
+            let few = RemoteTree(root: server.url("/"), listingsFolder: listings(work), maxFiles: 5, connection: IndexConnection())
+            let fewRows = try await all(few)
+            #expect(fewRows.filter { !$0.isFolder }.count == 5)
+        }
+    }
+
+    /// Seen 2026-11-23: an index where every folder lists two subfolders made 1,359 requests a
+    /// minute and never showed a row.
+    @Test func anEndlessTreeShowsRowsAsItCrawlsAndStopsAtTheFolderLimit() async throws {
+        try await withServer { server, work in
+            let tree = RemoteTree(root: server.url("/endless/"), listingsFolder: listings(work), maxFolders: 40, connection: IndexConnection())
+            let first = try await tree.page(PageRequest(position: .start, size: 10))
+            #expect(first.items.count == 10 && first.items.allSatisfy(\.isFolder))  // rows at once: the folders
+            let rows = try await all(tree)
+            #expect(rows.filter { $0.problem == nil }.count <= 40)
+            #expect(tree.limits.reachedLimit?.contains("--max-folders") == true)
+            #expect(tree.limits.foldersListed <= 40)
+        }
+    }
+
+    @Test func pagesThatAreNotIndexesAreRefusedAtTheRootAndRowsBelowIt() async throws {
+        try await withServer { server, work in
+            for path in ["/notindex/", "/placeholder/"] {
+                let tree = RemoteTree(root: server.url(path), listingsFolder: listings(work), connection: IndexConnection())
+                await #expect(throws: DirectoryIndex.NotAnIndex.self) { try await tree.checkRoot() }
+            }
+            let upper = RemoteTree(root: server.url("/upper/"), listingsFolder: listings(work), connection: IndexConnection())
+            let upperRows = try await all(upper)
+            #expect(upperRows.map(\.path) == ["ONE.TXT", "two.txt"])
+            let huge = RemoteTree(root: server.url("/huge/"), listingsFolder: listings(work), connection: IndexConnection())
+            let error = await #expect(throws: AsyncMediaError.self) { try await huge.checkRoot() }
+            guard case .tooLarge? = error else {
+                Issue.record("expected tooLarge, got \(String(describing: error))")
+                return
+            }
         }
     }
 
     @Test func hostileLinksStayInsideAndBrokenFoldersAreRows() async throws {
-        try await withServer { server, _ in
-            let tree = RemoteTree(root: server.url("/hostile/"), listingsFolder: nil, connection: IndexConnection())
+        try await withServer { server, work in
+            let tree = RemoteTree(root: server.url("/hostile/"), listingsFolder: listings(work), connection: IndexConnection())
             let files = try await all(tree)
             #expect(files.map(\.path) == ["L" + String(repeating: "L", count: 299) + ".txt", "broken/", "esc\u{1B}[31mred.txt", "fails.txt", "gone.txt", "ok.txt"])
             #expect(files.allSatisfy { $0.url.absoluteString.hasPrefix(server.url("/hostile/").absoluteString) })
@@ -187,16 +279,21 @@ struct RemoteTreeTests {
     }
 
     @Test func redirectsAreFollowedOnlyInside() async throws {
-        try await withServer { server, _ in
-            let outside = RemoteTree(root: server.url("/redirect-out/"), listingsFolder: nil, connection: IndexConnection())
-            await #expect(throws: IndexConnection.Failure.redirectOutside(from: server.url("/redirect-out/"), to: "http://192.0.2.1/")) {
-                try await outside.checkRoot()
+        try await withServer { server, work in
+            func refused(_ error: any Error) -> Bool {
+                guard case .redirectRefused? = error as? AsyncMediaError else { return false }
+                return true
             }
+            let outside = RemoteTree(root: server.url("/redirect-out/"), listingsFolder: listings(work), connection: IndexConnection())
+            await #expect { try await outside.checkRoot() } throws: { refused($0) }
             // /redirect-in/ goes to /hostile/, which is not under /redirect-in/: refused as well.
-            let sideways = RemoteTree(root: server.url("/redirect-in/"), listingsFolder: nil, connection: IndexConnection())
-            await #expect(throws: IndexConnection.Failure.self) { try await sideways.checkRoot() }
-            let missing = RemoteTree(root: server.url("/nowhere/"), listingsFolder: nil, connection: IndexConnection())
-            await #expect(throws: IndexConnection.Failure.httpStatus(404, url: server.url("/nowhere/"))) { try await missing.checkRoot() }
+            let sideways = RemoteTree(root: server.url("/redirect-in/"), listingsFolder: listings(work), connection: IndexConnection())
+            await #expect { try await sideways.checkRoot() } throws: { refused($0) }
+            let missing = RemoteTree(root: server.url("/nowhere/"), listingsFolder: listings(work), connection: IndexConnection())
+            await #expect { try await missing.checkRoot() } throws: { error in
+                guard case .httpStatus(404, _)? = error as? AsyncMediaError else { return false }
+                return true
+            }
         }
     }
 
@@ -215,7 +312,11 @@ struct RemoteTreeTests {
             }
             var expected: [String] = []
             for entry in local {
-                expected.append("\(entry.path) \(entry.size) \(RowContent.loaded(try await FileSummarizer().process(entry.ref)))")
+                if entry.isFolder {
+                    expected.append("\(entry.path) ? \(RowContent.folder)")
+                } else {
+                    expected.append("\(entry.path) \(entry.size) \(RowContent.loaded(try await FileSummarizer().process(entry.ref)))")
+                }
             }
             #expect(first == expected)
 

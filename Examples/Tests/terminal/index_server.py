@@ -7,6 +7,12 @@ free port (printed on the first line), plus answers no real folder gives:
   /redirect-in/    301 to /hostile/ (inside: followed)
   /broken/         a folder whose listing answers 500
   /hostile/gone.txt, /hostile/fails.txt   404 and 500 for files
+  /endless/...     every folder lists two subfolders, for ever (and no file)
+  /notindex/       an ordinary page with links: not a folder index
+  /placeholder/    a folder whose index.html is a placeholder page
+  /upper/          an index written in capitals: <A HREF=...>, one tag split over two lines
+  /huge/           a 20 MB listing
+  /bytes/          an index of names that are not UTF-8 (%FF)
 
 Usage: index_server.py ROOT
 """
@@ -31,6 +37,28 @@ HOSTILE = b"""<!DOCTYPE HTML><html><head><title>Directory listing for /hostile/<
 <li><a href="broken/">broken/</a></li>
 </ul></body></html>
 """.replace(b"LONG", b"L" * 300)
+
+
+def endless(path):
+    return ("<html><head><title>Index of %s</title></head><body><pre>"
+            '<a href="a/">a/</a>\n<a href="b/">b/</a>\n</pre></body></html>' % path).encode()
+
+
+UPPER = b"""<HTML><HEAD><TITLE>Index of /upper/</TITLE></HEAD><BODY><PRE>
+<A HREF="ONE.TXT">ONE.TXT</A>
+<A
+HREF=two.txt>two.txt</A>
+</PRE></BODY></HTML>
+"""
+
+BYTES = b"""<html><head><title>Index of /bytes/</title></head><body><pre>
+<a href="caf%E9.txt">caf?.txt</a>
+<a href="ok.txt">ok.txt</a>
+</pre></body></html>
+"""
+
+HUGE = b"<html><head><title>Index of /huge/</title></head><body><pre>" + b"".join(
+    b'<a href="f%07d.txt">f%07d.txt</a>\n' % (n, n) for n in range(700_000)) + b"</pre></body></html>"
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -59,6 +87,20 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return self.answer(302, headers=[("Location", "http://192.0.2.1/")])
         if path == "/redirect-in/":
             return self.answer(301, headers=[("Location", "/hostile/")])
+        if path.startswith("/endless/"):
+            return self.answer(200, endless(path), [("Content-Type", "text/html")])
+        if path == "/notindex/":
+            return self.answer(200, b"<html><head><title>Welcome</title></head><body><a href='about.html'>About</a> <a href='news/'>News</a></body></html>")
+        if path == "/placeholder/":
+            return self.answer(200, b"<html><body><h1>It works!</h1></body></html>")
+        if path == "/upper/":
+            return self.answer(200, UPPER, [("Content-Type", "text/html")])
+        if path in ("/upper/ONE.TXT", "/upper/two.txt", "/bytes/caf%E9.txt", "/bytes/ok.txt"):
+            return self.answer(200, b"content\n")
+        if path == "/bytes/":
+            return self.answer(200, BYTES, [("Content-Type", "text/html")])
+        if path == "/huge/":
+            return self.answer(200, HUGE, [("Content-Type", "text/html")])
         return super().do_GET()
 
 

@@ -3,16 +3,24 @@
 
 Usage: test_browse_in_tmux.py BIN_DIR   (the folder holding the built `browse`)
 
-- 2,000 generated files; `browse` starts with a fresh disk cache and 25 ms of latency per file;
+- 2,000 generated files in 25 folders (folder rows too); `browse` starts with a fresh disk cache
+  and 25 ms of latency per file;
 - placeholders (spinners) are seen before values, then the first screen fills;
 - after PgDn x5, G and g, the visible rows show values; after G the status line counts cancellations;
+- `?` shows the keys and any key closes them; `s` sorts by size (largest first) and back by path;
 - q and Ctrl-C exit with status 0 and leave the terminal sane (icanon, echo, isig; cursor shown;
-  main screen); a resize redraws at the new size.
+  main screen); a resize redraws at the new size;
+- every signal that ends the process (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE)
+  leaves the terminal sane too;
+- a folder whose name holds escape sequences (`ESC]2;PWNED BEL`, `ESC[2J`) neither retitles nor
+  clears the terminal.
 Every wait polls `tmux capture-pane` against a deadline; nothing sleeps "long enough".
 """
 import os
 import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 
@@ -23,8 +31,9 @@ COMPUTED = re.compile(r"\s\d+\s\s[0-9a-f]{8}\s")  # LINES then CRC32 columns
 
 
 def table_rows(screen):
-    """The table rows on a browse screen: everything between the two header lines and the status line."""
-    return [line for line in screen[2:-1] if line.strip()]
+    """The file rows on a browse screen: between the two header lines and the status line, without
+    folder rows (whose path ends with "/" and which have nothing computed)."""
+    return [line for line in screen[2:-1] if line.strip() and not line.split()[0].endswith("/")]
 
 
 def all_computed(screen):
@@ -82,7 +91,7 @@ def main():
         print("ok: PgDn x5, each screen filled:", screen[-1].split("│")[0].strip())
 
         tmux.keys("b", "G")
-        screen = tmux.wait("b", "G shows the last rows with values", lambda s: all_computed(s) and " of 2000" in s[-1] and s[-1].lstrip().startswith("1964–"))
+        screen = tmux.wait("b", "G shows the last rows with values", lambda s: all_computed(s) and " of 2025" in s[-1] and s[-1].lstrip().startswith("1989–"))
         cancelled = status_number(screen, "cancelled")
         if not cancelled:
             fail("the status line reports no cancellations after the jump to the end", screen)
@@ -91,6 +100,28 @@ def main():
         tmux.keys("b", "g")
         screen = tmux.wait("b", "g shows the first rows with values", lambda s: all_computed(s) and s[-1].lstrip().startswith("1–37 "))
         print("ok: g back to the top")
+
+        tmux.keys("b", "?")
+        screen = tmux.wait("b", "? shows the keys", lambda s: any("these keys" in line for line in s) and any("sort by" in line for line in s))
+        tmux.keys("b", "x")
+        screen = tmux.wait("b", "any key closes the keys", lambda s: all_computed(s) and not any("these keys" in line for line in s))
+        print("ok: ? shows the keys, any key closes them")
+
+        tmux.keys("b", "s")
+        # The selection stays on its row (dir00/, a folder: last by size); g goes to the top.
+        tmux.wait("b", "s sorts by size, keeping the selected row", lambda s: "by size" in s[0] and any(line.startswith("dir00/") for line in s) and s[-1].lstrip().startswith("1989–"))
+        tmux.keys("b", "g")
+        screen = tmux.wait("b", "g shows the largest files", lambda s: "by size" in s[0] and all_computed(s) and s[-1].lstrip().startswith("1–"))
+        largest = table_rows(screen)[0].split()[0]
+        if largest != "dir15/blob1990.bin":
+            fail(f"sorted by size, the first row is {largest}, not the largest file dir15/blob1990.bin", screen)
+        tmux.keys("b", "s")
+        tmux.wait("b", "s sorts by lines", lambda s: "by lines" in s[0])
+        tmux.keys("b", "s")
+        tmux.wait("b", "s sorts by path again, keeping the selected file", lambda s: "by " not in s[0] and any(line.startswith(largest) for line in s))
+        tmux.keys("b", "g")
+        screen = tmux.wait("b", "g shows the first folder", lambda s: s[2].split()[0] == "dir00/" and all_computed(s))
+        print("ok: s sorts by size (largest first), then lines, then path again")
 
         tmux.run("resize-window", "-t", "b", "-x", "90", "-y", "25")
         screen = tmux.wait("b", "the screen is redrawn at 90x25", lambda s: len(s) == 25 and s[-1].lstrip().startswith("1–22 ") and all_computed(s))
@@ -111,6 +142,39 @@ def main():
         screen = tmux.wait("c", "browse exits after Ctrl-C", exited)
         terminal_is_sane(tmux, "c", screen, "browse")
         print(f"ok: second run served {hits.group(1)} rows from the disk cache; Ctrl-C exits cleanly")
+
+        # Every signal that ends the process gives the terminal back (seen 2026-11-23: SIGUSR1,
+        # SIGALRM and SIGPIPE left the alternate screen and a hidden cursor; the first SIGQUIT was
+        # swallowed).
+        for number, name in enumerate(["TERM", "HUP", "QUIT", "USR1", "USR2", "ALRM", "PIPE"]):
+            session = f"s{number}"
+            tmux.start(session, command)
+            tmux.wait(session, f"browse is up before SIG{name}", lambda s: len(s) >= 40 and all_computed(s))
+            shell = tmux.display(session, "#{pane_pid}")
+            pid = subprocess.run(["pgrep", "-P", shell, "-x", "browse"], capture_output=True, text=True).stdout.split()
+            if len(pid) != 1:
+                fail(f"could not find browse under the shell {shell}: {pid}")
+            os.kill(int(pid[0]), getattr(signal, "SIG" + name))
+            screen = tmux.wait(session, f"browse ends on SIG{name}", exited)
+            terminal_is_sane(tmux, session, screen, f"browse after SIG{name}", status=None)
+        print("ok: SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM and SIGPIPE each leave the terminal sane")
+
+        # A name from outside never reaches the terminal as a sequence.
+        hostile = os.path.join(work, "t\x1b]2;PWNED\x07\x1b[2J")
+        os.makedirs(os.path.join(hostile, "in\x1b]2;PWNED\x07side"))
+        with open(os.path.join(hostile, "in\x1b]2;PWNED\x07side", "f\x1b[2Jile.txt"), "w") as file:
+            file.write("hello\n")
+        tmux.start("h", f"{browse} '{hostile}' --no-cache; echo EXIT=$?; stty -a; sleep 120")
+        screen = tmux.wait("h", "the hostile folder is shown", lambda s: len(s) >= 40 and any("ile.txt" in line and "hello" in line for line in s))
+        title = tmux.display("h", "#{pane_title}")
+        if "PWNED" in title:
+            fail(f"a name retitled the terminal: {title!r}", screen)
+        if not any(line.startswith(" browse") for line in screen[:1]):
+            fail("the heading is gone: a name cleared the screen", screen)
+        tmux.keys("h", "q")
+        screen = tmux.wait("h", "browse exits after q", exited)
+        terminal_is_sane(tmux, "h", screen, "browse")
+        print(f"ok: names with escape sequences are shown cleaned (title stays {title!r})")
     finally:
         tmux.close()
         shutil.rmtree(work, ignore_errors=True)

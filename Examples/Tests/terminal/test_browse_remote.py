@@ -8,10 +8,12 @@ Usage: test_browse_remote.py BIN_DIR   (the folder holding the built `browse` an
 - `pages URL` and `browse URL`, piped, print exactly what they print for the same folder on disk;
 - in a terminal (tmux, 120x40): the first screen fills (from a cold cache), PgDn shows the next
   screen, and only the rows of the screens shown plus the prefetch window are downloaded (counted
-  in the server's log); G reaches the last file once the crawl has counted every file; q restores
-  the terminal;
+  in the server's log); G reaches the last file once the crawl has counted every file, downloading
+  only the last screen and the window around it (seen 2026-11-23: a cold G fetched a third of the
+  tree); q restores the terminal;
 - with the server stopped, a second run shows the same first screen at once from the caches; rows
   never downloaded say "offline", the status line says the server is unreachable, nothing hangs;
+  G shows the last screen from the cache (seen 2026-11-23: "not downloaded before");
 - a port nobody listens on is one line on stderr and exit status 1.
 
 It prints the figures: the first screen's time cold and warm, and the files and bytes downloaded
@@ -79,9 +81,14 @@ class Server:
 
 
 def filled(screen):
-    """Every table row has its summary (a CRC-32 or a failure), none pending."""
+    """Every table row has its summary (a CRC-32 or a failure), none pending; folder rows
+    (`path/`) have nothing to compute."""
     rows = screen[2:-1]
-    return len(rows) == SCREEN_ROWS and all(re.search(r"\s[0-9a-f]{8}(\s|$)", row) or "✗" in row for row in rows)
+    return len(rows) == SCREEN_ROWS and all(re.search(r"\s[0-9a-f]{8}(\s|$)", row) or "✗" in row or is_folder(row) for row in rows)
+
+
+def is_folder(row):
+    return bool(re.match(r"^\S.*/\s*$", row))
 
 
 def status_first_screen(screen):
@@ -110,8 +117,10 @@ def main():
         if remote != local:
             fail("pages URL differs from pages DIR:\n" + "\n".join(
                 f"  {a!r}\n  {b!r}" for a, b in zip(local.decode().splitlines(), remote.decode().splitlines()) if a != b)[:3000])
-        if len(local.decode().splitlines()) != FILES + 1:
-            fail(f"pages printed {len(local.decode().splitlines())} lines for {FILES} files")
+        folders = sum(len(names) for _, names, _ in os.walk(tree))
+        rows_total = FILES + folders
+        if len(local.decode().splitlines()) != rows_total + 1:
+            fail(f"pages printed {len(local.decode().splitlines())} lines for {FILES} files and {folders} folders")
         if run([browse, server.url, "--cache", os.path.join(work, "pages-cache"), "--width", "120"]) != run([browse, tree, "--no-cache", "--width", "120"]):
             fail("browse URL | cat differs from browse DIR | cat")
         print(f"ok: pages URL and browse URL, piped, print the {FILES} rows of the folder on disk, byte for byte")
@@ -121,9 +130,9 @@ def main():
         before = len(server.file_requests())
         command = f"{browse} {server.url} --cache {cache}; echo EXIT=$?; stty -a; sleep 120"
         tmux.start("b", command)
-        screen = tmux.wait("b", "the first screen is filled", lambda s: len(s) == 40 and filled(s) and "first screen" in s[-1])
+        screen = tmux.wait("b", "the first screen is filled", lambda s: len(s) == 40 and filled(s))
         cold = status_first_screen(screen)
-        expected_first = local.decode().splitlines()[1][:40]
+        expected_first = local.decode().splitlines()[1][:40].rstrip()
         if not screen[2].startswith(expected_first):
             fail(f"the first row is not {expected_first!r}", screen)
         tmux.keys("b", "PageDown")
@@ -137,13 +146,23 @@ def main():
         # rows behind kept warm while scrolling back is likely: never the tree.
         bound = 3 * SCREEN_ROWS + SCREEN_ROWS + 40
         if len(set(asked)) > bound or len(asked) != len(set(asked)):
-            fail(f"{len(asked)} downloads ({len(set(asked))} files) for three screens; at most {bound}, each once", screen)
+            twice = sorted({path for path in asked if asked.count(path) > 1})
+            fail(f"{len(asked)} downloads ({len(set(asked))} files) for three screens; at most {bound}, each once (twice: {twice[:5]})", screen)
         print(f"ok: first screen {cold} ms cold; three screens downloaded {len(set(asked))} of {FILES} files, {sizes} bytes")
 
+        before_g = len(server.file_requests())
         tmux.keys("b", "G")
-        last = local.decode().splitlines()[-1][:40]
-        tmux.wait("b", "G follows the crawl to the last file", lambda s: f"of {FILES} │" in s[-1] and any(row.startswith(last) for row in s[-4:-1]))
-        print(f"ok: G followed the crawl to the last of {FILES} files")
+        last = local.decode().splitlines()[-1][:40].rstrip()
+        screen = tmux.wait("b", "G follows the crawl to the last file, its screen filled",
+                           lambda s: f"of {rows_total} │" in s[-1] and any(row.startswith(last) for row in s[-4:-1]) and filled(s))
+        after_g = set(server.file_requests()[before_g:])
+        # The last screen and the window behind it (G came from the end: nothing ahead); never the
+        # rows skipped on the way.
+        g_bound = 2 * SCREEN_ROWS + 40
+        if len(after_g) > g_bound:
+            fail(f"G downloaded {len(after_g)} files to show the last {SCREEN_ROWS} rows; at most {g_bound}", screen)
+        last_screen = [row.split("  ")[0].strip() for row in screen[2:-1] if not is_folder(row)]
+        print(f"ok: G followed the crawl to the last of {rows_total} rows, downloading {len(after_g)} files")
         tmux.keys("b", "q")
         terminal_is_sane(tmux, "b", tmux.wait("b", "browse exits after q", exited), "browse")
         print("ok: q exits and the terminal is sane")
@@ -151,7 +170,7 @@ def main():
         # Offline: the server is gone.
         server.stop()
         tmux.start("o", command)
-        screen = tmux.wait("o", "the offline first screen is filled from the caches", lambda s: len(s) == 40 and filled(s) and "first screen" in s[-1])
+        screen = tmux.wait("o", "the offline first screen is filled from the caches", lambda s: len(s) == 40 and filled(s))
         warm = status_first_screen(screen)
         if not screen[2].startswith(expected_first):
             fail("the offline first screen differs", screen)
@@ -160,6 +179,12 @@ def main():
         screen = tmux.wait("o", "rows never downloaded say offline and the status line says why",
                            lambda s: any("offline" in row for row in s[2:-1]) and "server unreachable" in s[-1])
         print(f"ok: offline, the first screen took {warm} ms from the caches; unseen rows say offline")
+        tmux.keys("o", "G")
+        screen = tmux.wait("o", "offline, G shows the last screen from the cache",
+                           lambda s: f"of {rows_total} │" in s[-1] and any(row.startswith(last) for row in s[-4:-1]) and filled(s))
+        if any("offline" in row for row in screen[2:-1]):
+            fail("offline, the last screen (downloaded in the last run) says offline", screen)
+        print("ok: offline, G shows the last screen, downloaded in the last run, from the cache")
         tmux.keys("o", "C-c")
         terminal_is_sane(tmux, "o", tmux.wait("o", "browse exits after Ctrl-C", exited), "browse")
 

@@ -7,9 +7,16 @@ Usage: test_history_in_tmux.py BIN_DIR   (the folder holding the built `history`
 - the first screen shows the newest 38 commits, each with its diff stat, and an exact count;
 - PgDn shows the next 38; G shows the root commit at the bottom (one page asked with --skip: the
   status line never holds more than a few pages); g goes back to the top;
-- `/needle` finds the one commit whose subject says so, 15,680 commits down;
+- `/needle` finds the one commit whose subject says so, 15,680 commits down; `/step 1234` then
+  `n` and `N` go to the next and the previous match;
+- Enter opens the selected commit (`git show --stat --patch`, colored), q comes back to the same row;
+- `?` shows the keys; refs (a branch, a tag) are shown beside their commits, colored; NO_COLOR
+  turns the colors off;
+- `history REPO -- PATH` shows only that path's commits, as many as git counts;
 - q exits with status 0 and leaves the terminal sane; a second run shows diff stats from the disk
-  cache; a folder that is not a repository is one line on stderr and exit status 1.
+  cache; a folder that is not a repository is one line on stderr and exit status 1;
+- a commit whose subject holds escape sequences and runs 10,000 lines neither retitles nor clears
+  the terminal, and the first screen still comes.
 """
 import os
 import re
@@ -22,7 +29,13 @@ from gitrepo import NEEDLE_AT, make_repo
 from tmuxlib import Tmux, exited, fail, terminal_is_sane
 
 COMMITS = 20_000
+FOREGROUND = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-7]|38;|9[0-7])")  # a foreground color, as tmux renders it
 STAT = re.compile(r"\d+ files? \+\d+ −\d+\s*$")
+
+
+def colored(tmux, name):
+    """The screen with its escape sequences (tmux's rendition of the colors)."""
+    return tmux.run("capture-pane", "-p", "-e", "-t", name).stdout
 
 
 def rows(screen):
@@ -63,6 +76,7 @@ def main():
         repository = make_repo(os.path.join(work, "repo"), COMMITS)
         root = subprocess.run(["git", "-C", repository, "rev-list", "--max-parents=0", "--abbrev-commit", "HEAD"],
                               check=True, capture_output=True, text=True).stdout.strip()
+        subprocess.run(["git", "-C", repository, "tag", "v1.0", "HEAD~2"], check=True)
         cache = os.path.join(work, "cache")
         command = f"{history} {repository} --cache {cache}; echo EXIT=$?; stty -a; sleep 120"
 
@@ -71,6 +85,28 @@ def main():
                            lambda s: len(s) == 40 and shows(s, COMMITS, COMMITS - 37) and " of 20000 " in s[-1])
         first = re.search(r"first screen (\d+) ms", screen[-1])
         print(f"ok: first screen, {COMMITS} commits counted, first screen {first.group(1) if first else '?'} ms")
+        if "(HEAD -> main)" not in rows(screen)[0] or "(tag: v1.0)" not in rows(screen)[2]:
+            fail("the branch and the tag are not shown beside their commits", screen)
+        painted = colored(tmux, "h")
+        if not FOREGROUND.search(painted.split("\n")[2]):
+            fail("the rows have no colors on a terminal", painted.split("\n"))
+        print("ok: refs beside their commits (HEAD -> main, tag: v1.0), colored")
+
+        tmux.keys("h", "?")
+        tmux.wait("h", "? shows the keys", lambda s: any("open the commit" in line for line in s) and any("next or the previous match" in line for line in s))
+        tmux.keys("h", "Escape")
+        tmux.wait("h", "Esc closes the keys", lambda s: shows(s, COMMITS, COMMITS - 37))
+        print("ok: ? shows the keys")
+
+        tmux.keys("h", "Down", "Enter")
+        screen = tmux.wait("h", "Enter opens the commit", lambda s: any(line.startswith("commit ") for line in s[1:4])
+                           and any(line.startswith("diff --git") for line in s) and "step 19999" in s[0])
+        painted = colored(tmux, "h")
+        if not any(line.startswith("\x1b[") and "diff --git" in line for line in painted.split("\n")):
+            fail("the diff is not colored", painted.split("\n"))
+        tmux.keys("h", "q")
+        tmux.wait("h", "q goes back to the list, on the same row", lambda s: shows(s, COMMITS, COMMITS - 37) and s[-1].lstrip().startswith("1–38 "))
+        print("ok: Enter opens the commit (message, stat, colored diff); q comes back")
 
         tmux.keys("h", "PageDown")
         tmux.wait("h", "PgDn shows the next 38 commits", lambda s: shows(s, COMMITS - 38, COMMITS - 75) and s[-1].lstrip().startswith("39–76 of 20000"))
@@ -89,8 +125,18 @@ def main():
         tmux.keys("h", "/", "needle", "Enter")
         row = COMMITS - NEEDLE_AT + 1
         screen = tmux.wait("h", "the search finds the needle",
-                           lambda s: f"found “needle” at {row}" in s[-1] and any("needle in the history" in r for r in rows(s)))
+                           lambda s: f"“needle” at {row}" in s[-1] and any("needle in the history" in r for r in rows(s)))
         print(f"ok: / found the needle at row {row}")
+
+        tmux.keys("h", "g", "/", "step 1234", "Enter")
+        tmux.wait("h", "/step 1234 finds step 12349", lambda s: f"“step 1234” at {COMMITS - 12349 + 1}" in s[-1])
+        tmux.keys("h", "n")
+        tmux.wait("h", "n finds step 12348", lambda s: f"“step 1234” at {COMMITS - 12348 + 1}" in s[-1])
+        tmux.keys("h", "n")
+        tmux.wait("h", "n finds step 12347", lambda s: f"“step 1234” at {COMMITS - 12347 + 1}" in s[-1])
+        tmux.keys("h", "N")
+        tmux.wait("h", "N goes back to step 12348", lambda s: f"“step 1234” at {COMMITS - 12348 + 1}" in s[-1])
+        print("ok: n and N go to the next and the previous match")
 
         tmux.keys("h", "q")
         screen = tmux.wait("h", "history exits after q", exited)
@@ -103,6 +149,34 @@ def main():
         print(f"ok: a second run found {status_number(screen, 'cache hits')} diff stats in the disk cache")
         tmux.keys("w", "C-c")
         terminal_is_sane(tmux, "w", tmux.wait("w", "history exits after Ctrl-C", exited), "history")
+
+        # One path's history, and no colors with NO_COLOR.
+        expected = int(subprocess.run(["git", "-C", repository, "rev-list", "--count", "HEAD", "--", "file07.txt"],
+                                      check=True, capture_output=True, text=True).stdout)
+        tmux.start("p", f"NO_COLOR=1 {history} {repository} --cache {cache} -- file07.txt; echo EXIT=$?; stty -a; sleep 120")
+        screen = tmux.wait("p", "history -- file07.txt counts that path's commits", lambda s: len(s) == 40 and f" of {expected} " in s[-1] and all(STAT.search(row) for row in rows(s)))
+        steps = [row_step(row) for row in rows(screen)]
+        if any(step is None or not (step % 40 == 7 or (step % 3 == 0 and step * 7 % 40 == 7)) for step in steps):
+            fail("history -- file07.txt shows commits that do not change file07.txt", screen)
+        if FOREGROUND.search(colored(tmux, "p")):
+            fail("NO_COLOR is set but the rows are colored", screen)
+        tmux.keys("p", "q")
+        terminal_is_sane(tmux, "p", tmux.wait("p", "history exits after q", exited), "history")
+        print(f"ok: history -- file07.txt shows its {expected} commits; NO_COLOR turns colors off")
+
+        # A hostile subject: escape sequences and 10,000 lines.
+        hostile = os.path.join(work, "hostile")
+        subprocess.run(["git", "init", "-q", "-b", "main", hostile], check=True)
+        message = "x \x1b]2;PWNED\x07 \x1b[2J" + "\nand more".join([""] * 10_000)
+        env = dict(os.environ, GIT_AUTHOR_NAME="Ev\x1fil", GIT_AUTHOR_EMAIL="e@example.com", GIT_COMMITTER_NAME="c", GIT_COMMITTER_EMAIL="c@example.com")
+        subprocess.run(["git", "-C", hostile, "commit", "-q", "--allow-empty", "--cleanup=verbatim", "-m", message], check=True, env=env)
+        tmux.start("x", f"{history} {hostile} --cache {cache}; echo EXIT=$?; stty -a; sleep 120")
+        screen = tmux.wait("x", "the hostile commit is shown", lambda s: len(s) == 40 and "1–1 of 1" in s[-1] and "PWNED" in s[1])
+        if "PWNED" in tmux.display("x", "#{pane_title}") or not screen[0].startswith(" history"):
+            fail("a subject's escape sequences reached the terminal", screen)
+        tmux.keys("x", "q")
+        terminal_is_sane(tmux, "x", tmux.wait("x", "history exits after q", exited), "history")
+        print("ok: a 10,000-line subject with escape sequences is shown cleaned:", screen[1].strip()[:60])
 
         empty = os.path.join(work, "not-a-repo")
         os.makedirs(empty)

@@ -6,6 +6,9 @@ Usage: test_history_output.py BIN_DIR   (the folder holding the built `history`)
 - `history REPO | head -n 25` prints git log's first 25 lines (hash, date, author, subject, tabs);
 - `history REPO > file` prints the whole log, byte for byte what
   `git log --format=%h%x09%ad%x09%an%x09%s --date=short` prints, streamed through the paged rows;
+- hostile commits — an author with 0x1F (seen 2026-11-23 to shift the columns), a Latin-1 author
+  byte (seen printed as U+FFFD), tabs, escape sequences and a 10,000-line subject — are printed
+  byte for byte as git prints them too;
 - a folder that is not a repository, and git missing from PATH, are one line on stderr and exit 1.
 """
 import os
@@ -49,6 +52,21 @@ def main():
             first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
             fail(f"the full output differs from git log's at line {first + 1} ({len(got)} lines, git log has {len(want)})")
         print(f"ok: the full output is git log's, {len(reference.splitlines())} lines byte for byte")
+
+        hostile = os.path.join(work, "hostile")
+        subprocess.run(["git", "init", "-q", "-b", "main", hostile], check=True)
+        for author, message in [(b"Ev\x1fil", b"unit \x1f separator"), (b"R\xe9mi", b"latin-1 author"),
+                                (b"Tab\tby", b"tabs\tin\tthe subject"), (b"esc", b"x \x1b]2;PWNED\x07 \x1b[2J"),
+                                (b"long", b"first" + b"\nmore" * 10_000)]:
+            env = dict(os.environ, GIT_COMMITTER_NAME="c", GIT_COMMITTER_EMAIL="c@example.com", GIT_AUTHOR_EMAIL="a@example.com")
+            env = {key.encode(): value.encode() for key, value in env.items()}
+            env[b"GIT_AUTHOR_NAME"] = author
+            subprocess.run([b"git", b"-C", hostile.encode(), b"commit", b"-q", b"--allow-empty", b"--cleanup=verbatim", b"-m", message], check=True, env=env, capture_output=True)
+        want = subprocess.run(["git", "-C", hostile, "log", "--format=%h%x09%ad%x09%an%x09%s", "--date=short"], check=True, capture_output=True).stdout
+        got = subprocess.run([history, hostile, *cache], capture_output=True, timeout=60)
+        if got.returncode != 0 or got.stdout != want:
+            fail(f"hostile commits: history printed {got.stdout[:300]!r} (exit {got.returncode}), git log {want[:300]!r}")
+        print(f"ok: hostile commits (0x1F, Latin-1, tabs, escapes, a 10,000-line subject) are git log's bytes ({len(want)} bytes)")
 
         empty = os.path.join(work, "empty")
         os.makedirs(empty)

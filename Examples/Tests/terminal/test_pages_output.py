@@ -6,7 +6,11 @@ Usage: test_pages_output.py BIN_DIR   (the folder holding the built `pages` and 
 - `pages DIR > file` (rows computed concurrently, several ahead, printed in order) equals
   `pages DIR --sequential` (one row after another, no avenue, no cache), byte for byte;
 - the same holds with a warm disk cache, and for `browse DIR | cat` (not a terminal: plain table);
-- every TSV row agrees with an independent computation here: size, newline count, zlib's CRC-32.
+- every TSV row agrees with an independent computation here: size, newline count, zlib's CRC-32;
+  every folder is a row (`path/`, nothing computed);
+- 12,000 files stream to the end (seen 2026-11-23: the stream stopped for ever at ~4,980 rows);
+- names that are not UTF-8 are rows, read by their real bytes;
+- mistakes are one line, `pages: what happened; what to do`, and exit status 1.
 """
 import os
 import shutil
@@ -53,10 +57,11 @@ def main():
         make_files(files, 500)
         cache = os.path.join(work, "cache")
 
+        folders = {os.path.relpath(folder, files) + "/" for folder, _, _ in os.walk(files) if folder != files}
         reference = run([pages, files, "--sequential", "--width", "120"])
         lines = reference.decode().splitlines()
-        if len(lines) != 501:
-            fail(f"the reference has {len(lines)} lines, expected a header and 500 rows")
+        if len(lines) != 1 + 500 + len(folders):
+            fail(f"the reference has {len(lines)} lines, expected a header, 500 file rows and {len(folders)} folder rows")
         for label, output in [
             ("pages, cold cache", run([pages, files, "--cache", cache, "--width", "120", "--ahead", "8"])),
             ("pages, warm cache", run([pages, files, "--cache", cache, "--width", "120", "--ahead", "8"])),
@@ -69,16 +74,53 @@ def main():
 
         tsv = run([pages, files, "--cache", cache, "--format", "tsv"]).decode().splitlines()
         header, rows = tsv[0], tsv[1:]
-        if header.split("\t") != ["path", "bytes", "lines", "crc32", "preview"] or len(rows) != 500:
+        if header.split("\t") != ["path", "bytes", "lines", "crc32", "preview"] or len(rows) != 500 + len(folders):
             fail("unexpected TSV header or row count")
+        folder_rows = [row for row in rows if row.split("\t")[0].endswith("/")]
+        if {row.split("\t")[0] for row in folder_rows} != folders or any(row.split("\t")[1:] != ["", "", "", ""] for row in folder_rows):
+            fail(f"folder rows are not each folder with nothing computed: {folder_rows[:3]}")
         for row in rows:
+            if row in folder_rows:
+                continue
             path, size, lines_count, crc, _ = row.split("\t")
             data = open(os.path.join(files, path), "rb").read()
             newlines = data.count(b"\n")
             if int(size) != len(data) or int(lines_count) != newlines or crc != f"{zlib.crc32(data):08x}":
                 fail(f"{path}: the tool says {size} bytes, {lines_count} lines, crc {crc}; "
                      f"independently: {len(data)}, {newlines}, {zlib.crc32(data):08x}")
-        print("ok: every TSV row matches sizes, newline counts and zlib CRC-32 computed here")
+        print(f"ok: every TSV row matches sizes, newline counts and zlib CRC-32 computed here; {len(folders)} folder rows")
+
+        many = os.path.join(work, "many")
+        os.makedirs(many)
+        for index in range(12000):
+            with open(os.path.join(many, f"f{index:05d}.txt"), "w") as file:
+                file.write(f"{index}\n")
+        streamed = run([pages, many, "--no-cache", "--format", "tsv"]).decode().splitlines()
+        if len(streamed) != 12001 or not streamed[-1].startswith("f11999.txt\t"):
+            fail(f"12,000 files: {len(streamed) - 1} rows streamed, the last {streamed[-1][:40]!r}")
+        print("ok: 12,000 files stream to the end")
+
+        odd = os.path.join(work, "odd").encode()
+        os.makedirs(odd)
+        for name in [b"caf\xe9.txt", b"\xff\xfe.txt", b"plain.txt"]:
+            with open(os.path.join(odd, name), "wb") as file:
+                file.write(name + b"\n")
+        odd_rows = run([pages, odd.decode(), "--no-cache", "--format", "tsv"]).decode().splitlines()[1:]
+        if len(odd_rows) != 3 or any(row.split("\t")[1:3] == ["", ""] or "error" in row for row in odd_rows):
+            fail(f"names that are not UTF-8: {odd_rows}")
+        print("ok: names that are not UTF-8 are listed and read:", ", ".join(row.split("\t")[0] for row in odd_rows))
+
+        for arguments, expected in [
+            ([pages, os.path.join(work, "nonexistent")], "pages: " + os.path.join(work, "nonexistent") + " is not a folder that can be read (No such file or directory); give the path of a folder"),
+            ([pages, "--ahead", "0", files], "pages: --ahead must be at least 1; see 'pages --help'"),
+            ([pages, "--bogus"], "pages: unknown option '--bogus'; see 'pages --help'"),
+            ([browse, "--width", "x"], "browse: the value 'x' is invalid for '--width <width>'; see 'browse --help'"),
+        ]:
+            result = subprocess.run(arguments, capture_output=True, timeout=60)
+            message = result.stderr.decode().strip()
+            if result.returncode != 1 or message != expected or result.stdout:
+                fail(f"{' '.join(arguments[1:])}: exit {result.returncode}, stderr {message!r}, expected exit 1 and {expected!r}")
+        print("ok: mistakes are one line, TOOL: what happened; what to do, exit status 1")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("pages output test passed")

@@ -58,11 +58,11 @@ def exited(screen):
     return any(line.startswith("EXIT=") for line in screen) and any("icanon" in line for line in screen)
 
 
-def terminal_is_sane(tmux, name, screen, program="the program"):
-    """Fails unless the program exited with 0 and left canonical mode, echo, signals, the cursor and
-    the main screen as they were."""
-    if not any(line.startswith("EXIT=0") for line in screen):
-        fail(f"{program} did not exit with status 0", screen)
+def terminal_is_sane(tmux, name, screen, program="the program", status=0):
+    """Fails unless the program exited with `status` (any when `None`) and left canonical mode,
+    echo, signals, the cursor and the main screen as they were."""
+    if status is not None and not any(line.startswith(f"EXIT={status}") for line in screen):
+        fail(f"{program} did not exit with status {status}", screen)
     modes = set(re.split(r"[\s;]+", " ".join(screen)))  # stty -a prints e.g. "icanon", "-echonl"
     for flag in ("icanon", "echo", "isig"):
         if flag not in modes or f"-{flag}" in modes:

@@ -1,5 +1,6 @@
 import Avenues
 import Foundation
+import FuzzDriver
 
 // Feeds arbitrary bytes to DiskStorage as the file at an entry's name (and, for inputs starting with
 // 0xFF, as its folder's lock file) and reads them back through the public API. Whatever the bytes,
@@ -44,18 +45,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     return 0
 }
 
-// SwiftPM links an executable target with `main` aliased to `<Target>_main`; this one hands the
-// process to libFuzzer's driver with the function above.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ body: @convention(c) (UnsafeRawPointer, Int) -> CInt
-) -> CInt
-
 @_cdecl("DiskEntryFuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return runFuzzerDriver(&count, &arguments) { start, length in fuzz(start, length) }
+    runFuzzer(argc, argv) { start, length in fuzz(start, length) }
 }

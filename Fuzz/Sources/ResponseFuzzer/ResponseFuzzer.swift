@@ -1,4 +1,5 @@
 import Foundation
+import FuzzDriver
 @testable import Avenues
 
 // Feeds arbitrary bytes to what AsyncMedia reads of a server's answer, as libcurl hands it over:
@@ -65,18 +66,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     return 0
 }
 
-// SwiftPM links an executable target with `main` aliased to `<Target>_main`; this one hands the
-// process to libFuzzer's driver with the function above.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ body: @convention(c) (UnsafeRawPointer, Int) -> CInt
-) -> CInt
-
 @_cdecl("ResponseFuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return runFuzzerDriver(&count, &arguments) { start, length in fuzz(start, length) }
+    runFuzzer(argc, argv) { start, length in fuzz(start, length) }
 }

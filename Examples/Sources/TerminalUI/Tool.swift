@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+
+/// A command-line tool of the examples: every way it ends with an error reads the same,
+/// `TOOL: what happened; what to do` on standard error and exit status 1 — a bad argument, a
+/// folder that is not there, a failure while running.
+public protocol Tool: AsyncParsableCommand {
+    /// The name errors start with.
+    static var toolName: String { get }
+}
+
+extension Tool {
+    /// Parses the arguments and runs the tool; `--help` and `--version` print as usual.
+    public static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success { exit(withError: error) }  // help, version: ArgumentParser prints them
+            var message = message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
+            while message.hasSuffix(".") { message.removeLast() }
+            if message.first?.isUppercase == true, message.dropFirst().first?.isLowercase == true {
+                message = message.prefix(1).lowercased() + message.dropFirst()
+            }
+            // ArgumentParser's own messages ("Unknown option '--x'") say what happened; say what to do.
+            fail(message + (isArgumentError(error) ? "; see '\(toolName) --help'" : ""))
+        }
+    }
+
+    /// `TOOL: message` on standard error (cleaned of control characters: it may quote outside
+    /// text), and exit status 1.
+    public static func fail(_ message: String) -> Never {
+        var line = TerminalSafe.clean(message.trimmingCharacters(in: .whitespacesAndNewlines))
+        while line.hasSuffix(".") { line.removeLast() }  // one style: no sentence period
+        FileHandle.standardError.write(Data((toolName + ": " + line + "\n").utf8))
+        Foundation.exit(1)
+    }
+
+    private static func isArgumentError(_ error: any Error) -> Bool {
+        // Errors ArgumentParser raised while parsing, as opposed to ones the tool threw while running.
+        let type = String(reflecting: Swift.type(of: error))
+        return type.hasPrefix("ArgumentParser.") || error is ValidationError
+    }
+}

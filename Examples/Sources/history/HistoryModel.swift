@@ -1,0 +1,296 @@
+import Avenues
+import Foundation
+import GitHistory
+import Synchronization
+import TerminalUI
+
+/// `history`'s log as a list: each commit's hash, date, author, refs, subject and diff stat, and a
+/// search over every commit git has read (`/`, then `n`/`N`), with the commit opened by Enter.
+final class HistoryModel: ListModel {
+    let rows: HistoryRows
+    let title: String
+    let spoolFolder: URL
+    private let state = Mutex(State())
+
+    private struct State {
+        var query: String?
+        var search: Task<Void, Never>?
+        /// How far the search got, and its outcome for the screen.
+        var scanned = 0
+        var found: ListAction?
+        var lastCount: RowCount?
+        var watching: Task<Void, Never>?
+    }
+
+    init(rows: HistoryRows, title: String, spoolFolder: URL) {
+        self.rows = rows
+        self.title = title
+        self.spoolFolder = spoolFolder
+    }
+
+    var heading: String {
+        let paths = rows.log.paths.isEmpty ? "" : " -- " + rows.log.paths.joined(separator: " ")
+        return "history  \(title)\(paths)  ·  \(count) commits"
+    }
+
+    var count: RowCount { rows.count }
+
+    func start(_ changed: @escaping @Sendable (Int?) -> Void) {
+        rows.commits.onChange = { _ in changed(nil) }
+        rows.stats.onStateChange = { row in changed(row) }
+        // git's progress moves the count: the heading follows it while git reads.
+        let watching = Task { [rows] in
+            var last = -1
+            while !Task.isCancelled {
+                let progress = rows.log.progress
+                if progress.read != last {
+                    last = progress.read
+                    changed(nil)
+                }
+                if progress.finished { return }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        state.withLock { $0.watching = watching }
+    }
+
+    func show(_ rows: Range<Int>, resting: Bool) {
+        self.rows.commits.show(rows)
+    }
+
+    func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
+        guard let commit = rows.commits.item(at: row) else {
+            if let error = rows.commits.state(at: row).error { return palette.paint(TextWidth.fit(" \(error)", width), palette.failure) }
+            return nil
+        }
+        let stat: String
+        switch rows.stats.state(at: row) {
+        case .loaded, .stale: stat = rows.stats.item(at: row)?.description ?? ""
+        case .failed: stat = "no stat"
+        default: stat = spinner
+        }
+        let authorWidth = min(18, max(8, width / 8))
+        let statWidth = min(24, max(0, width / 5))
+        let refs = commit.refs.isEmpty ? "" : "(" + commit.refs.joined(separator: ", ") + ") "
+        let fixed = 1 + commit.shortHash.count + 2 + commit.date.count + 2 + authorWidth + 2
+        let refsWidth = min(TextWidth.columns(refs), max(0, (width - fixed - statWidth) / 3))
+        let subjectWidth = max(10, width - fixed - refsWidth - statWidth - 1)
+        let query = state.withLock { $0.query }
+        let subject = TextWidth.fit(commit.subject, subjectWidth)
+        let shownSubject = query.map { highlight(subject, $0, palette) } ?? subject
+        return " " + palette.paint(commit.shortHash, palette.hash) + "  " + palette.paint(commit.date, palette.date) + "  "
+            + palette.paint(TextWidth.fit(commit.author, authorWidth), palette.author) + "  "
+            + (refsWidth > 0 ? palette.paint(TextWidth.fit(refs, refsWidth), palette.ref) : "")
+            + shownSubject + " " + TextWidth.fit(stat, statWidth, alignRight: true)
+    }
+
+    /// `text` with the first match of `query` (as the search matches it) painted.
+    private func highlight(_ text: String, _ query: String, _ palette: Terminal.Palette) -> String {
+        guard palette.isOn, let range = SearchQuery(query).range(in: text) else { return text }
+        return String(text[..<range.lowerBound]) + palette.paint(String(text[range]), palette.match) + String(text[range.upperBound...])
+    }
+
+    func isPending(at row: Int) -> Bool {
+        rows.commits.item(at: row) == nil || !rows.stats.state(at: row).hasValue && rows.stats.state(at: row).error == nil
+    }
+
+    var statusFields: [String] {
+        var fields: [String] = []
+        let progress = rows.log.progress
+        if !progress.finished { fields.append("reading git log: \(progress.read) commits") }
+        let (query, searching, scanned) = state.withLock { ($0.query, $0.search != nil, $0.scanned) }
+        if let query, searching { fields.append("searching “\(query)”… \(scanned) of \(count)") }
+        let resident = rows.commits.resident
+        fields += ["pages resident \(resident.pages)", "loads in flight \(rows.loadsInFlight)", "cache hits \(rows.cacheHits)"]
+        return fields
+    }
+
+    var keys: [(key: String, does: String)] {
+        [("Enter", "open the commit: its message, stat and diff"), ("n  N", "the next or the previous match of the search")]
+    }
+
+    var inputPrompt: String? { "search subjects, authors and hashes" }
+
+    func input(_ text: String?, committed: Bool, selected: Int) -> ListAction {
+        guard committed else { return .none }
+        guard let text, !text.isEmpty else {
+            cancelSearch()
+            state.withLock { $0.query = nil }
+            return .message("search cleared")
+        }
+        state.withLock { $0.query = text }
+        search(from: selected + 1, forward: true)
+        return .none
+    }
+
+    func handle(_ key: Key, selected: Int) -> ListAction {
+        switch key {
+        case .enter:
+            guard let commit = rows.commits.item(at: selected) else { return .message("not loaded yet") }
+            do {
+                let show = try CommitShow(hash: commit.hash, repository: rows.log.repository, folder: spoolFolder)
+                return .push(CommitModel(show: show, commit: commit))
+            } catch {
+                return .message("cannot show \(commit.shortHash): \(error)")
+            }
+        case .character("n"), .character("N"):
+            guard state.withLock({ $0.query }) != nil else { return .message("no search: press / first") }
+            let forward = key == .character("n")
+            search(from: forward ? selected + 1 : selected - 1, forward: forward)
+            return .none
+        case .escape:
+            if cancelSearch() { return .message("search cancelled") }
+            return .none
+        default:
+            return .none
+        }
+    }
+
+    func poll() -> ListAction {
+        state.withLock { state in
+            defer { state.found = nil }
+            return state.found ?? .none
+        }
+    }
+
+    /// Searches the spooled log from `row`, forward or backward, for the current query; the hit is
+    /// handed to the screen through ``poll()``.
+    private func search(from row: Int, forward: Bool) {
+        cancelSearch()
+        guard let text = state.withLock({ $0.query }) else { return }
+        let query = SearchQuery(text)
+        let log = rows.log
+        let task = Task { [weak self] in
+            var hit: Int?
+            do {
+                if forward {
+                    try await log.scan(from: row) { number, commit in
+                        if query.matches(commit) {
+                            hit = number
+                            return false
+                        }
+                        if number.isMultiple(of: 5_000) { self?.state.withLock { $0.scanned = number } }
+                        return true
+                    }
+                } else {
+                    // Backwards: the rows before `row`, newest match nearest to it.
+                    try await log.scan(from: 0) { number, commit in
+                        guard number <= row else { return false }
+                        if query.matches(commit) { hit = number }
+                        return true
+                    }
+                }
+            } catch {
+                self?.finishSearch(.message("search failed: \(error)"))
+                return
+            }
+            guard !Task.isCancelled else { return }
+            if let hit {
+                self?.finishSearch(.select(hit, message: "“\(text)” at \(hit + 1)"))
+            } else {
+                self?.finishSearch(.message("“\(text)” not found " + (forward ? "after" : "before") + " this row"))
+            }
+        }
+        state.withLock {
+            $0.search = task
+            $0.scanned = row
+        }
+    }
+
+    private func finishSearch(_ outcome: ListAction) {
+        state.withLock { state in
+            state.search = nil
+            state.found = outcome
+        }
+    }
+
+    @discardableResult
+    private func cancelSearch() -> Bool {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            defer { state.search = nil }
+            return state.search
+        }
+        task?.cancel()
+        return task != nil
+    }
+
+    func stop() {
+        cancelSearch()
+        state.withLock { $0.watching }?.cancel()
+        rows.commits.stop()
+    }
+}
+
+/// What a search matches: the subject, the author or the hash's start — without regard to case
+/// unless the query has a capital letter (as fzf does).
+struct SearchQuery: Sendable {
+    let text: String
+    let caseSensitive: Bool
+
+    init(_ text: String) {
+        self.text = text
+        caseSensitive = text.contains { $0.isUppercase }
+    }
+
+    func matches(_ commit: Commit) -> Bool {
+        range(in: commit.subject) != nil || range(in: commit.author) != nil || commit.hash.hasPrefix(text.lowercased())
+    }
+
+    func range(in field: String) -> Range<String.Index>? {
+        field.range(of: text, options: caseSensitive ? [] : [.caseInsensitive])
+    }
+}
+
+/// A commit's message, stat and diff, opened over the log: paged by the same machinery.
+final class CommitModel: ListModel {
+    let show: CommitShow
+    let commit: Commit
+    let lines: PagedRows<CommitShow>
+
+    init(show: CommitShow, commit: Commit) {
+        self.show = show
+        self.commit = commit
+        lines = PagedRows(source: show, configuration: PagingConfiguration(pageSize: 200, maxResident: 4_000))
+    }
+
+    var heading: String { "history  commit \(commit.shortHash)  ·  \(commit.subject)" }
+
+    var count: RowCount { lines.count }
+
+    func start(_ changed: @escaping @Sendable (Int?) -> Void) {
+        lines.onChange = { _ in changed(nil) }
+    }
+
+    func show(_ rows: Range<Int>, resting: Bool) { lines.show(rows) }
+
+    func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
+        guard let line = lines.item(at: row) else { return nil }
+        let text = line.text
+        let fitted = TextWidth.fit(text, width)
+        let color: String
+        if text.hasPrefix("+++") || text.hasPrefix("---") || text.hasPrefix("diff --git") || text.hasPrefix("index ") {
+            color = palette.header
+        } else if text.hasPrefix("+") {
+            color = palette.added
+        } else if text.hasPrefix("-") {
+            color = palette.removed
+        } else if text.hasPrefix("@@") {
+            color = palette.size
+        } else if text.hasPrefix("commit ") {
+            color = palette.hash
+        } else if text.hasPrefix("Author:") || text.hasPrefix("Commit:") {
+            color = palette.author
+        } else if text.hasPrefix("AuthorDate:") || text.hasPrefix("CommitDate:") {
+            color = palette.date
+        } else {
+            color = ""
+        }
+        return palette.paint(fitted, color)
+    }
+
+    func isPending(at row: Int) -> Bool { lines.item(at: row) == nil }
+
+    var statusFields: [String] { show.isFinished ? [] : ["git show…"] }
+
+    func stop() { lines.stop() }
+}
