@@ -13,14 +13,13 @@ public final class HistoryRows: Sendable {
     public let stats: Avenue<Int, String, DiffStat>
     private let diskHits = HitCounter()
 
-    /// Sets up the rows of `log`.
+    /// Sets up the rows of `log`. Which rows' stats load is up to the screen (a row's key is
+    /// ``statKey(at:)``): `history` asks for them where the list rests.
     ///
     /// - Parameters:
     ///   - pageSize: commits per page.
     ///   - statsFolder: where diff stats are kept across runs; `nil` for memory only.
-    ///   - showsStats: whether the visible rows' diff stats load as the rows are shown (not when
-    ///     the log is only printed).
-    public init(log: GitLog, pageSize: Int = 50, statsFolder: URL?, showsStats: Bool = true) {
+    public init(log: GitLog, pageSize: Int = 50, statsFolder: URL?) {
         self.log = log
         commits = PagedRows(source: log, configuration: Self.configuration(pageSize: pageSize))
         let memory = MemoryStorage<String, DiffStat>(countLimit: 2_000)
@@ -34,7 +33,12 @@ public final class HistoryRows: Sendable {
         } else {
             source = AutoProcessor(maxConcurrent: 64, processor)
         }
-        stats = showsStats ? commits.detail(storage: memory, processor: source) { $0.hash } : Avenue(storage: memory, processor: source)
+        stats = Avenue(storage: memory, processor: source)
+    }
+
+    /// What row `row`'s diff stat is loaded by: its commit's hash, once the commit is read.
+    public func statKey(at row: Int) -> String? {
+        commits.item(at: row)?.hash
     }
 
     /// Pages of `pageSize` commits, one page ahead, at most 2,000 commits in memory; the first screen

@@ -2,6 +2,7 @@ import Avenues
 import FileCatalog
 import Foundation
 import Synchronization
+import TerminalUI
 
 /// A downloaded file's summary, and its size (for indexes that do not give one).
 public struct RemoteSummary: Sendable, Hashable {
@@ -32,9 +33,7 @@ public final class RemoteTable: Sendable {
     /// Whether the server was reached.
     public let connection: IndexConnection
     let tree: RemoteTree
-    private let details: RowPrefetcher<URL, RemoteSummary>
-    /// The rows last shown, and whether their files load.
-    private let shown = Mutex<(rows: Range<Int>, details: Bool)?>(nil)
+    private let details: RestingPrefetcher<URL, RemoteSummary>
     private let watchers = Mutex([URL: Task<Void, Never>]())
     private let progress = Mutex([URL: DownloadProgress]())
 
@@ -73,7 +72,7 @@ public final class RemoteTable: Sendable {
         self.files = files
         let summaries = Avenue<Int, URL, RemoteSummary>(storage: MemoryStorage(countLimit: 5_000), processor: summarize)
         self.summaries = summaries
-        details = RowPrefetcher(avenue: summaries, ahead: prefetchAhead, behind: 0) { [files] row in
+        details = RestingPrefetcher(avenue: summaries, ahead: prefetchAhead) { [files] row in
             files.item(at: row).flatMap { $0.isFolder || $0.problem != nil ? nil : $0.url }
         }
         summaries.onError = { [connection] error, _ in
@@ -96,23 +95,16 @@ public final class RemoteTable: Sendable {
     /// Folders listed so far.
     public var foldersListed: Int { tree.limits.foldersListed }
 
-    /// The list shows `rows`; their files (and the prefetch window's) load only if `details` (see
-    /// ``refreshDetails()``).
-    public func show(_ rows: Range<Int>, details showDetails: Bool = true) {
-        shown.withLock { $0 = (rows, showDetails) }
+    /// The list shows `rows`; their files (and the prefetch window's) load if the list rests
+    /// there (`details`; see ``RestingPrefetcher``).
+    public func show(_ rows: Range<Int>, details resting: Bool = true) {
         files.show(rows)
-        refreshDetails()
+        details.show(rows, resting: resting)
     }
 
     /// Shows the details of the rows last shown again: rows listed since may have files to load.
-    ///
-    /// While the list moves (`details` false) the downloads are left as they are: none starts for
-    /// rows flying past, and none already running is cancelled — the rows a PgDn reaches were
-    /// mostly the window ahead, and cancelling them to ask again a moment later downloads them
-    /// twice. Where the list rests, the window moves there (and what is outside it is cancelled).
     public func refreshDetails() {
-        guard let (rows, showDetails) = shown.withLock({ $0 }), showDetails else { return }
-        details.show(rows)
+        details.refresh()
     }
 
     /// What row `index` shows in its computed columns now.
@@ -180,7 +172,6 @@ public final class RemoteTable: Sendable {
 
     /// Stops loading and watching.
     public func stop() {
-        shown.withLock { $0 = nil }
         files.stop()
         details.stop()
         let tasks = watchers.withLock { watchers in

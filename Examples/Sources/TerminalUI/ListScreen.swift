@@ -136,6 +136,8 @@ public struct ListScreen {
     private var dirty = true
     /// Whether the model was last told the list rests.
     private var toldResting = false
+    /// Whether the last frame drawn showed rows still loading.
+    private var drawnPending = false
 
     /// A screen over `model`; `nested` when it is opened over another (then `q` goes back).
     public init(model: any ListModel, palette: Terminal.Palette = .current, trace: TraceRecorder? = nil, nested: Bool = false) {
@@ -219,9 +221,12 @@ public struct ListScreen {
                 let sinceMove = ContinuousClock.now - lastMove
                 if sinceMove < .seconds(1) || !toldResting { showRows() }
                 let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
-                let spin = spinnerFrame != frame && visibleRowsPending
+                let pending = visibleRowsPending
+                let spin = spinnerFrame != frame && pending
                 frame = spinnerFrame
-                if dirty || spin { draw() }
+                // A row whose value was stored loads inside `show` without a change callback (G
+                // and back: its details were kept), so a frame drawn with spinners is drawn again.
+                if dirty || spin || drawnPending != pending { draw() }
             }
         }
         return .quit
@@ -368,6 +373,7 @@ public struct ListScreen {
     private mutating func draw() {
         dirty = false
         lastDraw = .now
+        drawnPending = visibleRowsPending
         var lines: [String] = []
         let count = model.count
         let heading = " " + model.heading

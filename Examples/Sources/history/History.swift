@@ -59,7 +59,7 @@ struct History: Tool {
         }
         let statsFolder = try noCache ? nil : base?.appendingPathComponent("history-stats", isDirectory: true) ?? HistoryRows.defaultStatsFolder()
         let interactive = Terminal.isTerminal(STDOUT_FILENO) && Terminal.isTerminal(STDIN_FILENO)
-        let rows = HistoryRows(log: log, pageSize: pageSize, statsFolder: statsFolder, showsStats: interactive)
+        let rows = HistoryRows(log: log, pageSize: pageSize, statsFolder: statsFolder)
 
         guard interactive else {
             let output = FileHandle.standardOutput

@@ -10,6 +10,8 @@ final class HistoryModel: ListModel {
     let rows: HistoryRows
     let title: String
     let spoolFolder: URL
+    /// The visible rows' diff stats, loaded where the list rests.
+    let stats: RestingPrefetcher<String, DiffStat>
     private let state = Mutex(State())
 
     private struct State {
@@ -26,6 +28,7 @@ final class HistoryModel: ListModel {
         self.rows = rows
         self.title = title
         self.spoolFolder = spoolFolder
+        stats = RestingPrefetcher(avenue: rows.stats, ahead: 0) { [rows] row in rows.statKey(at: row) }
     }
 
     var heading: String {
@@ -36,7 +39,10 @@ final class HistoryModel: ListModel {
     var count: RowCount { rows.count }
 
     func start(_ changed: @escaping @Sendable (Int?) -> Void) {
-        rows.commits.onChange = { _ in changed(nil) }
+        rows.commits.onChange = { [stats] _ in
+            stats.refresh()  // the rows of a page just read have commits to ask stats for
+            changed(nil)
+        }
         rows.stats.onStateChange = { row in changed(row) }
         // git's progress moves the count: the heading follows it while git reads.
         let watching = Task { [rows] in
@@ -56,6 +62,7 @@ final class HistoryModel: ListModel {
 
     func show(_ rows: Range<Int>, resting: Bool) {
         self.rows.commits.show(rows)
+        stats.show(rows, resting: resting)
     }
 
     func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
@@ -217,6 +224,7 @@ final class HistoryModel: ListModel {
     func stop() {
         cancelSearch()
         state.withLock { $0.watching }?.cancel()
+        stats.stop()
         rows.commits.stop()
     }
 }

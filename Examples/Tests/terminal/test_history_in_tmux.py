@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from gitrepo import NEEDLE_AT, make_repo
 from tmuxlib import Tmux, exited, fail, terminal_is_sane
@@ -122,6 +123,21 @@ def main():
 
         tmux.keys("h", "g")
         tmux.wait("h", "g goes back to the top", lambda s: shows(s, COMMITS, COMMITS - 37) and s[-1].lstrip().startswith("1–38 "))
+        # Held PgDn (seen 2026-11-23 on git/git: 6,000 rows behind; each screen's diff stats started a
+        # git process): 100 presses 20 ms apart, then the screen is where the last press put it
+        # within two screens' worth of rows, at once.
+        tmux.keys("h", "g")
+        tmux.wait("h", "g goes to the top", lambda s: s[-1].lstrip().startswith("1–38 "))
+        for _ in range(100):
+            tmux.keys("h", "PageDown")
+            time.sleep(0.02)
+        now = tmux.screen("h")
+        match = re.match(r"\s*(\d+)–", now[-1])
+        if not match or int(match.group(1)) < 100 * 38 + 1 - 2 * 38:
+            fail(f"held PgDn: right after 100 presses the screen is at {match.group(1) if match else '?'}, not near {100 * 38 + 1}", now)
+        tmux.wait("h", "the 100th PgDn's screen", lambda s: s[-1].lstrip().startswith(f"{100 * 38 + 1}–"))
+        print(f"ok: held PgDn kept up (right after 100 presses the screen was at row {match.group(1)} of {100 * 38 + 1})")
+
         tmux.keys("h", "/", "needle", "Enter")
         row = COMMITS - NEEDLE_AT + 1
         screen = tmux.wait("h", "the search finds the needle",
