@@ -175,6 +175,21 @@ struct GitLogTests {
         #expect(batched[commits[7].hash] == DiffStat(files: 2, added: 5, removed: 4))  // commit 5: a binary blob too
     }
 
+    /// Seen 2026-11-23 on git/git's 7422200bfa: "4 files +65 −65" (`--no-renames`) where `git show
+    /// --stat` says "3 files +2 −2".
+    @Test func aRenamedFileCountsAsGitShowStatCountsIt() async throws {
+        let repository = try TestRepository(commits: 30)
+        defer { repository.remove() }
+        let identity = ["-c", "user.name=T", "-c", "user.email=t@example.com"]
+        _ = try await Git.run(["mv", "notes.txt", "renamed.txt"], in: repository.path)
+        _ = try await Git.run(identity + ["commit", "-q", "-m", "Rename notes"], in: repository.path)
+        let head = try await repository.log()[0]
+        let stat = try await DiffStats(repository: repository.path).process(head.hash)
+        let summary = String(decoding: try await Git.run(["show", "--stat", "--format=", head.hash], in: repository.path), as: UTF8.self)
+        #expect(summary.contains("1 file changed"), "\(summary)")
+        #expect(stat == DiffStat(files: 1, added: 0, removed: 0))
+    }
+
     @Test func notARepositoryAndAnEmptyRepositoryAreClearAnswers() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-repo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
