@@ -46,18 +46,20 @@ public final class RemoteTable: Sendable {
     ///   - maxDepth: the deepest folder listed.
     ///   - maxFiles: the most files listed.
     ///   - maxFolders: the most folders listed.
+    ///   - transport: what fetches listings and files (one connection pool for both); AsyncMedia's
+    ///     default if `nil`. ``transport(caFile:)`` makes one that trusts a CA file.
     public init(
         root: URL, cacheFolder: URL, maxConcurrentDownloads: Int = 6, prefetchAhead: Int = 40, maxDepth: Int = 32, maxFiles: Int = 100_000,
-        maxFolders: Int = 10_000
+        maxFolders: Int = 10_000, transport: (any DownloadTransport)? = nil
     ) {
         let connection = IndexConnection()
         let tree = RemoteTree(
             root: root, listingsFolder: cacheFolder.appendingPathComponent("listing-pages", isDirectory: true),
-            maxDepth: maxDepth, maxFiles: maxFiles, maxFolders: maxFolders, connection: connection
+            maxDepth: maxDepth, maxFiles: maxFiles, maxFolders: maxFolders, connection: connection, transport: transport
         )
         let media = AsyncMedia(
             directory: cacheFolder.appendingPathComponent("media", isDirectory: true), sizeLimit: 512 << 20,
-            maxConcurrentDownloads: maxConcurrentDownloads
+            maxConcurrentDownloads: maxConcurrentDownloads, transport: transport
         )
         let summarize = media.asyncMapValues { file in
             let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
@@ -215,9 +217,35 @@ extension RemoteTable {
         stop()
     }
 
+    /// A transport that trusts the CA certificates in the PEM file at `caFile` instead of the
+    /// system's (`--ca-file`, as curl's `--cacert`); an error line if that cannot be.
+    public static func transport(caFile: String) throws(CAFileProblem) -> any DownloadTransport {
+        guard FileManager.default.isReadableFile(atPath: caFile) else {
+            throw CAFileProblem(description: "cannot read the CA file \(TerminalSafe.clean(caFile)); give a readable PEM file of CA certificates")
+        }
+        #if os(Linux)
+        do {
+            return try CurlTransport(caFile: caFile)
+        } catch {
+            throw CAFileProblem(description: error.description)
+        }
+        #else
+        throw CAFileProblem(description: "--ca-file is read on Linux only (libcurl); here, add the CA to the system's trust settings")
+        #endif
+    }
+
+    /// Why a CA file cannot be used: one line, what happened and what to do.
+    public struct CAFileProblem: Error, CustomStringConvertible {
+        /// The line.
+        public let description: String
+    }
+
     /// One line for a root that cannot be listed: what happened and what to do.
     public static func rootMessage(for error: any Error, root: URL) -> String {
         switch error {
+        case let error as URLError where [.serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateHasUnknownRoot,
+                                          .serverCertificateNotYetValid, .secureConnectionFailed].contains(error.code):
+            "cannot make a secure connection to \(root) (\(error.localizedDescription)); if its certificate is signed by a CA of your own, give that CA with --ca-file or SSL_CERT_FILE"
         case let error as URLError:
             "cannot reach \(root) (\(error.code == .cannotConnectToHost ? "connection refused" : error.localizedDescription)), and it was never listed here before; check the URL and that the server runs"
         case let error as AsyncMediaError:

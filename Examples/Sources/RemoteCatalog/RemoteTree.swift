@@ -99,14 +99,18 @@ public struct RemoteTree: PageSource {
     /// - Parameters:
     ///   - root: an `http` or `https` folder URL (a missing final `/` is added).
     ///   - listingsFolder: where listings are kept across runs.
+    ///   - transport: what fetches the listings; AsyncMedia's default if `nil`.
     ///   - connection: reachability, shared with the downloads.
-    public init(root: URL, listingsFolder: URL, maxDepth: Int = 32, maxFiles: Int = 100_000, maxFolders: Int = 10_000, connection: IndexConnection) {
+    public init(
+        root: URL, listingsFolder: URL, maxDepth: Int = 32, maxFiles: Int = 100_000, maxFolders: Int = 10_000, connection: IndexConnection,
+        transport: (any DownloadTransport)? = nil
+    ) {
         let root = root.path.hasSuffix("/") ? root : root.appendingPathComponent("", isDirectory: true)
         self.root = root
         self.maxDepth = max(0, maxDepth)
         self.maxFiles = max(1, maxFiles)
         self.maxFolders = max(1, maxFolders)
-        listings = Listings(root: root, folder: listingsFolder, timeToLive: Self.listingTimeToLive, connection: connection)
+        listings = Listings(root: root, folder: listingsFolder, timeToLive: Self.listingTimeToLive, connection: connection, transport: transport)
     }
 
     /// The root folder's listing: asked before the screen starts, so a URL that is not a folder
@@ -214,13 +218,13 @@ public final class Listings: Sendable {
         let at: ContinuousClock.Instant
     }
 
-    init(root: URL, folder: URL, timeToLive: Duration, connection: IndexConnection) {
+    init(root: URL, folder: URL, timeToLive: Duration, connection: IndexConnection, transport: (any DownloadTransport)?) {
         self.timeToLive = timeToLive
         self.connection = connection
         media = AsyncMedia(
             directory: folder, sizeLimit: 256 << 20, maxConcurrentDownloads: 4,
             limits: DownloadLimits(idleTimeout: .seconds(10), totalTimeout: .seconds(120), maximumSize: Self.maximumSize),
-            timeToLive: timeToLive,
+            timeToLive: timeToLive, transport: transport,
             allowsRedirect: { _, to in IndexConnection.isInside(to, root) }
         )
     }

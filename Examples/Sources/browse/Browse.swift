@@ -1,3 +1,4 @@
+import Avenues
 import ArgumentParser
 import FileCatalog
 import Foundation
@@ -20,7 +21,7 @@ struct Browse: Tool {
             With an http:// or https:// URL of a folder index (nginx autoindex, Apache, lighttpd, python3 -m \
             http.server), the folders are listed a page at a time and each file shown is downloaded and \
             summarized; listings and downloads are cached, so a second run works with the server gone. The CA \
-            certificates trusted for https are the system's, or SSL_CERT_FILE's.
+            certificates trusted for https are the system's, or those of --ca-file or SSL_CERT_FILE.
             """
     )
 
@@ -32,6 +33,9 @@ struct Browse: Tool {
 
     @Option(help: "Remote folders: the most files listed.")
     var maxFiles = 100_000
+
+    @Option(name: .customLong("ca-file"), help: "Remote folders over https: trust the CA certificates in this PEM file (as curl's --cacert; default: the system's, or SSL_CERT_FILE's).")
+    var caFile: String?
 
     @Option(help: "Remote folders: the most folders listed.")
     var maxFolders = 10_000
@@ -100,7 +104,7 @@ struct Browse: Tool {
         let cacheFolder = try cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? RemoteTable.defaultCacheFolder()
         let table = RemoteTable(
             root: url, cacheFolder: cacheFolder, maxConcurrentDownloads: concurrency, maxDepth: maxDepth, maxFiles: maxFiles,
-            maxFolders: maxFolders
+            maxFolders: maxFolders, transport: remoteTransport()
         )
         do {
             try await table.checkRoot()
@@ -118,4 +122,14 @@ struct Browse: Tool {
         await ListScreen.run(RemoteRows(table: table), trace: try recordTrace.map(TraceRecorder.init))
     }
 
+
+    /// The transport `--ca-file` asks for, or AsyncMedia's default.
+    func remoteTransport() -> (any DownloadTransport)? {
+        guard let caFile else { return nil }
+        do {
+            return try RemoteTable.transport(caFile: caFile)
+        } catch {
+            Self.fail(String(describing: error))
+        }
+    }
 }

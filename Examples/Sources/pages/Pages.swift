@@ -25,6 +25,9 @@ struct Pages: Tool {
     @Argument(help: "The folder to list: a path, or the http(s) URL of a folder index.")
     var folder: String = "."
 
+    @Option(name: .customLong("ca-file"), help: "Remote folders over https: trust the CA certificates in this PEM file (as curl's --cacert; default: the system's, or SSL_CERT_FILE's).")
+    var caFile: String?
+
     @Flag(name: .shortAndLong, help: "Include hidden files and folders.")
     var all = false
 
@@ -95,11 +98,20 @@ struct Pages: Tool {
         await ListScreen.run(LocalRows(table: table, title: root, tool: "pages", ahead: screen))
     }
 
+    /// The transport `--ca-file` asks for, or AsyncMedia's default.
+    func remoteTransport() -> (any DownloadTransport)? {
+        guard let caFile else { return nil }
+        do {
+            return try RemoteTable.transport(caFile: caFile)
+        } catch {
+            Self.fail(String(describing: error))
+        }
+    }
 
     /// `pages URL`: every file under a remote folder index, in path order.
     func streamRemote(_ url: URL, render: Renderer) async throws {
         let cacheFolder = try cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? RemoteTable.defaultCacheFolder()
-        let table = RemoteTable(root: url, cacheFolder: cacheFolder)
+        let table = RemoteTable(root: url, cacheFolder: cacheFolder, transport: remoteTransport())
         do {
             try await table.checkRoot()
         } catch {

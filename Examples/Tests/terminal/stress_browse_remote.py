@@ -25,70 +25,11 @@ import sys
 import tempfile
 import time
 
+from nginxlib import Nginx
 from test_browse_remote import make_tree
 from tmuxlib import Tmux, exited, fail, terminal_is_sane
 
 KEYS = ["PageDown", "PageDown", "PageDown", "PageUp", "G", "g", "Down", "Up"]
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Nginx:
-    """nginx in the foreground (one process, this user), autoindex on over `root`."""
-
-    def __init__(self, root, work):
-        self.port = free_port()
-        self.log = os.path.join(work, "access.log")
-        config = os.path.join(work, "nginx.conf")
-        with open(config, "w") as file:
-            file.write(f"""
-daemon off;
-master_process off;
-worker_processes 1;
-pid {work}/nginx.pid;
-error_log {work}/error.log;
-events {{ worker_connections 256; }}
-http {{
-    access_log {self.log};
-    client_body_temp_path {work}/body;
-    proxy_temp_path {work}/proxy;
-    fastcgi_temp_path {work}/fastcgi;
-    uwsgi_temp_path {work}/uwsgi;
-    scgi_temp_path {work}/scgi;
-    types {{ text/plain txt; }}
-    default_type application/octet-stream;
-    server {{
-        listen 127.0.0.1:{self.port};
-        root {root};
-        location / {{ autoindex on; }}
-    }}
-}}
-""")
-        self.process = subprocess.Popen(["nginx", "-c", config, "-p", work], stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if self.process.poll() is not None:
-                    fail("nginx did not start: " + self.process.stderr.read().decode(errors="replace"))
-                time.sleep(0.05)
-        else:
-            fail("nginx did not start listening within 10 s")
-        self.url = f"http://127.0.0.1:{self.port}/"
-
-    def requests(self):
-        with open(self.log) as log:
-            return sum(1 for _ in log)
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=10)
 
 
 def main():
