@@ -122,8 +122,10 @@ public final class LineFile: OffsetPageSource {
 
     /// Opens `path` (a regular file).
     ///
-    /// - Parameter checkpointInterval: lines between checkpoints: the most lines a jump skips; 1,000
-    ///   by default (a checkpoint costs 8 bytes).
+    /// - Parameters:
+    ///   - path: the file's path.
+    ///   - checkpointInterval: lines between checkpoints: the most lines a jump skips; 1,000 by
+    ///     default (a checkpoint costs 8 bytes).
     /// - Throws: ``LineFileError`` if it cannot be opened or is not a regular file.
     public init(path: String, checkpointInterval: Int = 1_000) throws(LineFileError) {
         precondition(checkpointInterval >= 1, "LineFile.checkpointInterval must be at least 1")
@@ -149,6 +151,7 @@ public final class LineFile: OffsetPageSource {
 
     // MARK: Pages
 
+    /// Lines `offset ..< offset + size` (fewer at the end of the file), read from the nearest checkpoint.
     public func page(at offset: Int, size: Int) async throws -> Page<Int, Line> {
         let items = try lines(offset ..< Saturating.add(offset, max(0, size)))
         let count = state.withLock { $0.index.lineCount }

@@ -71,6 +71,7 @@ public final class CurlTransport: DownloadTransport {
         engine.submit(.shutDown)
     }
 
+    /// Starts `request` on this transport's thread; its head and body go to `sink`.
     public func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
         let transfer = CurlTransfer(request: request, sink: sink, caFile: caFile)
         engine.submit(.add(transfer))

@@ -47,6 +47,7 @@ public final class URLSessionTransport: NSObject, DownloadTransport, URLSessionD
         session?.invalidateAndCancel()
     }
 
+    /// Starts `request` as a data task of this transport's session; its head and body go to `sink`.
     public func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
         guard let session = session.withLock({ $0 }) else {
             sink.end(CancellationError())
@@ -79,17 +80,20 @@ public final class URLSessionTransport: NSObject, DownloadTransport, URLSessionD
         completionHandler(proceed ? .allow : .cancel)
     }
 
+    /// Hands a piece of the body to the task's sink; cancels the task (off this queue) if it refuses it.
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let sink = sink(for: dataTask) else { return }
         let proceed = data.withUnsafeBytes { sink.body($0) }
         if !proceed { DispatchQueue.global().async { dataTask.cancel() } }
     }
 
+    /// Ends the task's sink, with the error if there is one.
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let sink = sinks.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         sink?.end(error)
     }
 
+    /// Refuses every redirect: AsyncMedia follows them itself (its limit, its credential rules).
     public func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
