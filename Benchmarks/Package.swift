@@ -33,6 +33,8 @@ let package = Package(
         .executableTarget(name: "paging-bench", dependencies: [
             avenues, .product(name: "GitHistory", package: "Examples"),
         ]),
+        // Many small files through AsyncMedia, for `keepalive-bench.py` to time beside curl.
+        .executableTarget(name: "media-bench", dependencies: [avenues]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Many small files from one host: AsyncMedia (through `media-bench`) beside `curl --parallel
+--parallel-max 6`, on the same URLs, plain http and TLS, from nginx on 127.0.0.1, alternating runs.
+
+Usage: keepalive-bench.py [--files 2000] [--runs 3] [--concurrency 6]
+(builds media-bench in release first; nginx, openssl and curl must be on PATH)
+
+Prints each run's wall time and the throughput ratio (curl's time / ours: ≥ 1.0 means we are at
+least as fast), and how many TCP connections nginx saw for each side of the last run.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "Examples", "Tests", "terminal"))
+from nginxlib import Nginx, make_test_ca  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=6)
+    options = parser.parse_args()
+    for tool in ["nginx", "openssl", "curl"]:
+        if shutil.which(tool) is None:
+            sys.exit(f"keepalive-bench: {tool} is required; install it (apt-get install {tool}) and run again")
+    subprocess.run(["swift", "build", "--package-path", HERE, "-c", "release", "--product", "media-bench"], check=True,
+                   stdout=subprocess.DEVNULL)
+    binary = os.path.join(subprocess.run(["swift", "build", "--package-path", HERE, "-c", "release", "--show-bin-path"],
+                                         capture_output=True, text=True, check=True).stdout.strip(), "media-bench")
+    work = tempfile.mkdtemp(prefix="keepalive-bench-")
+    os.chmod(work, 0o755)
+    servers = []
+    try:
+        tree = os.path.join(work, "tree")
+        os.makedirs(tree)
+        for index in range(options.files):
+            with open(os.path.join(tree, f"f{index:05d}.txt"), "wb") as file:
+                file.write(os.urandom(512 + (index * 37) % 3584))  # 0.5–4 KiB
+        ca, certificate, key = make_test_ca(work)
+        for tls in [None, (certificate, key)]:
+            folder = os.path.join(work, "tls" if tls else "plain")
+            os.makedirs(folder)
+            servers.append(Nginx(tree, folder, tls=tls))
+        print(f"{options.files} files of 0.5–4 KiB from nginx on 127.0.0.1, {options.concurrency} at a time")
+        for server in servers:
+            scheme = server.url.split(":")[0]
+            urls = [f"{server.url}f{index:05d}.txt" for index in range(options.files)]
+            listing = os.path.join(work, f"{scheme}.urls")
+            with open(listing, "w") as file:
+                file.write("\n".join(urls) + "\n")
+            config = os.path.join(work, f"{scheme}.curl")
+            target = os.path.join(work, f"{scheme}-curl-out")
+            with open(config, "w") as file:
+                for index, url in enumerate(urls):
+                    file.write(f'url = "{url}"\noutput = "{target}/f{index:05d}.txt"\n')
+            ours, theirs = [], []
+            connections = {}
+            for run in range(options.runs):
+                before = len(server.entries())
+                output = subprocess.run([binary, listing, "--ca-file", ca, "--concurrency", str(options.concurrency), "--runs", "1"],
+                                        capture_output=True, text=True, check=True).stdout
+                ours.append(float(output.split(" in ")[1].split(" s")[0]))
+                connections["avenues"] = len({entry[3] for entry in server.entries()[before:]})
+                shutil.rmtree(target, ignore_errors=True)
+                os.makedirs(target)
+                before = len(server.entries())
+                start = time.monotonic()
+                subprocess.run(["curl", "-s", "--parallel", "--parallel-max", str(options.concurrency), "--cacert", ca,
+                                "--create-dirs", "-K", config], check=True)
+                theirs.append(time.monotonic() - start)
+                connections["curl"] = len({entry[3] for entry in server.entries()[before:]})
+            ratio = statistics.median(theirs) / statistics.median(ours)
+            print(f"{scheme:5}  Avenues {', '.join(f'{t:.3f}' for t in ours)} s   curl --parallel {', '.join(f'{t:.3f}' for t in theirs)} s"
+                  f"   throughput {ratio:.2f}× curl's (medians)   connections: Avenues {connections['avenues']}, curl {connections['curl']}")
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
