@@ -53,7 +53,9 @@ for run in 1 ... options.runs {
         for url in urls {
             group.addTask { (try? await media.file(for: url)) == nil ? 1 : 0 }
         }
-        return await group.reduce(0, +)
+        var failed = 0
+        for await failure in group { failed += failure }
+        return failed
     }
     let elapsed = clock.now - start
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
