@@ -12,7 +12,9 @@ import Darwin
 #endif
 
 /// Resume and revalidation against nginx — a server nobody here wrote, with its own ranges and
-/// ETags — cut by stopping it half way. Runs where nginx is on PATH (`.ci/run` installs it).
+/// ETags — cut by stopping it half way. Runs where nginx is on PATH (`.ci/run` installs it). The
+/// cut nginx sends the first 600 KiB at once and then 4 KiB a second, so the cut comes before the
+/// end however slowly the test runs; the nginx that answers the resumed request has no limit.
 @Suite("AsyncMedia against nginx", .serialized, .timeLimit(.minutes(2)), .enabled(if: Nginx.executable != nil))
 final class AsyncMediaNginxTests: Sendable {
     let folder = TemporaryFolder("media-nginx")
@@ -42,7 +44,7 @@ final class AsyncMediaNginxTests: Sendable {
         let body = MediaServer.body(Self.size)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try body.write(to: root.appendingPathComponent("big.bin"))
-        var nginx = try Nginx(root: root, work: folder.child("nginx"))
+        var nginx = try Nginx(root: root, work: folder.child("nginx"), slowAfterHalf: true)
         let media = AsyncMedia(directory: folder.child("media"), transport: CurlTransport.shared)
         let url = nginx.url("big.bin")
         let error = try await cutAtHalf(media, url, nginx: nginx)
@@ -65,7 +67,7 @@ final class AsyncMediaNginxTests: Sendable {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let path = root.appendingPathComponent("big.bin")
         try MediaServer.body(Self.size).write(to: path)
-        var nginx = try Nginx(root: root, work: folder.child("nginx"))
+        var nginx = try Nginx(root: root, work: folder.child("nginx"), slowAfterHalf: true)
         let media = AsyncMedia(directory: folder.child("media"), transport: CurlTransport.shared)
         let url = nginx.url("big.bin")
         _ = try await cutAtHalf(media, url, nginx: nginx)
@@ -109,7 +111,7 @@ struct Nginx: Sendable {
     let work: URL
     private let process: Process
 
-    init(root: URL, work: URL, port: Int? = nil) throws {
+    init(root: URL, work: URL, port: Int? = nil, slowAfterHalf: Bool = false) throws {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         let port = try port ?? Self.freePort()
         let path = work.path
@@ -123,7 +125,7 @@ struct Nginx: Sendable {
                 client_body_temp_path \(path)/body; proxy_temp_path \(path)/proxy; fastcgi_temp_path \(path)/fastcgi;
                 uwsgi_temp_path \(path)/uwsgi; scgi_temp_path \(path)/scgi;
                 default_type application/octet-stream;
-                server { listen 127.0.0.1:\(port); root \(root.path); limit_rate 512k; }
+                server { listen 127.0.0.1:\(port); root \(root.path); \(slowAfterHalf ? "limit_rate_after 600k; limit_rate 4k;" : "") }
             }
             """
         try Data(config.utf8).write(to: work.appendingPathComponent("nginx.conf"))
