@@ -73,7 +73,7 @@ def main():
                 os.makedirs(target)
                 before = len(server.entries())
                 start = time.monotonic()
-                subprocess.run(["curl", "-s", "--parallel", "--parallel-max", str(options.concurrency), "--cacert", ca,
+                subprocess.run(["curl", "-s", "--no-progress-meter", "--parallel", "--parallel-max", str(options.concurrency), "--cacert", ca,
                                 "--create-dirs", "-K", config], check=True)
                 theirs.append(time.monotonic() - start)
                 connections["curl"] = len({entry[3] for entry in server.entries()[before:]})

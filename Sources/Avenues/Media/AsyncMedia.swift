@@ -30,8 +30,8 @@ import FoundationNetworking
 ///   `api-key`, `token`, `secret`, `password` or `session`) are sent only to the first URL's origin
 ///   (scheme, host and port), as curl and browsers do.
 /// - **Resume.** A download cut short (the server dropped the connection, the process was killed)
-///   whose response had a validator (a strong `ETag` or `Last-Modified`) and no content coding is
-///   kept as a partial file; the next request of the URL asks only for the rest (`Range` +
+///   whose response had a validator (a strong `ETag` or `Last-Modified`), no content coding and a
+///   length of 64 KiB or more (or none) is kept as a partial file; the next request of the URL asks only for the rest (`Range` +
 ///   `If-Range`), and starts over if the file changed. At most 16 partial files are kept, for a day.
 /// - **Cached, revalidated.** With no `timeToLive` (the default) files are assumed immutable: a
 ///   cached file is returned without asking the server. With one, a file older than that is
@@ -437,7 +437,12 @@ public final class AsyncMedia: SchedulingProcessor {
         let transfer = Transfer(
             request: request, file: Transfer.FileTarget(path: partial.path, descriptor: descriptor, existing: resumingFrom ?? 0),
             limits: context.limits, writeBytes: context.writeBytes,
-            bodyStarts: { plan in partial.saveValidator(partial.resumable ? plan.resumeValidator : nil, for: url) },
+            bodyStarts: { plan in
+                // A body smaller than this is fetched again whole: resuming it would save less than
+                // recording its validator costs (a file created, renamed and deleted per download).
+                let worthResuming = plan.expectedTotal.map { $0 >= MediaFolder.smallestResumable } ?? true
+                partial.saveValidator(partial.resumable && worthResuming ? plan.resumeValidator : nil, for: url)
+            },
             report: { context.progress.report($0, for: url) }
         )
         transfer.attach(context.transport.start(DownloadRequest(url: target, headers: headers, limits: context.limits), into: transfer))

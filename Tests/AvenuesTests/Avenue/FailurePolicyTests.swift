@@ -284,7 +284,9 @@ struct FailurePolicyTests {
                 directory: folder.child("cache"), sizeLimit: nil, countLimit: nil, timeToLive: .seconds(60),
                 now: { wall.value }, elapsed: { 0 }, keyString: { $0 }
             )
-            avenue = Avenue(storage: disk, processor: AutoProcessor(work))
+            // Failed rows wait an hour: the avenue's own retry (after 1 s by default) would start a
+            // second revalidation while a slow test still looks at the first one's outcome.
+            avenue = Avenue(storage: disk, processor: AutoProcessor(work), retryPolicy: RetryPolicy(base: .seconds(3_600), cap: .seconds(3_600)))
             let (told, errors) = (told, errors)
             avenue.onStateChange = { told.append($0) }
             avenue.onError = { _, row in errors.append(row) }
