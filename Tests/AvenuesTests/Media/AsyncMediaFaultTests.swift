@@ -20,6 +20,18 @@ enum MediaTransport: String, CaseIterable, CustomTestStringConvertible {
     case curl, urlSession
     var testDescription: String { rawValue }
 
+    /// The transports these tests drive here. On Linux, libcurl only: swift-corelibs-foundation's
+    /// URLSession crashed a ThreadSanitizer run in its task registry ("Trying to access a behaviour
+    /// for a task that in not in the registry") when a task was cancelled as it completed — one
+    /// more reason it is not Linux's default; on Apple platforms, both.
+    static var tested: [MediaTransport] {
+        #if canImport(FoundationNetworking)
+        [.curl]
+        #else
+        allCases
+        #endif
+    }
+
     var transport: any DownloadTransport {
         switch self {
         case .curl: CurlTransport.shared ?? URLSessionTransport()
@@ -73,7 +85,7 @@ final class AsyncMediaFaultTests: Sendable {
 
     // MARK: A full disk (item 1)
 
-    @Test(arguments: MediaTransport.allCases)
+    @Test(arguments: MediaTransport.tested)
     func aDiskThatFillsDuringAFastDownloadFailsItCleanlyAndNetworkingGoesOn(transport: MediaTransport) async throws {
         // The folder "holds" 1 MiB: the write that would pass it fails with ENOSPC, as on a full tmpfs.
         let written = Atomic<Int>(0)
@@ -122,7 +134,7 @@ final class AsyncMediaFaultTests: Sendable {
             try? unmount.run()
             unmount.waitUntilExit()
         }
-        for transport in MediaTransport.allCases {
+        for transport in MediaTransport.tested {
             let directory = mountPoint.appendingPathComponent(transport.rawValue)
             let media = media(transport, directory: directory)
             for size in [3_000_000, 20_000_000] {
@@ -142,7 +154,7 @@ final class AsyncMediaFaultTests: Sendable {
 
     // MARK: Encoded bodies, partial and empty answers (items 3 and 5)
 
-    @Test(arguments: MediaTransport.allCases)
+    @Test(arguments: MediaTransport.tested)
     func aGzippedBodyWithContentLengthIsDecodedAndCached(transport: MediaTransport) async throws {
         // The server gzips whatever it is asked; before the fix its Content-Length (of the encoded
         // body) was compared with the decoded size: incompleteBody on every try.
@@ -158,7 +170,7 @@ final class AsyncMediaFaultTests: Sendable {
         #expect(asked?["range"] == "")
     }
 
-    @Test(arguments: MediaTransport.allCases, [204, 206])
+    @Test(arguments: MediaTransport.tested, [204, 206])
     func partialAndEmptyAnswersAreNeverCached(transport: MediaTransport, status: Int) async throws {
         let media = media(transport)
         let url = server.url("/status/\(status)")
@@ -167,7 +179,7 @@ final class AsyncMediaFaultTests: Sendable {
         #expect(files().media.isEmpty && files().temporary.isEmpty)
     }
 
-    @Test(arguments: MediaTransport.allCases)
+    @Test(arguments: MediaTransport.tested)
     func chunkedCloseDelimitedAndRedirectedBodiesArriveWhole(transport: MediaTransport) async throws {
         let media = media(transport)
         for path in ["/chunked/123457", "/close/54321", "/redirect/bytes/7777"] {
@@ -179,7 +191,7 @@ final class AsyncMediaFaultTests: Sendable {
 
     // MARK: Bodies that do not end (item 5)
 
-    @Test(arguments: MediaTransport.allCases)
+    @Test(arguments: MediaTransport.tested)
     func aBodyThatNeverEndsIsStoppedByTheTotalTimeout(transport: MediaTransport) async throws {
         let media = media(transport, limits: DownloadLimits(idleTimeout: .seconds(5), totalTimeout: .milliseconds(800)))
         let url = server.url("/endless?pause_ms=10")
@@ -191,7 +203,7 @@ final class AsyncMediaFaultTests: Sendable {
         await eventually("the server saw the connection closed") { (try? await self.server.counts().closed["/endless"]) == 1 }
     }
 
-    @Test(arguments: MediaTransport.allCases)
+    @Test(arguments: MediaTransport.tested)
     func aServerThatStopsSendingIsStoppedByTheIdleTimeout(transport: MediaTransport) async throws {
         let media = media(transport, limits: DownloadLimits(idleTimeout: .milliseconds(700)))
         await #expect {
@@ -329,7 +341,7 @@ final class AsyncMediaFaultTests: Sendable {
         #expect(p90(during) <= p90(idle) + .milliseconds(100), "other traffic p90 \(p90(during)) vs idle \(p90(idle))")
     }
 
-    @Test(arguments: MediaTransport.allCases)
+    @Test(arguments: MediaTransport.tested)
     func aBusyServerIsNotAskedAgainBeforeItsRetryAfter(transport: MediaTransport) async throws {
         let media = media(transport)
         let url = server.url("/busy/30")

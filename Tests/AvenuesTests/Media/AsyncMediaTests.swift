@@ -63,9 +63,37 @@ final class MediaServer: Sendable {
         URL(string: "http://127.0.0.1:\(port)\(path)") ?? URL(fileURLWithPath: "/")
     }
 
+    /// The body of a GET of `url`, through libcurl. Not URLSession: on Linux its async methods
+    /// cancel a task synchronously inside Swift's cancellation handler (a deadlock when a test's
+    /// time limit cancels a poll) and its task registry crashed a ThreadSanitizer run ("Trying to
+    /// access a behaviour for a task that in not in the registry").
+    static func get(_ url: URL) async throws -> (Data, Int) {
+        final class Collector: DownloadSink, @unchecked Sendable {  // the transport calls it from one thread at a time
+            var data = Data()
+            var status = 0
+            let done: CheckedContinuation<(Data, Int), any Error>
+            init(_ done: CheckedContinuation<(Data, Int), any Error>) { self.done = done }
+            func head(status: Int, fields: [HTTPField]) -> Bool {
+                self.status = status
+                return true
+            }
+            func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
+                data.append(contentsOf: bytes)
+                return true
+            }
+            func end(_ error: (any Error)?) {
+                if let error { done.resume(throwing: error) } else { done.resume(returning: (data, status)) }
+            }
+        }
+        guard let transport = CurlTransport.shared else { throw URLError(.unsupportedURL) }
+        return try await withCheckedThrowingContinuation { done in
+            _ = transport.start(DownloadRequest(url: url, headers: [], limits: .default), into: Collector(done))
+        }
+    }
+
     /// Requests per path, and connections the client closed mid-body, as the server saw them.
     func counts() async throws -> (requests: [String: Int], closed: [String: Int]) {
-        let (data, _) = try await URLSession.shared.data(from: url("/counts"))
+        let (data, _) = try await Self.get(url("/counts"))
         struct Counts: Decodable { var requests: [String: Int]; var closed: [String: Int] }
         let counts = try JSONDecoder().decode(Counts.self, from: data)
         return (counts.requests, counts.closed)
@@ -73,28 +101,28 @@ final class MediaServer: Sendable {
 
     /// Every request's path and query, in the order the server received them.
     func order() async throws -> [String] {
-        let (data, _) = try await URLSession.shared.data(from: url("/counts"))
+        let (data, _) = try await Self.get(url("/counts"))
         struct Counts: Decodable { var order: [String] }
         return try JSONDecoder().decode(Counts.self, from: data).order
     }
 
     /// The Accept-Encoding and Range headers each path was last asked with.
     func headers() async throws -> [String: [String: String]] {
-        let (data, _) = try await URLSession.shared.data(from: url("/counts"))
+        let (data, _) = try await Self.get(url("/counts"))
         struct Counts: Decodable { var headers: [String: [String: String]] }
         return try JSONDecoder().decode(Counts.self, from: data).headers
     }
 
     /// The bytes of body the server sent per path (the paths that count them).
     func sent() async throws -> [String: Int] {
-        let (data, _) = try await URLSession.shared.data(from: url("/counts"))
+        let (data, _) = try await Self.get(url("/counts"))
         struct Counts: Decodable { var sent: [String: Int] }
         return try JSONDecoder().decode(Counts.self, from: data).sent
     }
 
     /// Asks the server to answer `/resumable` with this ETag from now on.
     func setETag(_ value: String) async throws {
-        _ = try await URLSession.shared.data(from: url("/set-etag/\(value)"))
+        _ = try await Self.get(url("/set-etag/\(value)"))
     }
 
     /// The bytes the server sends for `/bytes/<count>` and `/drip/<count>`.

@@ -6,7 +6,8 @@ import FoundationNetworking
 /// Downloads through URLSession: ``AsyncMedia``'s default transport on Apple platforms, where
 /// URLSession paces transfers itself. On Linux it is available, but not the default: there
 /// swift-corelibs-foundation's URLSession stalls every session in the process during a fast
-/// download and cannot be paused (``CurlTransport`` has neither fault).
+/// download, cannot be paused, and its task registry has crashed the process when a task was
+/// cancelled as it completed (``CurlTransport`` has none of these faults).
 ///
 /// URLSession decodes `gzip` bodies itself (``decodesContentCodings``), so AsyncMedia cannot check
 /// such a stream is whole on this transport. Redirects are not followed here (AsyncMedia follows
