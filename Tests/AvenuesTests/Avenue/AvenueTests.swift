@@ -173,7 +173,12 @@ struct AvenueTests {
             avenue.cancel(at: key % 64)
         }
         await eventually("the processor is idle") { processor.tableSizes.isIdle }
-        #expect(told.value == 0)
+        // A released load never shows in its row. A callback another thread had already decided to
+        // make may still arrive (cancel(at:) never waits for other threads' callbacks): under
+        // ThreadSanitizer 51 of 20,000 did, each for a load that had finished, so never more than
+        // the loads that started.
+        #expect((0..<64).allSatisfy { avenue.item(at: $0) == nil && avenue.key(at: $0) == nil })
+        #expect(told.value <= started.value)
         // Work that started was cancelled before it finished, except when it finished before the
         // cancel reached it: a handful at most on a loaded machine, never thousands.
         #expect(finishedUncancelled.value <= started.value)
