@@ -15,7 +15,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "Examples", "Tests", "terminal"))
-from nginxlib import Nginx, make_test_ca  # noqa: E402
+from nginxlib import Nginx, build_media_bench, make_test_ca  # noqa: E402
 
 
 def timed(arguments):
@@ -34,9 +34,7 @@ def main():
             sys.exit(f"download-bench: {tool} is required; install it (apt-get install {tool}) and run again")
     if not os.path.exists("/usr/bin/time"):
         sys.exit("download-bench: GNU time is required (apt-get install time)")
-    subprocess.run(["swift", "build", "--package-path", HERE, "-c", "release", "--product", "media-bench"], check=True, stdout=subprocess.DEVNULL)
-    binary = os.path.join(subprocess.run(["swift", "build", "--package-path", HERE, "-c", "release", "--show-bin-path"],
-                                         capture_output=True, text=True, check=True).stdout.strip(), "media-bench")
+    binary = build_media_bench()
     work = tempfile.mkdtemp(prefix="download-bench-")
     os.chmod(work, 0o755)
     servers = []

@@ -19,7 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "Examples", "Tests", "terminal"))
-from nginxlib import Nginx, make_test_ca  # noqa: E402
+from nginxlib import Nginx, build_media_bench, make_test_ca  # noqa: E402
 
 
 def main():
@@ -31,10 +31,7 @@ def main():
     for tool in ["nginx", "openssl", "curl"]:
         if shutil.which(tool) is None:
             sys.exit(f"keepalive-bench: {tool} is required; install it (apt-get install {tool}) and run again")
-    subprocess.run(["swift", "build", "--package-path", HERE, "-c", "release", "--product", "media-bench"], check=True,
-                   stdout=subprocess.DEVNULL)
-    binary = os.path.join(subprocess.run(["swift", "build", "--package-path", HERE, "-c", "release", "--show-bin-path"],
-                                         capture_output=True, text=True, check=True).stdout.strip(), "media-bench")
+    binary = build_media_bench()
     work = tempfile.mkdtemp(prefix="keepalive-bench-")
     os.chmod(work, 0o755)
     servers = []

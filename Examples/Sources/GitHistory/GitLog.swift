@@ -235,7 +235,7 @@ final class LogSpool: Sendable {
         try process.run()
         self.process = process
         let reader = pipe.fileHandleForReading
-        let messages = PipeReaderOnce(errors.fileHandleForReading)
+        let messages = PipeReader(errors.fileHandleForReading)
         Thread.detachNewThread { [self] in
             var parser = LogParser()
             var written = 0
@@ -343,26 +343,6 @@ final class LogSpool: Sendable {
     /// Stops git, if it still runs.
     func stop() {
         if let process, process.isRunning { process.terminate() }
-    }
-}
-
-/// Reads a pipe to its end on a thread of its own.
-final class PipeReaderOnce: @unchecked Sendable {
-    // Safe: `data` is written once, by the reading thread, before it signals `done`; it is read
-    // only after waiting on `done`, which orders the two.
-    private var data = Data()
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
-            done.signal()
-        }
-    }
-
-    func wait() -> Data {
-        done.wait()
-        return data
     }
 }
 

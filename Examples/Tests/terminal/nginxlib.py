@@ -91,3 +91,14 @@ def make_test_ca(folder):
     subprocess.run(["openssl", "x509", "-req", "-in", request, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", certificate,
                     "-days", "2", "-extfile", extensions], **quiet)
     return ca, certificate, key
+
+
+def build_media_bench():
+    """Builds the Benchmarks package's `media-bench` in release (for the download benchmarks, which
+    run it beside curl against this nginx) and returns its path."""
+    package = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "Benchmarks")
+    subprocess.run(["swift", "build", "--package-path", package, "-c", "release", "--product", "media-bench"], check=True,
+                   stdout=subprocess.DEVNULL)
+    path = subprocess.run(["swift", "build", "--package-path", package, "-c", "release", "--show-bin-path"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    return os.path.join(path, "media-bench")
