@@ -27,7 +27,19 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     private let stored = LateBound<(Key, Value), Void>()
     /// The most rows held beyond the protected pages.
     let limit: Int
-    private let protection = Locked<(pages: Set<Int>, center: Int)>(([], 0))
+    private let protection = Locked(Protection())
+
+    /// What the window protects: its pages, and while a new window is being applied, the ranges
+    /// its pages will come from (a page of it may arrive before the window knows its keys).
+    struct Protection: Sendable {
+        var pages: Set<Int> = []
+        var arriving: [Range<Int>] = []
+        var center = 0
+
+        func contains(_ number: Int) -> Bool {
+            pages.contains(number) || arriving.contains { $0.contains(number) }
+        }
+    }
 
     init(cache: (any Storage<Int, Page<Cursor, Item>>)?, limit: Int) {
         self.cache = cache
@@ -59,11 +71,11 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     /// Holds `value` unless a newer generation of the page is held (a late load of an old one), then
     /// applies the bound.
     @usableFromInline func set(_ value: Value, for key: Key) {
-        let (pages, center) = protection.withLock { $0 }
+        let protection = protection.withLock { $0 }
         let (kept, dropped) = resident.withLock { resident -> (Bool, [Resident]) in
             if let held = resident[key.number], held.generation > key.generation { return (false, []) }
             let replaced = resident.updateValue(Resident(generation: key.generation, page: value), forKey: key.number)
-            var dropped = Self.trim(&resident, limit: limit, protected: pages, center: center)
+            var dropped = Self.trim(&resident, limit: limit, protected: protection)
             if let replaced { dropped.append(replaced) }
             return (true, dropped)
         }
@@ -96,20 +108,29 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
         resident.withLock { resident in (resident.count, resident.values.reduce(0) { $0 + $1.page.items.count }) }
     }
 
+    /// A new window's pages will come from `ranges`: until the next ``protect(_:center:)``, no page
+    /// in them is dropped (they are protected before their loads start, so one that arrives at once
+    /// is kept), beside what the current window protects.
+    func protect(arriving ranges: [Range<Int>]) {
+        protection.withLock { $0.arriving = ranges }
+    }
+
     /// The window now protects `pages` (never dropped) and centres on page `center`; applies the
     /// bound at once.
     func protect(_ pages: Set<Int>, center: Int) {
-        protection.withLock { $0 = (pages, center) }
-        let dropped = resident.withLock { Self.trim(&$0, limit: limit, protected: pages, center: center) }
+        let protection = Protection(pages: pages, center: center)
+        self.protection.withLock { $0 = protection }
+        let dropped = resident.withLock { Self.trim(&$0, limit: limit, protected: protection) }
         _ = dropped  // released after the lock
     }
 
-    /// Drops the pages farthest from `center` until at most `limit` rows are held, never one in
-    /// `protected`; returns them, to be released after the lock.
-    private static func trim(_ resident: inout [Int: Resident], limit: Int, protected: Set<Int>, center: Int) -> [Resident] {
+    /// Drops the pages farthest from the protection's centre until at most `limit` rows are held,
+    /// never one it protects; returns them, to be released after the lock.
+    private static func trim(_ resident: inout [Int: Resident], limit: Int, protected: Protection) -> [Resident] {
         var rows = resident.values.reduce(0) { Saturating.add($0, $1.page.items.count) }
         guard rows > limit else { return [] }
         var dropped: [Resident] = []
+        let center = protected.center
         let candidates = resident.keys.filter { !protected.contains($0) }.sorted { ($0 - center).magnitude > ($1 - center).magnitude }
         for number in candidates {
             guard rows > limit, let page = resident.removeValue(forKey: number) else { break }

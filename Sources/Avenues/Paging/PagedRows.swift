@@ -208,7 +208,17 @@ public final class PagedRows<Source: PageSource>: Sendable {
     private func applyWindow() {
         windows.submit({ $0 = () }) { _ in
             let plan = machine.withLock { $0.plan() }
-            if let prefetch = plan.prefetch { prefetcher.show(prefetch) } else { prefetcher.stop() }
+            if let prefetch = plan.prefetch {
+                // Protected before their loads start: a page that arrives before the window is
+                // protected below must not be dropped as far from the old one (its row would stay
+                // loaded in the page avenue with nothing in the store, for ever).
+                let around = max(prefetcher.ahead, prefetcher.behind)
+                let reach = max(0, Saturating.add(prefetch.lowerBound, -around)) ..< Saturating.add(prefetch.upperBound, around)
+                _store.protect(arriving: [reach, plan.visiblePages])
+                prefetcher.show(prefetch)
+            } else {
+                prefetcher.stop()
+            }
             _store.protect(Set(prefetcher.window.keys).union(plan.visiblePages), center: plan.center)
             refreshDetails()
         }

@@ -47,6 +47,65 @@ struct PagedRowsHostileTests {
         }
     }
 
+    /// Seen under ThreadSanitizer (2026-11-23): rows after a jump never loaded. A page of the new
+    /// window that arrived before the window was protected was dropped at once, as the page farthest
+    /// from the old window, and the page avenue held it as loaded, so nothing loaded it again. Here
+    /// that order is held: the first new page is stored (on a loads' thread) while the window is
+    /// still being applied — its second page is being looked up in a slow page cache — and its load
+    /// ends after the window's other pages arrived (so none of them looks at it again).
+    @Test func aPageOfTheNewWindowThatArrivesBeforeTheWindowIsProtectedIsKept() async {
+        let executor = ThreadExecutor(threads: 2)
+        defer { executor.finish() }
+        let firstStored = DispatchSemaphore(value: 0), othersStored = DispatchSemaphore(value: 0)
+        let armed = Shared(false), lookups = Shared(0), held = Shared<Int?>(nil)
+        let cache = SlowCache(
+            lookingUp: { _ in
+                // The window's second page is looked up after its first page's load started.
+                if armed.value, lookups.withLock({ $0 += 1; return $0 }) == 2 { firstStored.wait() }
+            },
+            storing: { number in
+                guard number >= 50, held.withLock({ held in defer { held = held ?? number }; return held == nil }) else { return }
+                firstStored.signal()
+                othersStored.wait()
+            }
+        )
+        let configuration = PagingConfiguration(pageSize: 100, prefetchDistance: 0, maxResident: 300)
+        let rows = PagedRows(
+            source: ScriptedSource(count: 1_000_000), configuration: configuration, pageCache: cache, maxConcurrentLoads: 2,
+            retryPolicy: .default, executor: executor, retrySleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
+        )
+        rows.show(1_050 ..< 1_250)  // three pages: the bound is full
+        await settle(rows)
+        #expect(rows.resident.rows == 300)
+        armed.withLock { $0 = true }
+        rows.show(5_050 ..< 5_250)
+        await eventually("the window's other pages arrived") {
+            guard let first = held.value else { return false }
+            return (50...52).allSatisfy { $0 == first || rows.item(at: $0 * 100) != nil }
+        }
+        othersStored.signal()
+        await settle(rows)
+        for row in [5_050, 5_150, 5_249] { #expect(rows.item(at: row) == row, "row \(row): \(rows.state(at: row)), resident \(rows.resident)") }
+        #expect(rows.resident.rows <= 300)
+    }
+
+    /// A page cache that keeps nothing and is slow (a cold disk): `lookingUp` and `storing` run first.
+    final class SlowCache: Storage {
+        let lookingUp: @Sendable (Int) -> Void
+        let storing: @Sendable (Int) -> Void
+        init(lookingUp: @escaping @Sendable (Int) -> Void, storing: @escaping @Sendable (Int) -> Void) {
+            self.lookingUp = lookingUp
+            self.storing = storing
+        }
+        func value(for key: Int) -> Page<Int, Int>? {
+            lookingUp(key)
+            return nil
+        }
+        func set(_ value: Page<Int, Int>, for key: Int) { storing(key) }
+        func removeValue(for key: Int) {}
+        func removeAll() {}
+    }
+
     /// Seen 2026-11-23: after a far jump, rows two pages past the loaded ones were walked to from the
     /// start of the list (4,108 pages asked, 40,960 rows resident against 200) and never loaded.
     @Test func aNearJumpAfterAFarJumpLoadsFromTheNearestPageNotFromTheStart() async {
