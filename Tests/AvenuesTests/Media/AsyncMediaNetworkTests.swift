@@ -38,6 +38,28 @@ final class AsyncMediaNetworkTests: Sendable {
         )
     }
 
+    /// Seen 2026-11-23: with CURLOPT_PIPEWAIT, a request to a host whose one connection carried a
+    /// long body waited for that body to end (the test server's own control requests waited out a
+    /// 24 s download; behind a body that never ends, for ever). Other traffic never waits behind a
+    /// download.
+    @Test func aRequestToAHostBusyWithALongDownloadDoesNotWaitForIt() async throws {
+        let media = media()
+        let endless = server.url("/endless?pause_ms=20")
+        let download = Task { try await media.file(for: endless) }
+        defer { download.cancel() }
+        await eventually("the long download is under way") { (try? await self.server.order().contains("/endless?pause_ms=20")) == true }
+        let answered = Shared(false)
+        let small = Task {
+            let file = try await media.file(for: self.server.url("/bytes/1000?beside=endless"))
+            answered.withLock { $0 = true }
+            return file
+        }
+        await eventually("a small file from the same host arrives while the long one runs") { answered.value }
+        small.cancel()
+        download.cancel()
+        await eventually("the long download stopped") { (try? await self.server.counts().closed["/endless"]) == 1 }
+    }
+
     func leftovers(in directory: URL? = nil) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: (directory ?? folder.child("media")).path)) ?? []
         return names.filter { CacheFolder.isTemporaryName($0) || MediaFolder.isPartialName($0) }

@@ -232,7 +232,9 @@ private final class CurlTransfer: @unchecked Sendable {
         _ = avenues_curl_easy_setopt_long(easy, CurlOption.transferEncoding, 0)
         _ = avenues_curl_easy_setopt_long(easy, CurlOption.suppressConnectHeaders, 1)
         _ = avenues_curl_easy_setopt_long(easy, CurlOption.tcpKeepAlive, 1)
-        _ = avenues_curl_easy_setopt_long(easy, CurlOption.pipeWait, 1)
+        // No CURLOPT_PIPEWAIT: with it, a request to a host whose one connection was busy with a long
+        // body waited for that body to end (OneSchedulerTests' control requests waited out a 24 s
+        // download); other traffic must never wait behind a download.
         _ = avenues_curl_easy_setopt_long(easy, CurlOption.bufferSize, 256 * 1024)
         _ = avenues_curl_easy_setopt_long(easy, CurlOption.connectTimeoutMilliseconds, Int(clamping: min(Saturating.milliseconds(request.limits.idleTimeout), Int64(Int32.max))))
         setString(CurlOption.userAgent, "Avenues-AsyncMedia")
@@ -359,7 +361,6 @@ private enum CurlOption {
     static let bufferSize: Int32 = 98
     static let httpContentDecoding: Int32 = 158
     static let httpTransferDecoding: Int32 = 157
-    static let pipeWait: Int32 = 237
     static let tcpKeepAlive: Int32 = 213
     static let suppressConnectHeaders: Int32 = 265
     static let maxConnects: Int32 = 6  // CURLMOPT_MAXCONNECTS
