@@ -336,12 +336,13 @@ public final class AsyncMedia: SchedulingProcessor {
     /// redirects, into a partial file moved into place when whole.
     private static func download(_ url: URL, _ context: Context) async throws -> URL {
         let folder = context.folder
-        let cached = folder.cachedFile(for: url)
+        let name = MediaFolder.fileName(for: url)
+        let cached = folder.cachedFile(named: name)
         if let cached, context.validators.isFresh(url, timeToLive: context.timeToLive) { return cached }  // finished while queued
         let generation = folder.generation
         let partial: MediaFolder.Partial
         do {
-            partial = try folder.openPartial(for: url)
+            partial = try folder.openPartial(for: url, named: name)
         } catch {
             throw AsyncMediaError.cannotStore(url, reason: error)
         }
@@ -359,9 +360,12 @@ public final class AsyncMedia: SchedulingProcessor {
             switch outcome {
             case .success(.file(let size)):
                 do {
-                    let local = try folder.commit(partial.path, for: url, size: size, since: generation)
+                    let local = try folder.commit(partial.path, for: url, named: name, size: size, since: generation)
                     partial.forgetValidator()
-                    context.validators.record(plan, for: url)
+                    // Validators serve revalidation only, which needs a time-to-live; without one,
+                    // recording them cost a second cache entry (a file written, renamed and counted)
+                    // per download.
+                    if context.timeToLive != nil { context.validators.record(plan, for: url) }
                     context.progress.finish(url, with: DownloadProgress(received: size, expected: size, isComplete: true))
                     return local
                 } catch {

@@ -60,7 +60,12 @@ final class MediaFolder: Sendable {
 
     /// The cached file for `url`, if any (it becomes the most recently used).
     func cachedFile(for url: URL) -> URL? {
-        let name = Self.fileName(for: url)
+        cachedFile(named: Self.fileName(for: url))
+    }
+
+    /// The cached file named `name` (``fileName(for:)``, computed once per download: hashing the
+    /// URL and parsing its extension cost more than the `lstat`), if any.
+    func cachedFile(named name: String) -> URL? {
         guard let info = try? FileSystem.linkStatus(folder.filePath(name)), info.isRegularFile else { return nil }
         folder.touch(name)
         return URL(fileURLWithPath: folder.filePath(name))
@@ -78,8 +83,7 @@ final class MediaFolder: Sendable {
     /// Moves a complete download into place (one `rename(2)`) and sweeps down to 80 % of the size
     /// limit if it is exceeded; a file larger than the whole limit still goes to its caller, and the
     /// next sweep takes it. A download begun before a clear is not committed (`CancellationError`).
-    func commit(_ temporary: String, for url: URL, size: Int64, since generation: UInt64) throws -> URL {
-        let name = Self.fileName(for: url)
+    func commit(_ temporary: String, for url: URL, named name: String, size: Int64, since generation: UInt64) throws -> URL {
         try clears.withLock { (clears: inout UInt64) throws in
             guard clears == generation else { throw CancellationError() }
             do throws(DiskStorageError) {
@@ -124,9 +128,14 @@ final class MediaFolder: Sendable {
         /// `false` for a plain temporary file: never kept for a later run.
         let resumable: Bool
         private let metaPath: String?
+        /// Whether the `.meta` file may exist: only this download writes it (it holds the partial
+        /// file's lock), so a download that found none and wrote none deletes none — two failing
+        /// `unlink(2)` calls fewer per small file.
+        private let metaExists: Locked<Bool>
 
-        init(path: String, descriptor: Int32, validator: String?, resumable: Bool, metaPath: String?) {
+        init(path: String, descriptor: Int32, validator: String?, resumable: Bool, metaPath: String?, metaExists: Bool) {
             (self.path, self.descriptor, self.validator, self.resumable, self.metaPath) = (path, descriptor, validator, resumable, metaPath)
+            self.metaExists = Locked(metaPath != nil && metaExists)
         }
 
         /// The bytes the file holds now.
@@ -136,7 +145,7 @@ final class MediaFolder: Sendable {
         func saveValidator(_ validator: String?, for url: URL) {
             guard let metaPath else { return }
             guard let validator, !validator.contains("\n") else {
-                try? FileSystem.remove(metaPath)
+                removeMeta()
                 return
             }
             let text = "avenues-partial 1\n\(url.absoluteString)\n\(validator)\n"
@@ -145,18 +154,28 @@ final class MediaFolder: Sendable {
             defer { FileSystem.close(descriptor) }
             _ = try? FileSystem.truncate(descriptor, path: temporary)
             let written = Array(text.utf8).withUnsafeBytes { (try? FileSystem.writeAll(descriptor, [$0], path: temporary)) != nil }
-            if written { try? FileSystem.rename(temporary, to: metaPath) } else { try? FileSystem.remove(temporary) }
+            if written {
+                metaExists.withLock { $0 = true }  // before the rename: a failed one leaves nothing to delete
+                try? FileSystem.rename(temporary, to: metaPath)
+            } else {
+                try? FileSystem.remove(temporary)
+            }
         }
 
         /// Deletes the file and what was recorded for it.
         func discard() {
             try? FileSystem.remove(path)
-            if let metaPath { try? FileSystem.remove(metaPath) }
+            removeMeta()
         }
 
         /// Forgets what was recorded for it (after it was moved into place).
         func forgetValidator() {
-            if let metaPath { try? FileSystem.remove(metaPath) }
+            removeMeta()
+        }
+
+        private func removeMeta() {
+            guard let metaPath, metaExists.withLock({ exists in defer { exists = false }; return exists }) else { return }
+            try? FileSystem.remove(metaPath)
         }
 
         func close() {
@@ -180,10 +199,9 @@ final class MediaFolder: Sendable {
         return isMediaName(String(rest))
     }
 
-    /// The partial file for `url`, locked for this download, with what it holds; a plain temporary
+    /// The partial file for `url` (named after `name`, its ``fileName(for:)``), locked for this download, with what it holds; a plain temporary
     /// file if another download holds it.
-    func openPartial(for url: URL) throws(DiskStorageError) -> Partial {
-        let name = Self.fileName(for: url)
+    func openPartial(for url: URL, named name: String) throws(DiskStorageError) -> Partial {
         try folder.secure()
         let path = folder.filePath(Self.partialPrefix + name)
         let metaPath = path + ".meta"
@@ -195,21 +213,31 @@ final class MediaFolder: Sendable {
             if let descriptor { FileSystem.close(descriptor) }
             // Held by another download (or the folder vanished): a file of this download's own.
             let (temporary, writable) = try folder.makeTemporaryFile(for: name)
-            return Partial(path: temporary, descriptor: writable, validator: nil, resumable: false, metaPath: nil)
+            return Partial(path: temporary, descriptor: writable, validator: nil, resumable: false, metaPath: nil, metaExists: false)
         }
-        let validator = Self.readValidator(metaPath, for: url)
+        let (metaExists, validator) = Self.readValidator(metaPath, for: url)
         if info.size > 0, validator == nil { _ = try? FileSystem.truncate(descriptor, path: path) }
-        return Partial(path: path, descriptor: descriptor, validator: info.size > 0 ? validator : nil, resumable: true, metaPath: metaPath)
+        return Partial(
+            path: path, descriptor: descriptor, validator: info.size > 0 ? validator : nil, resumable: true, metaPath: metaPath,
+            metaExists: metaExists
+        )
     }
 
-    private static func readValidator(_ metaPath: String, for url: URL) -> String? {
-        guard let descriptor = try? FileSystem.openForReading(metaPath) else { return nil }
+    /// Whether the `.meta` file may exist (it opened, or failed for a reason other than its
+    /// absence), and the validator it records for `url`.
+    private static func readValidator(_ metaPath: String, for url: URL) -> (exists: Bool, validator: String?) {
+        let descriptor: Int32
+        do throws(FileSystem.Failure) {
+            descriptor = try FileSystem.openForReading(metaPath)
+        } catch {
+            return (!error.isNoSuchFile, nil)
+        }
         defer { FileSystem.close(descriptor) }
         var bytes = [UInt8](repeating: 0, count: 4_096)
         let count = bytes.withUnsafeMutableBytes { (try? FileSystem.read(descriptor, into: $0, at: 0, path: metaPath)) ?? 0 }
         let lines = String(decoding: bytes[0..<count], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count >= 3, lines[0] == "avenues-partial 1", lines[1] == url.absoluteString, !lines[2].isEmpty else { return nil }
-        return String(lines[2])
+        guard lines.count >= 3, lines[0] == "avenues-partial 1", lines[1] == url.absoluteString, !lines[2].isEmpty else { return (true, nil) }
+        return (true, String(lines[2]))
     }
 
     /// Deletes partial downloads older than a day, beyond the newest ``partialsKept``, or beyond the

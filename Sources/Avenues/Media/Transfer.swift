@@ -205,8 +205,8 @@ final class Transfer: DownloadSink {
     /// Waits for the end of the transfer, enforcing the time limits.
     /// Cancelling the calling task fails the transfer with `CancellationError` and stops it.
     func wait() async throws -> TransferStateMachine.Outcome {
-        let watchdog = Task { [self] in await watch() }
-        defer { watchdog.cancel() }
+        TransferWatch.shared.watch(self)
+        defer { TransferWatch.shared.unwatch(self) }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let decided = state.withLock { state -> Result<TransferStateMachine.Outcome, any Error>? in
@@ -226,25 +226,22 @@ final class Transfer: DownloadSink {
         }
     }
 
-    /// Fails the transfer when no byte arrived for `idleTimeout` or it ran past `totalTimeout`.
-    private func watch() async {
-        let clock = ContinuousClock()
-        while !Task.isCancelled {
-            let (lastActivity, done) = state.withLock { ($0.lastActivity, $0.machine.decided != nil) }
-            if done { return }
-            let now = clock.now
-            if let total = limits.totalTimeout, now - started >= total {
-                fail(AsyncMediaError.tookTooLong(url, limit: total))
-                return
-            }
-            if now - lastActivity >= limits.idleTimeout {
-                fail(URLError(.timedOut, userInfo: [NSURLErrorFailingURLErrorKey: url]))
-                return
-            }
-            var wake = lastActivity + limits.idleTimeout
-            if let total = limits.totalTimeout { wake = min(wake, started + total) }
-            try? await Saturating.sleep(until: wake, on: clock)
+    /// Fails the transfer if no byte arrived for `idleTimeout` or it ran past `totalTimeout` by
+    /// `now`; returns when to look again, or `nil` once it is decided (``TransferWatch`` asks).
+    func checkLimits(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        let (lastActivity, done) = state.withLock { ($0.lastActivity, $0.machine.decided != nil) }
+        if done { return nil }
+        if let total = limits.totalTimeout, now - started >= total {
+            fail(AsyncMediaError.tookTooLong(url, limit: total))
+            return nil
         }
+        if now - lastActivity >= limits.idleTimeout {
+            fail(URLError(.timedOut, userInfo: [NSURLErrorFailingURLErrorKey: url]))
+            return nil
+        }
+        var wake = lastActivity + limits.idleTimeout
+        if let total = limits.totalTimeout { wake = min(wake, started + total) }
+        return wake
     }
 }
 

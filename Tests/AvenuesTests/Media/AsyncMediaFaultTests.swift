@@ -215,6 +215,27 @@ final class AsyncMediaFaultTests: Sendable {
         await eventually("the temporary file is gone") { self.files().temporary.isEmpty }
     }
 
+    /// One timer watches every transfer's limits: a transfer with a sooner deadline that starts
+    /// while one with a later deadline is watched must still be stopped at its own.
+    @Test func aSoonerLimitStartedAfterALaterOneIsStoppedOnTime() async throws {
+        let slow = media(limits: DownloadLimits(idleTimeout: .seconds(100), totalTimeout: .seconds(120)))
+        let quick = media(limits: DownloadLimits(idleTimeout: .seconds(5), totalTimeout: .milliseconds(500)))
+        let long = Task { try await slow.file(for: server.url("/endless?pause_ms=10&n=long")) }
+        defer { long.cancel() }
+        await eventually("the long download runs") { slow.activity.running == 1 }
+        // ...and is watched: its deadline is the one a broken watch would wait for.
+        await eventually("the long download is watched") { TransferWatch.shared.count >= 1 }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let url = server.url("/endless?pause_ms=10&n=short")
+        await #expect(throws: AsyncMediaError.tookTooLong(try AsyncMedia.canonical(url), limit: .milliseconds(500))) {
+            try await quick.file(for: url)
+        }
+        // Checked only when the long one's deadline came (100 s idle), it would take 100 s; the bound is loose
+        // enough for any loaded machine and still tells the two apart.
+        #expect(clock.now - started < .seconds(60))
+    }
+
     @Test func aBodyLargerThanTheMaximumSizeIsStoppedEarly() async throws {
         let media = media(limits: DownloadLimits(maximumSize: 10_000))
         let url = server.url("/bytes/5000000")

@@ -83,6 +83,25 @@ struct HTTPParsingTests {
         #expect(throws: ResponseHead.Failure.self) { try head(text) }
     }
 
+    @Test func headerNamesAreTokensAsRFC9110DefinesThem() {
+        let punctuation = Set("!#$%&'*+-.^_`|~".utf8)
+        for byte in UInt8.min ... UInt8.max {
+            let scalar = Unicode.Scalar(byte)
+            let expected = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || punctuation.contains(byte))
+            #expect(HeaderBlockParser.isTokenByte(byte) == expected, "byte \(byte)")
+        }
+    }
+
+    @Test func fieldNamesMatchInAnyASCIICaseOnly() {
+        #expect(ResponseHead.isNamed("Content-Length", "content-length"))
+        #expect(ResponseHead.isNamed("CONTENT-LENGTH", "content-length"))
+        #expect(!ResponseHead.isNamed("Content-Lengt", "content-length"))
+        #expect(!ResponseHead.isNamed("Content-Length2", "content-length"))
+        #expect(!ResponseHead.isNamed("Content_Length", "content-length"))
+        #expect(!ResponseHead.isNamed("ETAG\u{0130}", "etagi"))  // no Unicode case folding
+        #expect(!ResponseHead.isNamed("Content\u{0}Length", "content-length"))
+    }
+
     @Test func headersLargerThan64KiBAreRefused() {
         let huge = "HTTP/1.1 200 OK\r\nX: " + String(repeating: "a", count: 70_000) + "\r\n\r\n"
         #expect(throws: ResponseHead.Failure.self) { try head(huge) }
