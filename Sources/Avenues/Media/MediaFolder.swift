@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The folder of downloaded files: their names, and the moves of finished downloads into place,
 /// through the ``CacheFolder`` that ``DiskStorage`` also uses (so limits hold across processes and a
@@ -10,9 +11,13 @@ final class MediaFolder: Sendable {
     let directory: URL
     let sizeLimit: Int?
     private let folder: CacheFolder
-    /// Counts ``removeAll()`` calls; commits and checks are ordered with them, so a file is never
-    /// handed out after a clear that started before it was handed out.
-    private let clears = Locked<UInt64>(0)
+    /// Held by ``removeAll()`` and by each commit: a commit never interleaves with a clear.
+    private let clearing = Locked(())
+    /// Counts ``removeAll()`` calls; changed only under `clearing`, at the start of a clear, so a
+    /// download that read it before a clear began never commits (the commit compares it under
+    /// `clearing`). Read without the lock: a commit holds `clearing` through its file system calls,
+    /// and every download reads the generation when it starts.
+    private let clears = Atomic<UInt64>(0)
     /// The smallest body kept for resuming when cut short (64 KiB).
     static let smallestResumable: Int64 = 64 << 10
     /// When partial files were last pruned (wall-clock nanoseconds); `nil` before the first time.
@@ -34,9 +39,28 @@ final class MediaFolder: Sendable {
     static func fileName(for url: URL) -> String {
         let bytes = Array(url.absoluteString.utf8)
         let hash = StableHash.hex(StableHash.fnv1a64(bytes)) + StableHash.hex(StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4))
-        let ext = url.pathExtension
+        let ext = plainExtension(bytes) ?? url.pathExtension
         let usable = (1...10).contains(ext.count) && ext.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) }
         return usable ? hash + "." + ext : hash
+    }
+
+    /// `URL.pathExtension` read straight from an absolute URL's bytes where that is plain — the last
+    /// path segment is `name.ext` or has no dot, with no percent escape and no trailing slash —
+    /// else `nil` (Foundation decides). Foundation parsed the whole URL for it on every download.
+    static func plainExtension(_ bytes: [UInt8]) -> String? {
+        guard let scheme = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[scheme...].starts(with: Array("://".utf8)) else { return nil }
+        let afterAuthority = scheme + 3
+        let end = bytes[afterAuthority...].firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
+        guard let pathStart = bytes[afterAuthority..<end].firstIndex(of: UInt8(ascii: "/")) else { return "" }
+        let path = bytes[pathStart..<end]
+        guard !path.contains(UInt8(ascii: "%")), path.last != UInt8(ascii: "/") else { return nil }
+        let segment = path[((path.lastIndex(of: UInt8(ascii: "/")) ?? pathStart) + 1)...]
+        guard let dot = segment.lastIndex(of: UInt8(ascii: ".")) else { return "" }
+        let ext = segment[(dot + 1)...]
+        guard dot > segment.startIndex, (1...10).contains(ext.count),
+              ext.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
+        else { return nil }
+        return String(decoding: ext, as: UTF8.self)
     }
 
     static func isMediaName(_ name: String) -> Bool {
@@ -78,14 +102,14 @@ final class MediaFolder: Sendable {
     }
 
     /// The number of clears so far.
-    var generation: UInt64 { clears.withLock { $0 } }
+    var generation: UInt64 { clears.load(ordering: .acquiring) }
 
     /// Moves a complete download into place (one `rename(2)`) and sweeps down to 80 % of the size
     /// limit if it is exceeded; a file larger than the whole limit still goes to its caller, and the
     /// next sweep takes it. A download begun before a clear is not committed (`CancellationError`).
     func commit(_ temporary: String, for url: URL, named name: String, size: Int64, since generation: UInt64) throws -> URL {
-        try clears.withLock { (clears: inout UInt64) throws in
-            guard clears == generation else { throw CancellationError() }
+        try clearing.withLock { _ throws in
+            guard clears.load(ordering: .acquiring) == generation else { throw CancellationError() }
             do throws(DiskStorageError) {
                 try folder.commit(temporary, as: name, size: Int(clamping: size))
             } catch {
@@ -97,16 +121,16 @@ final class MediaFolder: Sendable {
 
     /// Whether `file` still exists and no clear started since `generation`.
     func stillHolds(_ file: URL, since generation: UInt64) -> Bool {
-        clears.withLock { clears in
-            clears == generation && ((try? FileSystem.linkStatus(file.path))?.isRegularFile ?? false)
-        }
+        // A clear that starts after the generation is read and deletes the file before the
+        // `lstat` is seen by it; one that deletes it after is like a clear after the return.
+        clears.load(ordering: .acquiring) == generation && ((try? FileSystem.linkStatus(file.path))?.isRegularFile ?? false)
     }
 
     /// Deletes every downloaded file, partial download and abandoned temporary file (nothing else
     /// in the folder).
     func removeAll() {
-        clears.withLock { clears in
-            clears &+= 1
+        clearing.withLock { _ in
+            clears.add(1, ordering: .releasing)  // wrapping
             folder.removeAll()
             for name in (try? FileSystem.contents(of: directory.path)) ?? [] where Self.isPartialName(name) {
                 try? FileSystem.remove(folder.filePath(name))

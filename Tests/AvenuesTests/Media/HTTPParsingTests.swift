@@ -311,3 +311,46 @@ struct HTTPParsingTests {
         #expect((try? AsyncMedia.canonical(URL(string: "HTTP://Example.COM:80/a#f")!))?.absoluteString == "http://example.com/a")
     }
 }
+
+@Suite("Media file names")
+struct MediaFileNameTests {
+    /// The name as it was made before the extension was read from the URL's bytes: it must not
+    /// change, or every cached file would be downloaded again.
+    func reference(_ url: URL) -> String {
+        let bytes = Array(url.absoluteString.utf8)
+        let hash = StableHash.hex(StableHash.fnv1a64(bytes)) + StableHash.hex(StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4))
+        let ext = url.pathExtension
+        let usable = (1...10).contains(ext.count) && ext.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) }
+        return usable ? hash + "." + ext : hash
+    }
+
+    @Test func namesAreWhatFoundationsPathExtensionMade() throws {
+        let segments = [
+            "a", "b.txt", ".hidden", "x.", "..", ".", "%41.txt", "c.TXT", "d.tar.gz", "e.12345678901", "", "f;g.txt", "h.t~t",
+            "i.t%78t", "j.1", "k..png", "l.j-g", "m.txt;v=1", "ü.txt", "n.ü", "o.tx t",
+        ]
+        var random = SplitMix64(seed: 2026)
+        var urls = ["http://h", "http://h/", "https://h:8443/a.txt", "http://h?q=a.txt", "http://h#f.txt", "http://h/a.txt?x=y.z",
+                    "http://h/a.txt#y.z", "http://u:p@h/p.jpg", "http://[::1]:80/v6.txt"]
+        for _ in 0..<3_000 {
+            var url = (random.next() % 2 == 0 ? "http" : "https") + "://example.com"
+            for _ in 0..<(random.next() % 4) { url += "/" + segments[Int(random.next() % UInt64(segments.count))] }
+            if random.next() % 5 == 0 { url += "/" }
+            if random.next() % 4 == 0 { url += "?q=a.b/c.d" }
+            if random.next() % 6 == 0 { url += "#frag.ment" }
+            urls.append(url)
+        }
+        var checked = 0
+        for text in urls {
+            guard let url = URL(string: text) else { continue }
+            #expect(MediaFolder.fileName(for: url) == reference(url), "\(text)")
+            checked += 1
+        }
+        #expect(checked > 2_500)
+        // The bytes answer the common cases themselves (else this would only test Foundation).
+        #expect(MediaFolder.plainExtension(Array("http://h/a/b.txt?x=1".utf8)) == "txt")
+        #expect(MediaFolder.plainExtension(Array("https://h:1/a/b".utf8)) == "")
+        #expect(MediaFolder.plainExtension(Array("http://h".utf8)) == "")
+        #expect(MediaFolder.plainExtension(Array("http://h/a%2E.txt".utf8)) == nil)
+    }
+}
