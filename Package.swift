@@ -7,11 +7,16 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Avenues", targets: ["Avenues"]),
+        // A Storage in one SQLite database: a product of its own, so that depending on Avenues
+        // alone needs no SQLite headers.
+        .library(name: "AvenuesSQLite", targets: ["AvenuesSQLite"]),
     ],
     targets: [
         .target(name: "Avenues", dependencies: ["CAvenuesNetwork"]),
         // libcurl and zlib, loaded at run time: no headers, no link-time dependency.
         .target(name: "CAvenuesNetwork", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .target(name: "AvenuesSQLite", dependencies: ["Avenues", "CSQLite"]),
         .testTarget(
             name: "AvenuesTests",
             dependencies: ["Avenues", "DiskStorageCrashWriter"],
@@ -19,6 +24,9 @@ let package = Package(
         ),
         // A child process for the crash-safety test: it writes entries until the test kills it.
         .executableTarget(name: "DiskStorageCrashWriter", dependencies: ["Avenues"], path: "Tests/DiskStorageCrashWriter"),
+        .testTarget(name: "AvenuesSQLiteTests", dependencies: ["AvenuesSQLite", "SQLiteStorageWorker"]),
+        // A child process for the SQLite tests: several of it share one database; one is killed mid-write.
+        .executableTarget(name: "SQLiteStorageWorker", dependencies: ["AvenuesSQLite"], path: "Tests/SQLiteStorageWorker"),
     ],
     swiftLanguageModes: [.v6]
 )

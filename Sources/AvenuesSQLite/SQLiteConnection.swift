@@ -1,0 +1,290 @@
+import CSQLite
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// SQLite's "copy the bytes now" destructor, which C spells `SQLITE_TRANSIENT`.
+private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// One connection to a storage's database, its prepared statements and the reads whose recency is
+/// not written yet. Not thread-safe: ``SQLiteStorage`` uses it under its lock only.
+final class SQLiteConnection {
+    /// `AVNS`: marks the file as ours, so a database of another program is set aside, not used.
+    static let applicationID: Int32 = 0x4156_4E53
+    static let schemaVersion: Int32 = 1
+
+    let path: String
+    private(set) var handle: OpaquePointer?
+    private var statements: [String: OpaquePointer] = [:]
+    /// Keys read since recency was last written, and when (wall-clock nanoseconds).
+    var uses: [String: Int64] = [:]
+
+    init(path: String) {
+        self.path = path
+    }
+
+    deinit {
+        close()
+    }
+
+    var isOpen: Bool { handle != nil }
+
+    func close() {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        statements = [:]
+        if let handle { sqlite3_close_v2(handle) }
+        handle = nil
+    }
+
+    // MARK: Opening
+
+    /// Opens the database, creating it (0600, in a 0700 folder) or its schema as needed. A file
+    /// that is not a database of ours — corrupt, truncated, another program's, from a newer
+    /// version — is set aside (renamed with `.corrupt`) and a new one created in its place.
+    func open(busyTimeout: Int32, settingAside: Bool = false) throws(SQLiteStorageError) {
+        if settingAside {
+            close()
+            setAside()
+        }
+        if handle != nil { return }
+        do {
+            try openOnce(busyTimeout: busyTimeout)
+        } catch let error where error.isDamage {
+            close()
+            setAside()
+            try openOnce(busyTimeout: busyTimeout)
+        }
+    }
+
+    private func openOnce(busyTimeout: Int32) throws(SQLiteStorageError) {
+        try Self.prepareFolder(of: path)
+        try Self.prepareFile(path)
+        var database: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | Self.noFollow
+        let result = sqlite3_open_v2(path, &database, flags, nil)
+        handle = database
+        guard result == SQLITE_OK else {
+            let error = failure(result)
+            close()
+            throw error
+        }
+        sqlite3_extended_result_codes(database, 1)
+        sqlite3_busy_timeout(database, busyTimeout)
+        // WAL: readers never wait for the writer; NORMAL: a crash loses at most the last
+        // transactions, never the database's consistency.
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=NORMAL")
+        try checkSchema()
+    }
+
+    /// Our schema, or a fresh one in an empty database; `.io` with SQLITE_NOTADB for anything else.
+    private func checkSchema() throws(SQLiteStorageError) {
+        if try integer("PRAGMA application_id") == Int64(Self.applicationID) {
+            guard try integer("PRAGMA user_version") == Int64(Self.schemaVersion) else {
+                throw SQLiteStorageError(.io, path: path, code: SQLITE_NOTADB, detail: "a database of another version")
+            }
+            return
+        }
+        try execute("BEGIN IMMEDIATE")
+        do throws(SQLiteStorageError) {
+            // Checked again inside the write lock: another process may have just created it.
+            if try integer("PRAGMA application_id") == Int64(Self.applicationID) {
+                try execute("COMMIT")
+                return
+            }
+            guard try integer("SELECT count(*) FROM sqlite_master") == 0 else {
+                throw SQLiteStorageError(.io, path: path, code: SQLITE_NOTADB, detail: "a database of another program")
+            }
+            for statement in Self.schema { try execute(statement) }
+            try execute("PRAGMA application_id=\(Self.applicationID)")
+            try execute("PRAGMA user_version=\(Self.schemaVersion)")
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Entries, and their count and size kept by triggers in the same transaction as each change
+    /// (a `count(*)` per write would be linear in the entries).
+    static let schema = [
+        """
+        CREATE TABLE entries(key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, size INTEGER NOT NULL,
+            stored_at REAL NOT NULL, expires_at REAL, used_at INTEGER NOT NULL, checksum INTEGER NOT NULL)
+        """,
+        "CREATE INDEX entries_by_use ON entries(used_at)",
+        "CREATE TABLE totals(id INTEGER PRIMARY KEY CHECK (id = 0), count INTEGER NOT NULL, size INTEGER NOT NULL)",
+        "INSERT INTO totals VALUES (0, 0, 0)",
+        "CREATE TRIGGER entries_added AFTER INSERT ON entries BEGIN UPDATE totals SET count = count + 1, size = size + NEW.size WHERE id = 0; END",
+        "CREATE TRIGGER entries_removed AFTER DELETE ON entries BEGIN UPDATE totals SET count = count - 1, size = size - OLD.size WHERE id = 0; END",
+        "CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries BEGIN UPDATE totals SET size = size - OLD.size + NEW.size WHERE id = 0; END",
+    ]
+
+    /// Renames the file (and its WAL and shared-memory files) out of the way: `…corrupt`.
+    private func setAside() {
+        for suffix in ["", "-wal", "-shm"] {
+            _ = rename(path + suffix, path + ".corrupt" + suffix)
+        }
+    }
+
+    #if canImport(Darwin)
+    private static let noFollow = SQLITE_OPEN_NOFOLLOW
+    #else
+    private static let noFollow: Int32 = 0x0100_0000  // SQLITE_OPEN_NOFOLLOW (3.31+)
+    #endif
+
+    /// Creates the folder (0700) if it is missing; refuses one that is a symbolic link or another
+    /// user's, and tightens one that others can read.
+    static func prepareFolder(of path: String) throws(SQLiteStorageError) {
+        let folder = (path as NSString).deletingLastPathComponent
+        var info = stat()
+        if lstat(folder, &info) != 0 {
+            guard errno == ENOENT else { throw systemFailure(.folderUnavailable, folder, "lstat") }
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
+                )
+            } catch {
+                throw SQLiteStorageError(.folderUnavailable, path: folder, detail: "\(error)")
+            }
+            guard lstat(folder, &info) == 0 else { throw systemFailure(.folderUnavailable, folder, "lstat") }
+        }
+        guard info.st_mode & S_IFMT != S_IFLNK else { throw SQLiteStorageError(.unsafeFile, path: folder, detail: "its folder is a symbolic link") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw SQLiteStorageError(.folderUnavailable, path: folder, detail: "it is not a folder") }
+        guard info.st_uid == geteuid() else { throw SQLiteStorageError(.unsafeFile, path: folder, detail: "its folder belongs to another user") }
+        if info.st_mode & 0o077 != 0, chmod(folder, 0o700) != 0 { throw systemFailure(.permissionDenied, folder, "chmod") }
+    }
+
+    /// Creates the file (0600) if it is missing; refuses a symbolic link, anything but a regular
+    /// file, or another user's file.
+    static func prepareFile(_ path: String) throws(SQLiteStorageError) {
+        let descriptor = systemOpen(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            if errno == ELOOP { throw SQLiteStorageError(.unsafeFile, path: path, detail: "it is a symbolic link") }
+            throw systemFailure(errno == EACCES ? .permissionDenied : .io, path, "open")
+        }
+        defer { _ = systemClose(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw systemFailure(.io, path, "fstat") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw SQLiteStorageError(.unsafeFile, path: path, detail: "it is not a regular file") }
+        guard info.st_uid == geteuid() else { throw SQLiteStorageError(.unsafeFile, path: path, detail: "it belongs to another user") }
+        if info.st_mode & 0o077 != 0 { _ = fchmod(descriptor, 0o600) }
+    }
+
+    private static func systemFailure(_ reason: SQLiteStorageError.Reason, _ path: String, _ call: String) -> SQLiteStorageError {
+        let code = errno
+        let reason: SQLiteStorageError.Reason = code == ENOSPC || code == EDQUOT ? .diskFull : code == EACCES || code == EPERM ? .permissionDenied : reason
+        return SQLiteStorageError(reason, path: path, code: code, detail: "\(call): \(String(cString: strerror(code)))")
+    }
+
+    // MARK: Statements
+
+    /// SQLite's failure `result` as a storage error, with its message.
+    func failure(_ result: Int32) -> SQLiteStorageError {
+        let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(result))
+        let reason: SQLiteStorageError.Reason
+        switch result & 0xFF {
+        case SQLITE_FULL: reason = .diskFull
+        case SQLITE_BUSY, SQLITE_LOCKED: reason = .busy
+        case SQLITE_PERM, SQLITE_READONLY, SQLITE_AUTH: reason = .permissionDenied
+        case SQLITE_CANTOPEN: reason = errno == EACCES ? .permissionDenied : .io
+        default: reason = .io
+        }
+        return SQLiteStorageError(reason, path: path, code: result, detail: message)
+    }
+
+    /// A prepared statement for `sql`, reset and cleared, kept for the next use.
+    func statement(_ sql: String) throws(SQLiteStorageError) -> OpaquePointer {
+        if let statement = statements[sql] {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+            return statement
+        }
+        guard let handle else { throw SQLiteStorageError(.io, path: path, detail: "the database is not open") }
+        var statement: OpaquePointer?
+        let result = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard result == SQLITE_OK, let statement else { throw failure(result) }
+        statements[sql] = statement
+        return statement
+    }
+
+    func execute(_ sql: String) throws(SQLiteStorageError) {
+        let statement = try statement(sql)
+        defer { sqlite3_reset(statement) }
+        var result = sqlite3_step(statement)
+        while result == SQLITE_ROW { result = sqlite3_step(statement) }
+        guard result == SQLITE_DONE else { throw failure(result) }
+    }
+
+    func integer(_ sql: String) throws(SQLiteStorageError) -> Int64 {
+        let statement = try statement(sql)
+        defer { sqlite3_reset(statement) }
+        let result = sqlite3_step(statement)
+        guard result == SQLITE_ROW else { throw failure(result) }
+        return sqlite3_column_int64(statement, 0)
+    }
+
+    /// Steps `statement` to its end (a change).
+    func run(_ statement: OpaquePointer) throws(SQLiteStorageError) {
+        let result = step(statement)
+        guard result == SQLITE_DONE || result == SQLITE_ROW else { throw failure(result) }
+    }
+
+    /// Steps `statement` once and resets it; SQLite's result code (its message stays readable).
+    func step(_ statement: OpaquePointer) -> Int32 {
+        let result = sqlite3_step(statement)
+        sqlite3_reset(statement)
+        return result
+    }
+
+    func bind(_ statement: OpaquePointer, _ index: Int32, _ text: String) {
+        sqlite3_bind_text(statement, index, text, -1, transient)
+    }
+
+    func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Int64) {
+        sqlite3_bind_int64(statement, index, value)
+    }
+
+    func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Double?) {
+        if let value { sqlite3_bind_double(statement, index, value) } else { sqlite3_bind_null(statement, index) }
+    }
+
+    /// Binds `bytes` without copying them: the statement must be run before they go.
+    func bindBlob(_ statement: OpaquePointer, _ index: Int32, _ bytes: UnsafeRawBufferPointer) {
+        sqlite3_bind_blob64(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(bytes.count), nil)
+    }
+}
+
+extension SQLiteStorageError {
+    /// A file that is not a usable database of ours: set it aside and start again.
+    var isDamage: Bool {
+        guard let code else { return false }
+        return reason == .io && [SQLITE_NOTADB, SQLITE_CORRUPT].contains(code & 0xFF)
+    }
+}
+
+// `open` and `close` are also methods here; the C functions by other names.
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    #if canImport(Darwin)
+    Darwin.open(path, flags, mode)
+    #elseif canImport(Glibc)
+    Glibc.open(path, flags, mode)
+    #else
+    Musl.open(path, flags, mode)
+    #endif
+}
+
+private func systemClose(_ descriptor: Int32) -> Int32 {
+    #if canImport(Darwin)
+    Darwin.close(descriptor)
+    #elseif canImport(Glibc)
+    Glibc.close(descriptor)
+    #else
+    Musl.close(descriptor)
+    #endif
+}

@@ -1,0 +1,306 @@
+import Avenues
+import AvenuesSQLite
+import CSQLite
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A folder of its own for a test, deleted after.
+final class Folder: Sendable {
+    let url: URL
+
+    init(_ label: String = #function) {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("avenues-sqlite-" + label.filter { $0.isLetter } + "-" + UUID().uuidString, isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    var database: URL { url.appendingPathComponent("cache/rows.sqlite") }
+}
+
+/// A wall clock the test moves.
+final class TestClock: Sendable {
+    private let time = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+    var now: Date { time.withLock { $0 } }
+    func advance(_ seconds: Double) { time.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
+
+@Suite("SQLiteStorage")
+struct SQLiteStorageTests {
+    @Test func valuesRoundTripForAnyKeyAndSize() throws {
+        let folder = Folder()
+        let storage = SQLiteStorage<String>(file: folder.database)
+        let keys = ["a", "", "with/slash/../..", "nul\0inside", "emoji 🧭", String(repeating: "long", count: 2_500), "café", "cafe\u{301}"]
+        for (index, key) in keys.enumerated() { try storage.write(Data("value \(index)".utf8), for: key) }
+        for (index, key) in keys.enumerated() {
+            #expect(storage.value(for: key) == Data("value \(index)".utf8), "\(key.prefix(20))")
+        }
+        let big = Data((0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try storage.write(big, for: "big")
+        #expect(storage.value(for: "big") == big)
+        try storage.write(Data(), for: "empty")
+        #expect(storage.value(for: "empty") == Data())
+        storage.removeValue(for: "a")
+        #expect(storage.value(for: "a") == nil)
+        #expect(storage.usage?.count == keys.count + 1)
+        storage.removeAll()
+        #expect(storage.value(for: "big") == nil)
+        #expect(storage.usage == DiskUsage(count: 0, size: 0))
+    }
+
+    @Test func aSecondInstanceAndARestartSeeTheSameEntries() throws {
+        let folder = Folder()
+        try SQLiteStorage<Int>(file: folder.database).write(Data("x".utf8), for: 7)
+        #expect(SQLiteStorage<Int>(file: folder.database).value(for: 7) == Data("x".utf8))
+    }
+
+    @Test func expiredEntriesAreStaleCopiesAndEntriesFromTheFutureAreExpired() throws {
+        let folder = Folder()
+        let clock = TestClock()
+        let storage = SQLiteStorage<String>(file: folder.database, timeToLive: .seconds(60), now: { clock.now })
+        try storage.write(Data("v".utf8), for: "k")
+        #expect(storage.lookup("k")?.isStale == false)
+        clock.advance(61)
+        #expect(storage.value(for: "k") == nil)
+        #expect(storage.lookup("k")?.value == Data("v".utf8))
+        #expect(storage.lookup("k")?.isStale == true)
+        #expect(try storage.entry(for: "k", includingExpired: true)?.expiresAt == Date(timeIntervalSince1970: 1_800_000_060))
+        try storage.write(Data("w".utf8), for: "later")
+        clock.advance(-3_600)  // the wall clock moved back: what was written "later" is not trusted
+        #expect(storage.lookup("later")?.isStale == true)
+        // Durations too long to represent mean "never".
+        let forever = SQLiteStorage<String>(file: folder.database, timeToLive: .seconds(Int64.max), now: { clock.now })
+        try forever.write(Data("f".utf8), for: "forever")
+        clock.advance(1e9)
+        #expect(forever.value(for: "forever") == Data("f".utf8))
+    }
+
+    @Test func limitsHoldAfterEveryWriteAndTheLeastRecentlyUsedGoFirst() throws {
+        let folder = Folder()
+        let clock = TestClock()
+        let storage = SQLiteStorage<String>(file: folder.database, countLimit: 10, now: { clock.now })
+        for index in 0..<10 {
+            clock.advance(1)
+            try storage.write(Data("\(index)".utf8), for: "k\(index)")
+        }
+        clock.advance(1)
+        #expect(storage.value(for: "k0") != nil)  // read: now the most recently used
+        clock.advance(1)
+        try storage.write(Data("10".utf8), for: "k10")  // 11 > 10: down to 8, sparing k10 and the read k0
+        #expect(storage.usage?.count == 8)
+        #expect(storage.value(for: "k0") != nil)
+        #expect(storage.value(for: "k10") != nil)
+        #expect(storage.value(for: "k1") == nil && storage.value(for: "k2") == nil && storage.value(for: "k3") == nil)
+        #expect(storage.value(for: "k4") != nil)
+
+        let sized = SQLiteStorage<String>(file: Folder().database, sizeLimit: 1_000)
+        for index in 0..<500 {
+            try sized.write(Data(count: 90 + index % 7), for: "s\(index)")
+            let usage = try #require(sized.usage)
+            #expect(usage.size <= 1_000, "after write \(index)")
+        }
+    }
+
+    @Test func aValueOverTheWholeLimitIsRefusedAndRemovesTheOldOne() throws {
+        let storage = SQLiteStorage<String>(file: Folder().database, sizeLimit: 100)
+        try storage.write(Data("small".utf8), for: "k")
+        #expect(throws: SQLiteStorageError.self) { try storage.write(Data(count: 200), for: "k") }
+        do {
+            try storage.write(Data(count: 200), for: "k")
+        } catch {
+            #expect(error.reason == .exceedsLimit)
+            #expect(error.description.contains("sizeLimit"))
+        }
+        #expect(storage.value(for: "k") == nil)
+        let none = SQLiteStorage<String>(file: Folder().database, countLimit: 0)
+        #expect(throws: SQLiteStorageError.self) { try none.write(Data("x".utf8), for: "k") }
+    }
+
+    @Test func theFileIsPrivateAndALinkInItsPlaceIsRefused() throws {
+        let folder = Folder()
+        let storage = SQLiteStorage<String>(file: folder.database)
+        try storage.write(Data("x".utf8), for: "k")
+        var info = stat()
+        #expect(stat(folder.database.path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(stat(folder.database.deletingLastPathComponent().path, &info) == 0 && info.st_mode & 0o777 == 0o700)
+
+        let target = folder.url.appendingPathComponent("target")
+        try Data("keep me".utf8).write(to: target)
+        let linked = folder.url.appendingPathComponent("linked.sqlite")
+        #expect(symlink(target.path, linked.path) == 0)
+        let refused = SQLiteStorage<String>(file: linked)
+        do {
+            try refused.write(Data("x".utf8), for: "k")
+            Issue.record("a write through a symbolic link succeeded")
+        } catch {
+            #expect(error.reason == .unsafeFile)
+        }
+        #expect(refused.value(for: "k") == nil)
+        #expect(try Data(contentsOf: target) == Data("keep me".utf8))
+
+        let linkedFolder = folder.url.appendingPathComponent("linked-folder")
+        #expect(symlink(folder.url.path, linkedFolder.path) == 0)
+        #expect(throws: SQLiteStorageError.self) {
+            try SQLiteStorage<String>(file: linkedFolder.appendingPathComponent("db.sqlite")).write(Data(), for: "k")
+        }
+    }
+
+    @Test(arguments: ["garbage", "empty", "truncated", "foreign", "damaged row"])
+    func aFileThatIsNotOurDatabaseIsSetAsideAndANewOneMade(kind: String) throws {
+        let folder = Folder()
+        let file = folder.database
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        switch kind {
+        case "garbage":
+            try Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }).write(to: file)
+        case "empty":
+            try Data().write(to: file)
+        case "truncated":
+            let storage = SQLiteStorage<String>(file: file)
+            for index in 0..<2_000 { try storage.write(Data(repeating: UInt8(index % 256), count: 300), for: "k\(index)") }
+            try storage.flush()
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int)
+            #expect(truncate(file.path, off_t(size / 2)) == 0)
+            try? FileManager.default.removeItem(atPath: file.path + "-wal")
+            try? FileManager.default.removeItem(atPath: file.path + "-shm")
+        case "foreign":
+            var handle: OpaquePointer?
+            #expect(sqlite3_open(file.path, &handle) == SQLITE_OK)
+            #expect(sqlite3_exec(handle, "CREATE TABLE mail(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO mail VALUES (1, 'keep')", nil, nil, nil) == SQLITE_OK)
+            sqlite3_close(handle)
+        default:  // a value's bytes changed inside the file, where SQLite does not look
+            let storage = SQLiteStorage<String>(file: file)
+            try storage.write(Data(repeating: 0x41, count: 2_000), for: "k")
+            try storage.write(Data(repeating: 0x42, count: 100), for: "other")
+            var handle: OpaquePointer?
+            #expect(sqlite3_open(file.path, &handle) == SQLITE_OK)
+            #expect(sqlite3_exec(handle, "UPDATE entries SET value = zeroblob(2000) WHERE key = 'k'", nil, nil, nil) == SQLITE_OK)
+            sqlite3_close(handle)
+            let reopened = SQLiteStorage<String>(file: file)
+            #expect(reopened.value(for: "k") == nil)  // a miss, not 2,000 zeros
+            #expect(reopened.value(for: "other") == Data(repeating: 0x42, count: 100))
+            return
+        }
+        let storage = SQLiteStorage<String>(file: file)
+        let value = storage.value(for: "k1")
+        #expect(value == nil || value == Data(repeating: 1, count: 300))
+        try storage.write(Data("new".utf8), for: "k")
+        #expect(storage.value(for: "k") == Data("new".utf8))
+        if kind == "garbage" || kind == "foreign" {
+            #expect(FileManager.default.fileExists(atPath: file.path + ".corrupt"), "set aside, not deleted")
+        }
+    }
+
+    @Test func threadsShareOneStorageAndTwoInstancesShareOneFile() async throws {
+        let folder = Folder()
+        let first = SQLiteStorage<String>(file: folder.database, countLimit: 200)
+        let second = SQLiteStorage<String>(file: folder.database, countLimit: 200)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                let storage = worker % 2 == 0 ? first : second
+                group.addTask {
+                    for index in 0..<1_000 {
+                        let key = "k\((worker * 7 + index) % 300)"
+                        if index % 3 == 0 {
+                            storage.set(Data("\(key)=\(worker)".utf8), for: key)
+                        } else if let data = storage.value(for: key) {
+                            let text = String(decoding: data, as: UTF8.self)
+                            #expect(text.hasPrefix(key + "="), "\(key) read \(text)")
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect((first.usage?.count ?? .max) <= 200)
+    }
+
+    // MARK: Processes
+
+    static func worker() throws -> URL {
+        var candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            candidates.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        for directory in candidates {
+            let executable = directory.appendingPathComponent("SQLiteStorageWorker")
+            if FileManager.default.isExecutableFile(atPath: executable.path) { return executable }
+        }
+        throw WorkerNotFound(candidates: candidates.map(\.path))
+    }
+
+    struct WorkerNotFound: Error, CustomStringConvertible {
+        let candidates: [String]
+        var description: String { "SQLiteStorageWorker was not found next to the test binary (looked in \(candidates))" }
+    }
+
+    /// Runs the worker to its end; its output and exit status.
+    static func run(_ arguments: [String]) async throws -> (output: String, status: Int32) {
+        let process = Process()
+        process.executableURL = try worker()
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        let ended = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { ended.continuation.yield($0.terminationStatus) }
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        var status: Int32 = -1
+        for await code in ended.stream {
+            status = code
+            break
+        }
+        return (text, status)
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func threeProcessesShareOneDatabaseWithoutAWrongValueAndWithinTheLimits() async throws {
+        let folder = Folder()
+        let path = folder.database.path
+        let results = try await withThrowingTaskGroup(of: (String, Int32).self) { group in
+            for worker in 0..<3 {
+                group.addTask { try await Self.run(["mixed", path, "\(worker)", "3000", "\(worker * 977 + 5)", "150", "40000"]) }
+            }
+            var results: [(String, Int32)] = []
+            for try await result in group { results.append(result) }
+            return results
+        }
+        for (output, status) in results {
+            #expect(status == 0 && output.hasPrefix("ok 3000"), "\(output)")
+        }
+        let usage = try #require(SQLiteStorage<String>(file: folder.database).usage)
+        #expect(usage.count <= 150 && usage.size <= 40_000)
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func aWriterKilledMidWriteNeverLeavesAWrongValue() async throws {
+        let folder = Folder()
+        let path = folder.database.path
+        for round in 0..<5 {
+            let process = Process()
+            process.executableURL = try Self.worker()
+            process.arguments = ["write-forever", path]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let started = output.fileHandleForReading.availableData  // blocks until "started"
+            #expect(String(decoding: started, as: UTF8.self).hasPrefix("started"), "round \(round)")
+            // Killed somewhere in its stream of writes: each round a little later.
+            usleep(useconds_t(2_000 + round * 7_000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let (verified, status) = try await Self.run(["verify", path])
+            #expect(status == 0 && verified.hasPrefix("ok"), "round \(round): \(verified)")
+        }
+    }
+}
