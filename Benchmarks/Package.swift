@@ -6,6 +6,7 @@ import PackageDescription
 // of the repository is called.
 let libraryFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
 let avenues = Target.Dependency.product(name: "Avenues", package: libraryFolder.lastPathComponent)
+let avenuesSQLite = Target.Dependency.product(name: "AvenuesSQLite", package: libraryFolder.lastPathComponent)
 
 let package = Package(
     name: "Benchmarks",
@@ -35,6 +36,9 @@ let package = Package(
         ]),
         // Many small files through AsyncMedia, for `keepalive-bench.py` to time beside curl.
         .executableTarget(name: "media-bench", dependencies: [avenues]),
+        // Small values in DiskStorage and SQLiteStorage, for `storage-bench.py` to time beside
+        // Python's sqlite3.
+        .executableTarget(name: "storage-bench", dependencies: [avenues, avenuesSQLite]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,6 +8,15 @@ import Darwin
 import Musl
 #endif
 
+/// A value waiting for its commit.
+struct PendingWrite {
+    let data: Data
+    let size: Int
+    let storedAt: Double
+    let expiresAt: Double?
+    let usedAt: Int64
+}
+
 /// SQLite's "copy the bytes now" destructor, which C spells `SQLITE_TRANSIENT`.
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -23,6 +32,49 @@ final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
     /// Keys read since recency was last written, and when (wall-clock nanoseconds).
     var uses: [String: Int64] = [:]
+    /// Values given to `set` and not committed yet, by key; the order they came in.
+    var pending: [String: PendingWrite] = [:]
+    var pendingOrder: [String] = []
+    var pendingBytes = 0
+    /// A commit of the pending values is scheduled.
+    var flushScheduled = false
+    /// The read transaction kept open across reads, when it began and how many reads it served.
+    private var readStarted: ContinuousClock.Instant?
+    private var readCount = 0
+    /// Its end is scheduled.
+    var readEndScheduled = false
+    /// The oldest snapshot a read is served from, and the most reads in one transaction.
+    static let readAge: Duration = .milliseconds(20)
+    static let readsPerTransaction = 1_000
+
+    /// Serves the next read from the open read transaction if it is younger than ``readAge``, else
+    /// from a new one: a transaction per read cost as much as the read (WAL's read locks). Returns
+    /// whether one began (its end must be scheduled).
+    func beginRead() throws(SQLiteStorageError) -> Bool {
+        if let readStarted, readCount < Self.readsPerTransaction, ContinuousClock.now - readStarted < Self.readAge {
+            readCount += 1
+            return false
+        }
+        endRead()
+        try execute("BEGIN")
+        readStarted = .now
+        readCount = 1
+        return true
+    }
+
+    /// Ends the read transaction, if one is open: before any change, and when it grows old.
+    func endRead() {
+        guard readStarted != nil else { return }
+        readStarted = nil
+        readCount = 0
+        if (try? execute("COMMIT")) == nil { try? execute("ROLLBACK") }
+    }
+
+    /// Whether a read transaction is open.
+    var isReading: Bool { readStarted != nil }
+
+    /// Whether the read transaction is older than ``readAge``.
+    var readIsOld: Bool { readStarted.map { ContinuousClock.now - $0 >= Self.readAge } ?? false }
 
     init(path: String) {
         self.path = path
@@ -35,6 +87,7 @@ final class SQLiteConnection {
     var isOpen: Bool { handle != nil }
 
     func close() {
+        endRead()
         for statement in statements.values { sqlite3_finalize(statement) }
         statements = [:]
         if let handle { sqlite3_close_v2(handle) }
@@ -242,8 +295,25 @@ final class SQLiteConnection {
         return result
     }
 
+    /// Binds `text` by its length, so a key with a NUL inside is bound whole.
     func bind(_ statement: OpaquePointer, _ index: Int32, _ text: String) {
-        sqlite3_bind_text(statement, index, text, -1, transient)
+        var text = text
+        text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                sqlite3_bind_text(statement, index, "", 0, transient)  // empty text, not NULL
+                return
+            }
+            base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { start in
+                _ = sqlite3_bind_text64(statement, index, start, sqlite3_uint64(bytes.count), transient, UInt8(SQLITE_UTF8))
+            }
+        }
+    }
+
+    /// Column `column` of the current row as text, whole (with any NUL inside).
+    func text(_ statement: OpaquePointer, _ column: Int32) -> String {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard let start = sqlite3_column_text(statement, column) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self)
     }
 
     func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Int64) {

@@ -13,8 +13,14 @@ import Synchronization
 ///   copies through its pages and holds whole in memory to read.
 /// - **Shared:** several threads and processes use one database (WAL journal, a busy timeout of
 ///   5 s); contention reaches a caller as a miss or ``SQLiteStorageError/Reason/busy``, never as a
-///   wrong value. Each write is one transaction, so a process killed mid-write leaves the old entry
-///   or the new one.
+///   wrong value. Commits are transactions, so a process killed mid-write leaves the old entry or
+///   the new one.
+/// - **Batched:** ``set(_:for:)`` — what an ``Avenue`` calls — makes its value readable at once in
+///   this instance and commits it with the values set within the next 10 ms (or 512 of them) in one
+///   transaction: one commit per value cost more than a file per value. ``write(_:for:storedAt:expiresAt:)``
+///   commits before it returns. Reads are served from a snapshot at most 20 ms old (a read
+///   transaction per read cost as much as the read), so another instance or process sees a commit
+///   within 20 ms; a killed process loses at most its last 10 ms of `set`s, never a value's bytes.
 /// - **Checked:** every entry carries a checksum of its key, value and dates: a damaged page that
 ///   SQLite itself does not notice reads as a miss. A file that is not a database of ours —
 ///   corrupt, truncated, another program's — is renamed aside (`….corrupt`) and a new one created.
@@ -130,7 +136,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     }
 
     deinit {
-        connection.withLock { connection in try? flushUses(connection) }
+        connection.withLock { connection in try? commitPending(connection) }
     }
 
     // MARK: Storage
@@ -147,10 +153,70 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         return StoredValue(entry.data, isStale: isExpired(entry))
     }
 
-    /// Stores `value` for `key`; a failure leaves a miss. Use ``write(_:for:storedAt:expiresAt:)``
-    /// to learn why a write failed.
+    /// Stores `value` for `key`: readable at once through this instance, committed with the values
+    /// set within the next few milliseconds in one transaction (one commit per value cost more than
+    /// a file per value; see the type's notes). A failure leaves a miss. Use
+    /// ``write(_:for:storedAt:expiresAt:)`` to commit before returning and learn why a write failed.
     public func set(_ value: Data, for key: Key) {
-        try? write(value, for: key)
+        let name = keyString(key)
+        guard let write = try? pendingWrite(value, name: name, storedAt: nil, expiresAt: nil) else {
+            removeValue(for: key)
+            return
+        }
+        let schedule = connection.withLock { connection -> Bool in
+            if connection.pending.updateValue(write, forKey: name) == nil { connection.pendingOrder.append(name) }
+            connection.pendingBytes += write.size
+            connection.uses[name] = nil
+            if connection.pending.count >= batchCount || connection.pendingBytes >= batchBytes {
+                try? commitPending(connection)
+                return false
+            }
+            guard !connection.flushScheduled else { return false }
+            connection.flushScheduled = true
+            return true
+        }
+        if schedule {
+            Task.detached { [weak self] in
+                try? await Task.sleep(for: Self.commitDelay)
+                self?.commitScheduled()
+            }
+        }
+    }
+
+    /// How long a value given to `set` waits for others to share its commit.
+    static var commitDelay: Duration { .milliseconds(10) }
+
+    /// The most values in one commit: at most half of the limits, so that the batch itself always
+    /// fits (eviction spares it).
+    private var batchCount: Int { max(1, min(512, (countLimit ?? .max) / 2)) }
+    private var batchBytes: Int { max(1, min(8 << 20, (sizeLimit ?? .max) / 2)) }
+
+    /// Ends the read transaction once it is old, so that it never holds back other processes'
+    /// changes or the WAL's checkpoints for long.
+    private func scheduleReadEnd(_ connection: SQLiteConnection) {
+        guard !connection.readEndScheduled else { return }
+        connection.readEndScheduled = true
+        Task.detached { [weak self] in
+            try? await Task.sleep(for: SQLiteConnection.readAge)
+            self?.endOldRead()
+        }
+    }
+
+    private func endOldRead() {
+        let again = connection.withLock { connection -> Bool in
+            connection.readEndScheduled = false
+            guard connection.readIsOld else { return connection.isReading }
+            connection.endRead()
+            return false
+        }
+        if again { connection.withLock { scheduleReadEnd($0) } }
+    }
+
+    private func commitScheduled() {
+        connection.withLock { connection in
+            connection.flushScheduled = false
+            try? commitPending(connection)
+        }
     }
 
     /// Deletes the entry for `key`.
@@ -158,8 +224,13 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         let name = keyString(key)
         try? withConnection { connection throws(SQLiteStorageError) in
             connection.uses[name] = nil
+            if let removed = connection.pending.removeValue(forKey: name) {
+                connection.pendingBytes -= removed.size
+                connection.pendingOrder.removeAll { $0 == name }
+            }
             let statement = try connection.statement("DELETE FROM entries WHERE key = ?1")
             connection.bind(statement, 1, name)
+            connection.endRead()
             try connection.run(statement)
         }
     }
@@ -168,6 +239,9 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     public func removeAll() {
         try? withConnection { connection throws(SQLiteStorageError) in
             connection.uses = [:]
+            connection.pending = [:]
+            connection.pendingOrder = []
+            connection.pendingBytes = 0
             try transaction(connection) { () throws(SQLiteStorageError) in
                 try connection.execute("DELETE FROM entries")
             }
@@ -189,38 +263,70 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     ///   nothing.
     public func write(_ data: Data, for key: Key, storedAt: Date? = nil, expiresAt: Date? = nil) throws(SQLiteStorageError) {
         let name = keyString(key)
+        let write: PendingWrite
+        do {
+            write = try pendingWrite(data, name: name, storedAt: storedAt, expiresAt: expiresAt)
+        } catch {
+            removeValue(for: key)
+            throw error
+        }
+        try withConnection { connection throws(SQLiteStorageError) in
+            if connection.pending.updateValue(write, forKey: name) == nil { connection.pendingOrder.append(name) }
+            connection.pendingBytes += write.size
+            connection.uses[name] = nil
+            try commitPending(connection)
+        }
+    }
+
+    /// `data` for `name` as it will be committed; `.exceedsLimit` if it can never fit.
+    private func pendingWrite(_ data: Data, name: String, storedAt: Date?, expiresAt: Date?) throws(SQLiteStorageError) -> PendingWrite {
         let size = name.utf8.count.addingReportingOverflow(data.count)
         if countLimit == 0 || size.overflow || sizeLimit.map({ size.partialValue > $0 }) ?? false {
-            removeValue(for: key)
             throw SQLiteStorageError(.exceedsLimit, path: name, detail: countLimit == 0 ? "the countLimit is 0" : "\(size.partialValue) bytes with its key, over the sizeLimit")
         }
         let written = storedAt ?? now()
         let expires = expiresAt ?? timeToLive.map { written.addingTimeInterval(Self.seconds($0)) }
-        let usedAt = Self.nanoseconds(now())
-        try withConnection { connection throws(SQLiteStorageError) in
-            connection.uses[name] = nil
-            try transaction(connection) { () throws(SQLiteStorageError) in
-                try writeUses(connection)
-                let statement = try connection.statement(
-                    """
-                    INSERT INTO entries(key, value, size, stored_at, expires_at, used_at, checksum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                    ON CONFLICT(key) DO UPDATE SET value = excluded.value, size = excluded.size, stored_at = excluded.stored_at,
-                        expires_at = excluded.expires_at, used_at = excluded.used_at, checksum = excluded.checksum
-                    """
-                )
+        return PendingWrite(
+            data: data, size: size.partialValue, storedAt: written.timeIntervalSince1970, expiresAt: expires?.timeIntervalSince1970,
+            usedAt: Self.nanoseconds(now())
+        )
+    }
+
+    /// Commits the pending values (and the pending recency) in one transaction, evicting what the
+    /// limits ask for but none of them. On failure they are dropped: a later miss.
+    private func commitPending(_ connection: SQLiteConnection) throws(SQLiteStorageError) {
+        let order = connection.pendingOrder
+        let pending = connection.pending
+        connection.pending = [:]
+        connection.pendingOrder = []
+        connection.pendingBytes = 0
+        guard !order.isEmpty || !connection.uses.isEmpty else { return }
+        try connection.open(busyTimeout: Self.busyTimeout)
+        try transaction(connection) { () throws(SQLiteStorageError) in
+            try writeUses(connection)
+            guard !order.isEmpty else { return }
+            let statement = try connection.statement(
+                """
+                INSERT INTO entries(key, value, size, stored_at, expires_at, used_at, checksum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                ON CONFLICT(key) DO UPDATE SET value = excluded.value, size = excluded.size, stored_at = excluded.stored_at,
+                    expires_at = excluded.expires_at, used_at = excluded.used_at, checksum = excluded.checksum
+                """
+            )
+            for name in order {
+                guard let write = pending[name] else { continue }
                 connection.bind(statement, 1, name)
-                connection.bind(statement, 3, Int64(size.partialValue))
-                connection.bind(statement, 4, written.timeIntervalSince1970)
-                connection.bind(statement, 5, expires?.timeIntervalSince1970)
-                connection.bind(statement, 6, usedAt)
-                connection.bind(statement, 7, Self.checksum(name, data, written.timeIntervalSince1970, expires?.timeIntervalSince1970))
-                let result = data.withUnsafeBytes { bytes in
+                connection.bind(statement, 3, Int64(write.size))
+                connection.bind(statement, 4, write.storedAt)
+                connection.bind(statement, 5, write.expiresAt)
+                connection.bind(statement, 6, write.usedAt)
+                connection.bind(statement, 7, Self.checksum(name, write.data, write.storedAt, write.expiresAt))
+                let result = write.data.withUnsafeBytes { bytes in
                     connection.bindBlob(statement, 2, bytes)
                     return connection.step(statement)  // before the bytes go: they are not copied
                 }
                 guard result == SQLITE_DONE else { throw connection.failure(result) }
-                try evictIfOver(connection, sparing: name)
             }
+            try evictIfOver(connection, sparing: Set(order))
         }
     }
 
@@ -233,6 +339,13 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         let name = keyString(key)
         let usedAt = Self.nanoseconds(now())
         let found = try withConnection { connection throws(SQLiteStorageError) -> Entry? in
+            if let write = connection.pending[name] {
+                return Entry(
+                    data: write.data, storedAt: Date(timeIntervalSince1970: write.storedAt),
+                    expiresAt: write.expiresAt.map(Date.init(timeIntervalSince1970:))
+                )
+            }
+            if try connection.beginRead() { scheduleReadEnd(connection) }
             let statement = try connection.statement("SELECT value, stored_at, expires_at, checksum FROM entries WHERE key = ?1")
             defer { sqlite3_reset(statement) }
             connection.bind(statement, 1, name)
@@ -247,6 +360,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
                 sqlite3_reset(statement)
                 let remove = try connection.statement("DELETE FROM entries WHERE key = ?1")
                 connection.bind(remove, 1, name)
+                connection.endRead()
                 try? connection.run(remove)
                 return nil
             }
@@ -262,6 +376,8 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     /// database sees them.
     public var usage: DiskUsage? {
         try? withConnection { connection throws(SQLiteStorageError) -> DiskUsage in
+            try commitPending(connection)
+            connection.endRead()  // the totals of now, not of the read snapshot
             let statement = try connection.statement("SELECT count, size FROM totals WHERE id = 0")
             defer { sqlite3_reset(statement) }
             let result = sqlite3_step(statement)
@@ -270,10 +386,11 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         }
     }
 
-    /// Writes the recency of the reads made since the last write (it is also written with each
-    /// write, and every 1,024 reads).
+    /// Commits the values given to ``set(_:for:)`` that wait for their commit, and the recency of
+    /// the reads made since the last commit (both are also committed by themselves within
+    /// milliseconds, and with each write).
     public func flush() throws(SQLiteStorageError) {
-        try withConnection { connection throws(SQLiteStorageError) in try flushUses(connection) }
+        try withConnection { connection throws(SQLiteStorageError) in try commitPending(connection) }
     }
 
     // MARK: Internals
@@ -301,6 +418,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     }
 
     private func transaction(_ connection: SQLiteConnection, _ body: () throws(SQLiteStorageError) -> Void) throws(SQLiteStorageError) {
+        connection.endRead()
         try connection.execute("BEGIN IMMEDIATE")
         do throws(SQLiteStorageError) {
             try body()
@@ -331,7 +449,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
 
     /// Deletes the least recently used entries but `spared` down to 80 % of the limits, if a limit
     /// is exceeded (inside the caller's transaction).
-    private func evictIfOver(_ connection: SQLiteConnection, sparing spared: String) throws(SQLiteStorageError) {
+    private func evictIfOver(_ connection: SQLiteConnection, sparing spared: Set<String>) throws(SQLiteStorageError) {
         guard sizeLimit != nil || countLimit != nil else { return }
         let totals = try connection.statement("SELECT count, size FROM totals WHERE id = 0")
         var result = sqlite3_step(totals)
@@ -347,11 +465,11 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         let over = countLimit.map { count > Int64($0) } ?? false || sizeLimit.map { size > Int64($0) } ?? false
         guard over else { return }
         var victims: [Int64] = []
-        let oldest = try connection.statement("SELECT rowid, size FROM entries WHERE key <> ?1 ORDER BY used_at, rowid")
-        connection.bind(oldest, 1, spared)
+        let oldest = try connection.statement("SELECT rowid, size, key FROM entries ORDER BY used_at, rowid")
         while count > countTarget || size > sizeTarget {
             result = sqlite3_step(oldest)
             guard result == SQLITE_ROW else { break }
+            if !spared.isEmpty, spared.contains(connection.text(oldest, 2)) { continue }
             victims.append(sqlite3_column_int64(oldest, 0))
             count -= 1
             size -= min(size, max(0, sqlite3_column_int64(oldest, 1)))
@@ -369,18 +487,25 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     /// FNV-1a over the key, the value and the dates: what SQLite does not check in a page's content.
     static func checksum(_ key: String, _ data: Data, _ storedAt: Double, _ expiresAt: Double?) -> Int64 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        func mix<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
-            for byte in bytes {
-                hash ^= UInt64(byte)
-                hash &*= 0x0000_0100_0000_01B3
-            }
-        }
-        mix(key.utf8)
-        mix([0])
-        data.withUnsafeBytes { mix($0) }
-        withUnsafeBytes(of: storedAt.bitPattern.littleEndian) { mix($0) }
-        withUnsafeBytes(of: (expiresAt ?? -1).bitPattern.littleEndian) { mix($0) }
+        var key = key
+        key.withUTF8 { hash = fnv1a(UnsafeRawBufferPointer($0), hash) }
+        hash = fnv1a(0, hash)
+        data.withUnsafeBytes { hash = fnv1a($0, hash) }
+        withUnsafeBytes(of: storedAt.bitPattern.littleEndian) { hash = fnv1a($0, hash) }
+        withUnsafeBytes(of: (expiresAt ?? -1).bitPattern.littleEndian) { hash = fnv1a($0, hash) }
         return Int64(bitPattern: hash)
+    }
+
+    @inline(__always)
+    private static func fnv1a(_ bytes: UnsafeRawBufferPointer, _ hash: UInt64) -> UInt64 {
+        var hash = hash
+        for index in 0..<bytes.count { hash = fnv1a(bytes[index], hash) }
+        return hash
+    }
+
+    @inline(__always)
+    private static func fnv1a(_ byte: UInt8, _ hash: UInt64) -> UInt64 {
+        (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
     }
 
     /// Wall-clock nanoseconds since 1970, clamped.

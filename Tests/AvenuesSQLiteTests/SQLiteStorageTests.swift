@@ -35,12 +35,20 @@ final class TestClock: Sendable {
     func advance(_ seconds: Double) { time.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
 
+/// Waits (yielding, at most 10 s) until `condition` holds.
+func eventuallyTrue(_ condition: () -> Bool) async {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: .seconds(10))
+    while !condition(), clock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+    #expect(condition())
+}
+
 @Suite("SQLiteStorage")
 struct SQLiteStorageTests {
     @Test func valuesRoundTripForAnyKeyAndSize() throws {
         let folder = Folder()
         let storage = SQLiteStorage<String>(file: folder.database)
-        let keys = ["a", "", "with/slash/../..", "nul\0inside", "emoji 🧭", String(repeating: "long", count: 2_500), "café", "cafe\u{301}"]
+        let keys = ["a", "", "with/slash/../..", "nul\0inside", "nul\0other", "emoji 🧭", String(repeating: "long", count: 2_500), "café", "cafe\u{301}"]
         for (index, key) in keys.enumerated() { try storage.write(Data("value \(index)".utf8), for: key) }
         for (index, key) in keys.enumerated() {
             #expect(storage.value(for: key) == Data("value \(index)".utf8), "\(key.prefix(20))")
@@ -62,6 +70,32 @@ struct SQLiteStorageTests {
         let folder = Folder()
         try SQLiteStorage<Int>(file: folder.database).write(Data("x".utf8), for: 7)
         #expect(SQLiteStorage<Int>(file: folder.database).value(for: 7) == Data("x".utf8))
+    }
+
+    /// `set` commits a batch at a time: its values are readable at once here, and everywhere after
+    /// `flush()`, or when the instance goes, or by themselves within milliseconds. Another instance
+    /// reads from a snapshot at most 20 ms old, so it sees them within that.
+    @Test func valuesSetAreReadableAtOnceAndCommittedInBatches() async throws {
+        let folder = Folder()
+        let writer = SQLiteStorage<String>(file: folder.database)
+        let reader = SQLiteStorage<String>(file: folder.database)
+        writer.set(Data("1".utf8), for: "a")
+        #expect(writer.value(for: "a") == Data("1".utf8))
+        try writer.flush()
+        #expect(reader.value(for: "a") == Data("1".utf8))
+        writer.set(Data("2".utf8), for: "b")
+        await eventuallyTrue { reader.value(for: "b") == Data("2".utf8) }  // the scheduled commit
+        do {
+            let going = SQLiteStorage<String>(file: folder.database)
+            for index in 0..<1_500 { going.set(Data("\(index)".utf8), for: "many\(index)") }  // two full batches and a rest
+        }
+        await eventuallyTrue { reader.value(for: "many1499") == Data("1499".utf8) }
+        #expect(reader.usage?.count == 1_502)
+        writer.set(Data("3".utf8), for: "a")
+        writer.removeValue(for: "a")  // removes the value waiting for its commit too
+        try writer.flush()
+        #expect(writer.value(for: "a") == nil)
+        await eventuallyTrue { reader.value(for: "a") == nil }
     }
 
     @Test func expiredEntriesAreStaleCopiesAndEntriesFromTheFutureAreExpired() throws {
