@@ -6,6 +6,7 @@ import PackageDescription
 // of the repository is called.
 let libraryFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
 let avenues = Target.Dependency.product(name: "Avenues", package: libraryFolder.lastPathComponent)
+let avenuesSQLite = Target.Dependency.product(name: "AvenuesSQLite", package: libraryFolder.lastPathComponent)
 
 let package = Package(
     name: "Examples",
@@ -25,7 +26,7 @@ let package = Package(
         // (and how the tools start and end: one error style).
         .target(name: "TerminalUI", dependencies: [avenues, .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Listing files and summarizing them: the rows both examples show.
-        .target(name: "FileCatalog", dependencies: [avenues, "TerminalUI"]),
+        .target(name: "FileCatalog", dependencies: [avenues, avenuesSQLite, "TerminalUI"]),
         // Files under an HTTP folder index: index parsing, the crawl as a page source, downloads.
         .target(name: "RemoteCatalog", dependencies: [avenues, "FileCatalog", "TerminalUI"]),
         .executableTarget(name: "browse", dependencies: [
@@ -33,7 +34,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // git log as paged rows, and each commit's diff stat: what `history` shows.
-        .target(name: "GitHistory", dependencies: [avenues]),
+        .target(name: "GitHistory", dependencies: [avenues, avenuesSQLite]),
         .executableTarget(name: "history", dependencies: [
             avenues, "GitHistory", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

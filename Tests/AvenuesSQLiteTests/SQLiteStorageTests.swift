@@ -338,3 +338,26 @@ struct SQLiteStorageTests {
         }
     }
 }
+
+/// README's SQLiteStorage example, compiled and run.
+struct DiffStat: Codable, Sendable, Equatable {
+    var files: Int
+    var added: Int
+    var removed: Int
+}
+
+@Suite("SQLiteStorage README")
+struct SQLiteStorageReadmeTests {
+    @Test func theReadmeExampleRuns() async throws {
+        let cache = Folder()
+        let folder = cache.url
+        let diffStats = ClosureProcessor<String, DiffStat> { hash in DiffStat(files: hash.count, added: 1, removed: 0) }
+        // README sqlite storage: begin
+        let stats = SQLiteStorage<String>(file: folder.appendingPathComponent("diff-stats.sqlite"), sizeLimit: 64 << 20).codable(DiffStat.self)
+        let rows = Avenue<Int, String, DiffStat>(storage: MemoryStorage(), processor: diffStats.cached(in: stats))
+        // README sqlite storage: end
+        _ = rows
+        #expect(try await diffStats.cached(in: stats).process("abc") == DiffStat(files: 3, added: 1, removed: 0))
+        #expect(stats.value(for: "abc") == DiffStat(files: 3, added: 1, removed: 0))
+    }
+}

@@ -1,4 +1,5 @@
 import Avenues
+import AvenuesSQLite
 import Foundation
 import Synchronization
 
@@ -6,22 +7,22 @@ import Synchronization
 /// the status line.
 ///
 /// The avenue keeps summaries in memory (`MemoryStorage`, 5,000 rows) and its processor is the
-/// summarizer cached in a `DiskStorage` keyed by path + size + modification time: a second run finds
-/// unchanged files' summaries on disk, read on a processor worker, never on the drawing thread.
+/// summarizer cached in a `SQLiteStorage` keyed by path + size + modification time: a second run
+/// finds unchanged files' summaries on disk, read on a processor worker, never on the drawing thread.
 public final class FileTable: Sendable {
     /// The files, sorted by path.
     public let entries: [FileEntry]
     /// Loads summaries by row.
     public let avenue: Avenue<Int, FileRef, FileSummary>
     /// The disk cache, if one is used.
-    public let diskCache: DiskStorage<FileRef>?
+    public let diskCache: SQLiteStorage<FileRef>?
     private let diskHits: DiskHitCounter?
 
     /// Sets up the table.
     ///
     /// - Parameters:
     ///   - entries: the files.
-    ///   - cacheFolder: where summaries are kept across runs; `nil` for no disk cache.
+    ///   - cacheFolder: where summaries are kept across runs (`summaries.sqlite`); `nil` for no disk cache.
     ///   - latency: a pause before each summary, to watch loading on a fast disk.
     ///   - maxConcurrent: summaries computed at once.
     public init(entries: [FileEntry], cacheFolder: URL?, latency: Duration = .zero, maxConcurrent: Int = 6) {
@@ -29,7 +30,7 @@ public final class FileTable: Sendable {
         let summarizer = FileSummarizer(latency: latency)
         let processor: AutoProcessor<FileRef, FileSummary>
         if let cacheFolder {
-            let disk = DiskStorage<FileRef>(directory: cacheFolder, sizeLimit: 64 << 20) { $0.cacheKey }
+            let disk = SQLiteStorage<FileRef>(file: cacheFolder.appendingPathComponent("summaries.sqlite"), sizeLimit: 64 << 20) { $0.cacheKey }
             let counter = DiskHitCounter(disk.codable(FileSummary.self))
             diskCache = disk
             diskHits = counter
@@ -59,6 +60,12 @@ public final class FileTable: Sendable {
     public var kinds: (files: Int, folders: Int) {
         let folders = entries.lazy.filter(\.isFolder).count
         return (entries.count - folders, folders)
+    }
+
+    /// Commits the summaries still waiting for their batch (SQLiteStorage commits within 10 ms by
+    /// itself; a tool ending now would lose those).
+    public func flush() {
+        try? diskCache?.flush()
     }
 
     /// The default cache folder: `avenues-examples/summaries` in the platform cache folder.
@@ -93,10 +100,10 @@ public final class FileTable: Sendable {
 
 /// Counts disk cache reads that found a summary.
 final class DiskHitCounter: Storage {
-    private let base: ValueMappedStorage<DiskStorage<FileRef>, FileSummary>
+    private let base: ValueMappedStorage<SQLiteStorage<FileRef>, FileSummary>
     private let count = Atomic<Int>(0)
 
-    init(_ base: ValueMappedStorage<DiskStorage<FileRef>, FileSummary>) { self.base = base }
+    init(_ base: ValueMappedStorage<SQLiteStorage<FileRef>, FileSummary>) { self.base = base }
 
     var hits: Int { count.load(ordering: .relaxed) }
 

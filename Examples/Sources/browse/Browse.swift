@@ -93,10 +93,12 @@ struct Browse: Tool {
             await streamRowsInOrder(of: table, ahead: concurrency * 4) { index, content in
                 print(layout.row(entries[index], content))
             }
+            table.flush()
             return
         }
         let root = URL(fileURLWithPath: folder).standardizedFileURL.path
         await ListScreen.run(LocalRows(table: table, title: root, ahead: ahead), trace: try recordTrace.map(TraceRecorder.init))
+        table.flush()
     }
 
     /// `browse URL`: the files under an HTTP folder index.

@@ -77,6 +77,7 @@ struct History: Tool {
         }
         let title = URL(fileURLWithPath: repository).standardizedFileURL.path
         await ListScreen.run(HistoryModel(rows: rows, title: title, spoolFolder: spoolFolder), trace: try recordTrace.map(TraceRecorder.init))
+        rows.flush()
     }
 
 }

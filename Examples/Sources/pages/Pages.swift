@@ -89,6 +89,7 @@ struct Pages: Tool {
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             render.printHeader()
             await streamRowsInOrder(of: table, ahead: ahead) { index, content in render.print(entries[index], content) }
+            table.flush()
             return
         }
         // One screen either side: the next screen loads while this one is read, and going back is
@@ -96,6 +97,7 @@ struct Pages: Tool {
         let screen = pageSize ?? max(1, (Terminal.size()?.rows ?? 24) - 3)
         let root = URL(fileURLWithPath: folder).standardizedFileURL.path
         await ListScreen.run(LocalRows(table: table, title: root, tool: "pages", ahead: screen))
+        table.flush()
     }
 
     /// The transport `--ca-file` asks for, or AsyncMedia's default.
