@@ -132,6 +132,8 @@ final class SQLiteConnection {
         // transactions, never the database's consistency.
         try execute("PRAGMA journal_mode=WAL")
         try execute("PRAGMA synchronous=NORMAL")
+        // The WAL is reused after each checkpoint; without a limit it stays at its largest size.
+        try execute("PRAGMA journal_size_limit=1048576")
         try checkSchema()
     }
 

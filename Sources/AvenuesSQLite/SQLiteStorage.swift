@@ -27,8 +27,8 @@ import Synchronization
 /// - **Limits:** with a `sizeLimit` (key and value bytes) and/or `countLimit`, a write that goes over
 ///   deletes the least recently used entries down to 80 % of the limits in the same transaction,
 ///   never the entry just written; so after any write returns, the database fits its limits,
-///   whichever process wrote. Recency is each read's time, written in batches (with the next write,
-///   or every 1,024 reads) so that reads do not become writes one by one.
+///   whichever process wrote. Recency is each read's time to the nearest ten seconds, written in
+///   batches (with the next commit, or every 1,024 reads) so that reads do not become writes.
 /// - **Expiry:** with a `timeToLive`, expired entries read as misses with ``value(for:)`` and as
 ///   stale copies with ``lookup(_:)``; an entry stored "in the future" (the wall clock moved back)
 ///   is expired.
@@ -74,6 +74,8 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     static var busyTimeout: Int32 { 5_000 }
     /// Reads whose recency is kept in memory before it is written.
     static var usesKept: Int { 1_024 }
+    /// How stale an entry's recorded use may be before a read records it again (nanoseconds).
+    static var recencyResolution: Int64 { 10_000_000_000 }
 
     /// Creates a storage in the database `file` (created on first use if needed).
     ///
@@ -346,7 +348,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
                 )
             }
             if try connection.beginRead() { scheduleReadEnd(connection) }
-            let statement = try connection.statement("SELECT value, stored_at, expires_at, checksum FROM entries WHERE key = ?1")
+            let statement = try connection.statement("SELECT value, stored_at, expires_at, checksum, used_at FROM entries WHERE key = ?1")
             defer { sqlite3_reset(statement) }
             connection.bind(statement, 1, name)
             let result = sqlite3_step(statement)
@@ -364,8 +366,12 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
                 try? connection.run(remove)
                 return nil
             }
-            connection.uses[name] = usedAt
-            if connection.uses.count >= Self.usesKept { try? flushUses(connection) }
+            // Recency to the nearest ten seconds: an entry used that recently is among the last to go
+            // anyway, and writing each read's time again cost as much as the read.
+            if usedAt &- sqlite3_column_int64(statement, 4) >= Self.recencyResolution {
+                connection.uses[name] = usedAt
+                if connection.uses.count >= Self.usesKept { try? flushUses(connection) }
+            }
             return Entry(data: data, storedAt: Date(timeIntervalSince1970: storedAt), expiresAt: expiresAt.map(Date.init(timeIntervalSince1970:)))
         }
         guard let found else { return nil }
@@ -477,7 +483,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         sqlite3_reset(oldest)
         guard result == SQLITE_ROW || result == SQLITE_DONE else { throw connection.failure(result) }
         let remove = try connection.statement("DELETE FROM entries WHERE rowid = ?1")
-        for rowid in victims {
+        for rowid in victims.sorted() {  // in the table's order: each page is visited once
             sqlite3_reset(remove)
             connection.bind(remove, 1, rowid)
             try connection.run(remove)
