@@ -482,10 +482,13 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         }
         sqlite3_reset(oldest)
         guard result == SQLITE_ROW || result == SQLITE_DONE else { throw connection.failure(result) }
-        let remove = try connection.statement("DELETE FROM entries WHERE rowid = ?1")
-        for rowid in victims.sorted() {  // in the table's order: each page is visited once
-            sqlite3_reset(remove)
-            connection.bind(remove, 1, rowid)
+        // One statement for the lot, in the table's order (each page visited once): a statement
+        // per row cost a quarter of the sweep.
+        let remove = try connection.statement("DELETE FROM entries WHERE rowid IN (SELECT value FROM json_each(?1))")
+        victims.sort()
+        for chunk in stride(from: 0, to: victims.count, by: 10_000) {
+            let rowids = victims[chunk..<min(chunk + 10_000, victims.count)]
+            connection.bind(remove, 1, "[" + rowids.map(String.init).joined(separator: ",") + "]")
             try connection.run(remove)
         }
     }
