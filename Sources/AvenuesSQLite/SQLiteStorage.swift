@@ -66,6 +66,10 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     public let timeToLive: Duration?
 
     private let keyString: @Sendable (Key) -> String
+    /// Where the delayed commits and the ends of read transactions run: a queue of its own, not the
+    /// tasks' cooperative pool, which work blocking its threads could hold up for seconds (it did,
+    /// in a parallel test run).
+    private let timers = DispatchQueue(label: "AvenuesSQLite.SQLiteStorage")
     private let now: @Sendable () -> Date
     // Safe: the connection is only used inside this lock.
     private let connection: Mutex<SQLiteConnection>
@@ -178,15 +182,12 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
             return true
         }
         if schedule {
-            Task.detached { [weak self] in
-                try? await Task.sleep(for: Self.commitDelay)
-                self?.commitScheduled()
-            }
+            timers.asyncAfter(deadline: .now() + Self.commitDelay) { [weak self] in self?.commitScheduled() }
         }
     }
 
     /// How long a value given to `set` waits for others to share its commit.
-    static var commitDelay: Duration { .milliseconds(10) }
+    static var commitDelay: DispatchTimeInterval { .milliseconds(10) }
 
     /// The most values in one commit: at most half of the limits, so that the batch itself always
     /// fits (eviction spares it).
@@ -198,10 +199,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     private func scheduleReadEnd(_ connection: SQLiteConnection) {
         guard !connection.readEndScheduled else { return }
         connection.readEndScheduled = true
-        Task.detached { [weak self] in
-            try? await Task.sleep(for: SQLiteConnection.readAge)
-            self?.endOldRead()
-        }
+        timers.asyncAfter(deadline: .now() + SQLiteConnection.readAgeInterval) { [weak self] in self?.endOldRead() }
     }
 
     private func endOldRead() {
