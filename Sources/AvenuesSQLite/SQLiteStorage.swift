@@ -1,7 +1,6 @@
 import Avenues
 import CSQLite
 import Foundation
-import Synchronization
 
 /// A thread-safe ``Storage`` of `Data` in one SQLite database file: the same contract as
 /// ``DiskStorage``, for millions of small values (a summary per row, a diff stat per commit) where a
@@ -71,8 +70,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     /// in a parallel test run).
     private let timers = DispatchQueue(label: "AvenuesSQLite.SQLiteStorage")
     private let now: @Sendable () -> Date
-    // Safe: the connection is only used inside this lock.
-    private let connection: Mutex<SQLiteConnection>
+    private let connection: GuardedConnection
 
     /// How long a write waits for another process's transaction, in milliseconds.
     static var busyTimeout: Int32 { 5_000 }
@@ -109,7 +107,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         self.timeToLive = timeToLive
         self.now = now
         self.keyString = keyString
-        connection = Mutex(SQLiteConnection(path: self.file.path))
+        connection = GuardedConnection(SQLiteConnection(path: self.file.path))
     }
 
     /// Creates a storage in the database `name` inside the platform's cache folder
@@ -408,7 +406,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     /// Runs `body` with the open connection; a database found damaged is set aside and `body` runs
     /// once more on a new one.
     private func withConnection<Result: Sendable>(_ body: (SQLiteConnection) throws(SQLiteStorageError) -> Result) throws(SQLiteStorageError) -> Result {
-        try connection.withLock { (connection: inout SQLiteConnection) throws(SQLiteStorageError) -> Result in
+        try connection.withLock { (connection: SQLiteConnection) throws(SQLiteStorageError) -> Result in
             try connection.open(busyTimeout: Self.busyTimeout)
             do throws(SQLiteStorageError) {
                 return try body(connection)
@@ -566,5 +564,23 @@ extension SQLiteStorage where Key == URL {
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.init(file: file, sizeLimit: sizeLimit, countLimit: countLimit, timeToLive: timeToLive, now: now) { $0.absoluteString }
+    }
+}
+
+/// The connection behind a lock. An `NSLock` (a pthread mutex) rather than `Synchronization.Mutex`:
+/// ThreadSanitizer sees its ordering, and every operation here is a database call anyway.
+// Safe: the connection is reached only through `withLock`, under the lock.
+final class GuardedConnection: @unchecked Sendable {
+    private let lock = NSLock()
+    private let connection: SQLiteConnection
+
+    init(_ connection: SQLiteConnection) {
+        self.connection = connection
+    }
+
+    func withLock<Result, Failure: Error>(_ body: (SQLiteConnection) throws(Failure) -> Result) throws(Failure) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(connection)
     }
 }

@@ -2,7 +2,6 @@ import Avenues
 import AvenuesSQLite
 import CSQLite
 import Foundation
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -29,10 +28,12 @@ final class Folder: Sendable {
 }
 
 /// A wall clock the test moves.
-final class TestClock: Sendable {
-    private let time = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-    var now: Date { time.withLock { $0 } }
-    func advance(_ seconds: Double) { time.withLock { $0 = $0.addingTimeInterval(seconds) } }
+// Safe: `time` is read and written under `lock` only (NSLock: ThreadSanitizer sees its ordering).
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var time = Date(timeIntervalSince1970: 1_800_000_000)
+    var now: Date { lock.withLock { time } }
+    func advance(_ seconds: Double) { lock.withLock { time = time.addingTimeInterval(seconds) } }
 }
 
 /// Waits (yielding, at most 10 s) until `condition` holds.
