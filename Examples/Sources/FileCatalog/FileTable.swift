@@ -30,6 +30,7 @@ public final class FileTable: Sendable {
         let summarizer = FileSummarizer(latency: latency)
         let processor: AutoProcessor<FileRef, FileSummary>
         if let cacheFolder {
+            Self.removeFilePerEntryCache(in: cacheFolder)
             let disk = SQLiteStorage<FileRef>(file: cacheFolder.appendingPathComponent("summaries.sqlite"), sizeLimit: 64 << 20) { $0.cacheKey }
             let counter = DiskHitCounter(disk.codable(FileSummary.self))
             diskCache = disk
@@ -66,6 +67,18 @@ public final class FileTable: Sendable {
     /// itself; a tool ending now would lose those).
     public func flush() {
         try? diskCache?.flush()
+    }
+
+    /// Deletes, in the background and once, the one-file-per-summary cache (a `DiskStorage`, marked
+    /// by its lock file) that earlier versions kept in `folder`: up to a file and an inode per file
+    /// ever summarized. Only its own entry files and its lock file are deleted.
+    public static func removeFilePerEntryCache(in folder: URL) {
+        let lock = folder.appendingPathComponent(".avenues-lock")
+        guard FileManager.default.fileExists(atPath: lock.path) else { return }
+        Task.detached(priority: .utility) {
+            DiskStorage<String>(directory: folder).removeAll()
+            try? FileManager.default.removeItem(at: lock)
+        }
     }
 
     /// The default cache folder: `avenues-examples/summaries` in the platform cache folder.

@@ -30,6 +30,15 @@ public final class HistoryRows: Sendable {
         let processor = DiffStats(repository: log.repository)
         let source: AutoProcessor<String, DiffStat>
         if let statsFolder {
+            // Earlier versions kept a file per stat here (a DiskStorage, whose lock file marks it):
+            // deleted once, in the background, entry files and lock file only.
+            let oldLock = statsFolder.appendingPathComponent(".avenues-lock")
+            if FileManager.default.fileExists(atPath: oldLock.path) {
+                Task.detached(priority: .utility) {
+                    DiskStorage<String>(directory: statsFolder).removeAll()
+                    try? FileManager.default.removeItem(at: oldLock)
+                }
+            }
             let database = SQLiteStorage<String>(file: statsFolder.appendingPathComponent("stats.sqlite"), sizeLimit: 64 << 20)
             statsCache = database
             let disk = database.codable(DiffStat.self)

@@ -233,3 +233,28 @@ struct FolderListingTests {
         #expect(entries.count >= 20)  // the folders up to the limit are rows too
     }
 }
+
+@Suite("Summaries cache")
+struct SummariesCacheTests {
+    /// Earlier versions kept a file per summary (DiskStorage); the SQLite cache that replaced it
+    /// deletes those files once, and nothing else in the folder.
+    @Test func theFilePerEntryCacheOfEarlierVersionsIsDeletedAndNothingElse() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("summaries-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let old = DiskStorage<String>(directory: folder)
+        for index in 0..<50 { try old.write(Data("summary \(index)".utf8), for: "file\(index)") }
+        try Data("mine".utf8).write(to: folder.appendingPathComponent("notes.txt"))
+        let table = FileTable(entries: [], cacheFolder: folder)
+        table.flush()
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(30))
+        func names() -> Set<String> { Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []) }
+        while names().contains(where: { $0.hasSuffix(".entry") || $0 == ".avenues-lock" }), clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let left = names()
+        #expect(!left.contains { $0.hasSuffix(".entry") } && !left.contains(".avenues-lock"), "\(left.sorted())")
+        #expect(left.contains("notes.txt"))
+        #expect(old.value(for: "file1") == nil)
+    }
+}
