@@ -260,6 +260,41 @@ struct SQLiteStorageTests {
         #expect((first.usage?.count ?? .max) <= 200)
     }
 
+    @Test func aFullDiskIsATypedErrorAndLosesNothingStored() throws {
+        // Needs root to mount a 1 MiB tmpfs; skipped (with a line saying so) elsewhere.
+        let folder = Folder()
+        let mountPoint = folder.url.appendingPathComponent("tmpfs")
+        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
+        mount.arguments = ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint.path]
+        mount.standardError = Pipe()
+        guard getuid() == 0, (try? mount.run()) != nil, { mount.waitUntilExit(); return mount.terminationStatus == 0 }() else {
+            print("skipped: mounting a 1 MiB tmpfs needs root (mount -t tmpfs)")
+            return
+        }
+        defer {
+            let unmount = Process()
+            unmount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            unmount.arguments = [mountPoint.path]
+            try? unmount.run()
+            unmount.waitUntilExit()
+        }
+        let storage = SQLiteStorage<String>(file: mountPoint.appendingPathComponent("cache/rows.sqlite"))
+        try storage.write(Data("kept".utf8), for: "keep")
+        do {
+            try storage.write(Data(count: 3 << 20), for: "huge")
+            Issue.record("3 MiB were stored on a 1 MiB file system")
+        } catch {
+            #expect(error.reason == .diskFull, "\(error)")
+            #expect(error.description.contains("No space left"))
+        }
+        #expect(storage.value(for: "keep") == Data("kept".utf8))
+        #expect(storage.value(for: "huge") == nil)
+        try storage.write(Data("again".utf8), for: "small")  // the storage still works
+        #expect(SQLiteStorage<String>(file: mountPoint.appendingPathComponent("cache/rows.sqlite")).value(for: "small") == Data("again".utf8))
+    }
+
     // MARK: Processes
 
     static func worker() throws -> URL {
