@@ -36,6 +36,17 @@ final class SQLiteConnection {
     var pending: [String: PendingWrite] = [:]
     var pendingOrder: [String] = []
     var pendingBytes = 0
+    /// Adds `write` to the values waiting for their commit (replacing one for the same key).
+    func addPending(_ write: PendingWrite, for name: String) {
+        if let replaced = pending.updateValue(write, forKey: name) {
+            pendingBytes -= replaced.size
+        } else {
+            pendingOrder.append(name)
+        }
+        pendingBytes += write.size
+        uses[name] = nil
+    }
+
     /// A commit of the pending values is scheduled.
     var flushScheduled = false
     /// The read transaction kept open across reads, when it began and how many reads it served.

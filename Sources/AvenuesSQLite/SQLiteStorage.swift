@@ -168,9 +168,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
             return
         }
         let schedule = connection.withLock { connection -> Bool in
-            if connection.pending.updateValue(write, forKey: name) == nil { connection.pendingOrder.append(name) }
-            connection.pendingBytes += write.size
-            connection.uses[name] = nil
+            connection.addPending(write, for: name)
             if connection.pending.count >= batchCount || connection.pendingBytes >= batchBytes {
                 try? commitPending(connection)
                 return false
@@ -183,6 +181,9 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
             timers.asyncAfter(deadline: .now() + Self.commitDelay) { [weak self] in self?.commitScheduled() }
         }
     }
+
+    /// The bytes of the values waiting for their commit (for tests).
+    var pendingBytes: Int { connection.withLock { $0.pendingBytes } }
 
     /// How long a value given to `set` waits for others to share its commit.
     static var commitDelay: DispatchTimeInterval { .milliseconds(10) }
@@ -269,9 +270,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
             throw error
         }
         try withConnection { connection throws(SQLiteStorageError) in
-            if connection.pending.updateValue(write, forKey: name) == nil { connection.pendingOrder.append(name) }
-            connection.pendingBytes += write.size
-            connection.uses[name] = nil
+            connection.addPending(write, for: name)
             try commitPending(connection)
         }
     }

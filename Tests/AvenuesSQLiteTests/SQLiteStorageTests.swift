@@ -1,5 +1,5 @@
 import Avenues
-import AvenuesSQLite
+@testable import AvenuesSQLite
 import CSQLite
 import Foundation
 import Testing
@@ -97,6 +97,17 @@ struct SQLiteStorageTests {
         try writer.flush()
         #expect(writer.value(for: "a") == nil)
         await eventuallyTrue { reader.value(for: "a") == nil }
+    }
+
+    /// A key set again while its value waits for the commit replaces it in the batch: the batch's
+    /// size counts it once (counted each time, it forced a commit every 500 KB of re-sets).
+    @Test func aKeySetAgainBeforeItsCommitIsCountedOnce() throws {
+        let storage = SQLiteStorage<String>(file: Folder().database, sizeLimit: 1_000_000)
+        for _ in 0..<5_000 { storage.set(Data(count: 200), for: "same") }
+        #expect(storage.pendingBytes <= 204)  // one value and its key, or none once committed
+        try storage.flush()
+        #expect(storage.pendingBytes == 0)
+        #expect(storage.usage?.count == 1)
     }
 
     @Test func expiredEntriesAreStaleCopiesAndEntriesFromTheFutureAreExpired() throws {
