@@ -55,8 +55,8 @@ final class SQLiteConnection {
     /// Its end is scheduled.
     var readEndScheduled = false
     /// The oldest snapshot a read is served from, and the most reads in one transaction.
-    static let readAge: Duration = .milliseconds(20)
-    static let readAgeInterval: DispatchTimeInterval = .milliseconds(20)
+    static let readAgeMilliseconds = 20
+    static var readAge: Duration { .milliseconds(readAgeMilliseconds) }
     static let readsPerTransaction = 1_000
 
     /// Serves the next read from the open read transaction if it is younger than ``readAge``, else

@@ -198,7 +198,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     private func scheduleReadEnd(_ connection: SQLiteConnection) {
         guard !connection.readEndScheduled else { return }
         connection.readEndScheduled = true
-        timers.asyncAfter(deadline: .now() + SQLiteConnection.readAgeInterval) { [weak self] in self?.endOldRead() }
+        timers.asyncAfter(deadline: .now() + .milliseconds(SQLiteConnection.readAgeMilliseconds)) { [weak self] in self?.endOldRead() }
     }
 
     private func endOldRead() {
@@ -387,9 +387,9 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         }
     }
 
-    /// Commits the values given to ``set(_:for:)`` that wait for their commit, and the recency of
-    /// the reads made since the last commit (both are also committed by themselves within
-    /// milliseconds, and with each write).
+    /// Commits the values given to ``set(_:for:)`` that wait for their commit (they are also
+    /// committed by themselves within 10 ms) and the recency of the reads not written yet (it is
+    /// also written with each commit, every 1,024 reads, and when the instance goes).
     public func flush() throws(SQLiteStorageError) {
         try withConnection { connection throws(SQLiteStorageError) in try commitPending(connection) }
     }

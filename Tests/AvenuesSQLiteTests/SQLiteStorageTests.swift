@@ -408,3 +408,85 @@ struct SQLiteStorageReadmeTests {
         #expect(stats.value(for: "abc") == DiffStat(files: 3, added: 1, removed: 0))
     }
 }
+
+/// SQLiteStorage against a dictionary: seeded random sets, writes, removals, clears, flushes and
+/// reopenings. Without limits every read must be the model's value exactly; with limits, a read is
+/// the model's value or a miss (an eviction), never another value, and the limits hold.
+@Suite("SQLiteStorage properties")
+struct SQLiteStoragePropertyTests {
+    struct Random {
+        var state: UInt64
+        mutating func next(_ bound: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(bound))
+        }
+    }
+
+    @Test(arguments: [(seed: UInt64(1), limited: false), (seed: 2, limited: false), (seed: 3, limited: true), (seed: 4, limited: true)])
+    func agreesWithADictionary(seed: UInt64, limited: Bool) throws {
+        let folder = Folder()
+        let countLimit: Int? = limited ? 20 : nil
+        func open() -> SQLiteStorage<String> { SQLiteStorage<String>(file: folder.database, countLimit: countLimit) }
+        var storage = open()
+        var model: [String: Data] = [:]
+        var random = Random(state: seed)
+        for step in 0..<3_000 {
+            let key = "k\(random.next(60))"
+            let value = Data("\(key)#\(step)".utf8)
+            switch random.next(100) {
+            case 0..<30: storage.set(value, for: key); model[key] = value
+            case 30..<40: try storage.write(value, for: key); model[key] = value
+            case 40..<50: storage.removeValue(for: key); model[key] = nil
+            case 50: storage.removeAll(); model = [:]
+            case 51..<54: try storage.flush()
+            case 54:  // another instance, after the flush, sees what this one does
+                try storage.flush()
+                let other = open()
+                for (key, value) in model {
+                    let read = other.value(for: key)
+                    #expect(read == value || (limited && read == nil), "step \(step), seed \(seed): \(key) in another instance")
+                }
+            case 55:  // reopened
+                try storage.flush()
+                storage = open()
+            default:
+                let read = storage.value(for: key)
+                if limited {
+                    #expect(read == nil || read == model[key], "step \(step), seed \(seed): \(key)")
+                    if read == nil { model[key] = nil }  // evicted: it stays out until written again
+                } else {
+                    #expect(read == model[key], "step \(step), seed \(seed): \(key)")
+                }
+            }
+            if limited, step % 50 == 0 { #expect((storage.usage?.count ?? 0) <= 20, "step \(step)") }
+        }
+    }
+
+    /// Parameters and names a hostile or careless caller might pass.
+    @Test func extremeLimitsDurationsAndNames() throws {
+        let folder = Folder()
+        let huge = SQLiteStorage<String>(file: folder.database, sizeLimit: .max, countLimit: .max, timeToLive: .seconds(1e19))
+        try huge.write(Data("x".utf8), for: "k")
+        huge.set(Data("y".utf8), for: "j")
+        #expect(huge.value(for: "k") == Data("x".utf8) && huge.value(for: "j") == Data("y".utf8))
+        #expect(try huge.entry(for: "k")?.expiresAt != nil)
+        let forever = SQLiteStorage<String>(file: folder.database, timeToLive: .seconds(Int64.max))
+        #expect(forever.lookup("k")?.isStale == false)
+        for name in ["", "/etc/passwd", "a/../b", "a/./b", "a//b", "nul\0name"] {
+            do {
+                _ = try SQLiteStorage<String>(name: name)
+                Issue.record("the name \(name.debugDescription) was accepted")
+            } catch {
+                #expect(error.reason == .invalidName, "\(name.debugDescription)")
+            }
+        }
+        // A key of 1 MiB with escape sequences, and a value of every byte.
+        let key = String(repeating: "\u{1B}[2J\u{7}ü", count: 200_000)
+        let value = Data((0...255).map { UInt8($0) })
+        try huge.write(value, for: key)
+        #expect(huge.value(for: key) == value)
+    }
+}
