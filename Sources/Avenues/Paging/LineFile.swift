@@ -1,7 +1,7 @@
 import Foundation
 
 /// A line of a ``LineFile``: where it is, how long it is, and its bytes (up to
-/// ``LineFile/keptBytes`` of them: a 100 MB line is not held whole).
+/// ``LineFile/bytesKeptPerLine`` of them: a 100 MB line is not held whole).
 public struct Line: Sendable, Hashable {
     /// The line's number, from 0.
     public let number: Int
@@ -81,7 +81,9 @@ public struct LineFileError: Error, Sendable, CustomStringConvertible {
 /// at or before N — at most `checkpointInterval − 1` lines are skipped — so a jump anywhere the scan
 /// has passed costs one seek and a few kilobytes; a page past the scan extends it there first. Memory
 /// is one offset per checkpoint, whatever the file's size; a line is kept to its first
-/// ``keptBytes`` bytes.
+/// ``bytesKeptPerLine`` bytes. ``firstLine(containing:from:ignoringCase:progress:)`` and
+/// ``lastLine(containing:before:ignoringCase:)`` search the bytes at memmem speed, counting lines as
+/// they go, so a hit anywhere comes with its line number.
 ///
 /// Before the scan reaches the end the count is "at least"; ``lastLines(_:)`` reads the last lines
 /// backwards from the end at once (G before the count is known). A file that grows is followed
@@ -93,17 +95,22 @@ public final class LineFile: OffsetPageSource {
     /// A row is a line.
     public typealias Item = Line
 
-    /// The most bytes of one line kept in a ``Line``.
+    /// The most bytes of one line kept in a ``Line`` by default.
     public static let keptBytes = 64 * 1024
-    /// The bytes read at a time.
+    /// The bytes read at a time by default.
     static let chunkSize = 1 << 20
+    /// The bytes a scan or a search reads at a time (tests make it small to cross chunks often).
+    let chunkSize: Int
 
     /// The file's path.
     public let path: String
     /// Lines between checkpoints; 1,000 by default.
     public let checkpointInterval: Int
+    /// The most bytes of one line kept in a ``Line`` (``keptBytes`` by default): what bounds a page's
+    /// memory when lines are long.
+    public let bytesKeptPerLine: Int
 
-    private let state: Locked<State>
+    let state: Locked<State>
 
     /// An open file that closes when the last reader lets it go (a reopen never closes it under a read).
     final class Descriptor: Sendable {
@@ -112,7 +119,7 @@ public final class LineFile: OffsetPageSource {
         deinit { FileSystem.close(value) }
     }
 
-    private struct State {
+    struct State {
         var descriptor: Descriptor
         var identity: FileSystem.Identity
         var index: LineIndex
@@ -126,11 +133,20 @@ public final class LineFile: OffsetPageSource {
     ///   - path: the file's path.
     ///   - checkpointInterval: lines between checkpoints: the most lines a jump skips; 1,000 by
     ///     default (a checkpoint costs 8 bytes).
+    ///   - bytesKeptPerLine: the most bytes of one line kept in a ``Line`` (at least 1; ``keptBytes``
+    ///     by default). A page of `n` rows holds at most `n ×` this many bytes.
     /// - Throws: ``LineFileError`` if it cannot be opened or is not a regular file.
-    public init(path: String, checkpointInterval: Int = 1_000) throws(LineFileError) {
+    public convenience init(path: String, checkpointInterval: Int = 1_000, bytesKeptPerLine: Int = LineFile.keptBytes) throws(LineFileError) {
+        try self.init(path: path, checkpointInterval: checkpointInterval, bytesKeptPerLine: bytesKeptPerLine, chunkSize: Self.chunkSize)
+    }
+
+    init(path: String, checkpointInterval: Int, bytesKeptPerLine: Int, chunkSize: Int) throws(LineFileError) {
         precondition(checkpointInterval >= 1, "LineFile.checkpointInterval must be at least 1")
+        precondition(bytesKeptPerLine >= 1, "LineFile.bytesKeptPerLine must be at least 1")
         self.path = path
         self.checkpointInterval = checkpointInterval
+        self.bytesKeptPerLine = bytesKeptPerLine
+        self.chunkSize = max(1, chunkSize)
         let (descriptor, info) = try Self.open(path)
         state = Locked(State(descriptor: descriptor, identity: info.identity, index: LineIndex(interval: checkpointInterval), size: Int64(info.size)))
     }
@@ -170,7 +186,7 @@ public final class LineFile: OffsetPageSource {
         guard let (descriptor, start) = state.withLock({ state in state.index.start(of: range.lowerBound).map { (state.descriptor, $0) } }) else {
             return []  // past the end
         }
-        var reader = LineReader(descriptor: descriptor.value, offset: start.offset, path: path)
+        var reader = LineReader(descriptor: descriptor.value, offset: start.offset, path: path, keep: bytesKeptPerLine)
         var number = start.line
         var lines: [Line] = []
         lines.reserveCapacity(min(range.count, 4_096))
@@ -209,7 +225,7 @@ public final class LineFile: OffsetPageSource {
             }
             start = from
         }
-        var reader = LineReader(descriptor: descriptor.value, offset: start, path: path)
+        var reader = LineReader(descriptor: descriptor.value, offset: start, path: path, keep: bytesKeptPerLine)
         var lines: [Line] = []
         var number = 0
         while let line = try reader.next(number: number, keep: true) {
@@ -256,7 +272,8 @@ public final class LineFile: OffsetPageSource {
     @discardableResult
     func scanChunk() throws -> Bool {
         let (descriptor, from, size) = state.withLock { ($0.descriptor, $0.index.scanned, $0.size) }
-        var buffer = [UInt8](repeating: 0, count: Self.chunkSize)
+        // Not zeroed first: a gigabyte's scan would write every byte twice.
+        var buffer = [UInt8](unsafeUninitializedCapacity: chunkSize) { [chunkSize] _, count in count = chunkSize }
         let read = try buffer.withUnsafeMutableBytes { try readFully(descriptor, into: $0, at: from) }
         return state.withLock { state -> Bool in
             guard state.descriptor === descriptor, state.index.scanned == from else { return true }  // another scan moved on
@@ -272,7 +289,7 @@ public final class LineFile: OffsetPageSource {
     }
 
     /// Extends the scan until `line`'s start is known (or the end).
-    private func extendScan(throughLine line: Int) throws {
+    func extendScan(throughLine line: Int) throws {
         while state.withLock({ $0.index.knownLines < line && $0.index.lineCount == nil }) {
             try Task.checkCancellation()
             if try !scanChunk() { return }
@@ -322,7 +339,7 @@ public final class LineFile: OffsetPageSource {
         return read == 1 ? value : nil
     }
 
-    private func readFully(_ descriptor: Descriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+    func readFully(_ descriptor: Descriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         do throws(FileSystem.Failure) {
             return try FileSystem.read(descriptor.value, into: buffer, at: Int(clamping: offset), path: path)
         } catch {
@@ -331,20 +348,22 @@ public final class LineFile: OffsetPageSource {
     }
 }
 
-/// Reads lines forward from a byte offset, in chunks, keeping at most ``LineFile/keptBytes`` of each.
+/// Reads lines forward from a byte offset, in chunks, keeping at most `keep` bytes of each.
 struct LineReader {
     let descriptor: Int32
     let path: String
+    let keep: Int
     private(set) var offset: Int64
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var start = 0
     private var end = 0
     private var atEnd = false
 
-    init(descriptor: Int32, offset: Int64, path: String) {
+    init(descriptor: Int32, offset: Int64, path: String, keep: Int = LineFile.keptBytes) {
         self.descriptor = descriptor
         self.offset = offset
         self.path = path
+        self.keep = keep
     }
 
     /// The next line (numbered `number`), or `nil` at the end of the file. When `keep` is false the
@@ -367,8 +386,8 @@ struct LineReader {
             }
             let stop = found ?? end
             let piece = stop - start
-            if keep, kept.count < LineFile.keptBytes {
-                kept += buffer[start ..< start + min(piece, LineFile.keptBytes - kept.count)]
+            if keep, kept.count < self.keep {
+                kept += buffer[start ..< start + min(piece, self.keep - kept.count)]
             }
             length += Int64(piece)
             offset += Int64(piece)

@@ -65,6 +65,20 @@ struct LineIndex: Sendable, Equatable {
         return (checkpoint * interval, checkpoints[checkpoint])
     }
 
+    /// The last checkpoint at or before byte `offset` (its line number and byte offset): where to
+    /// count from to learn which line `offset` is in, if the scan passed it.
+    func checkpoint(atOrBefore offset: Int64) -> (line: Int, offset: Int64)? {
+        guard offset >= 0, offset <= scanned else { return nil }
+        // The last checkpoint whose offset is ≤ `offset` (checkpoints are ascending).
+        var low = 0
+        var high = checkpoints.count - 1
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if checkpoints[middle] <= offset { low = middle } else { high = middle - 1 }
+        }
+        return (low * interval, checkpoints[low])
+    }
+
     /// The nearest checkpoint of all: the last one (to scan on from).
     var lastCheckpoint: (line: Int, offset: Int64) {
         ((checkpoints.count - 1) * interval, checkpoints[checkpoints.count - 1])

@@ -155,7 +155,10 @@ struct LineFileTests {
             }
             if Bool.random(using: &random) { bytes += Array("tail".utf8) }
             let expected = Self.model(bytes)
-            let file = try LineFile(path: write(bytes, name: "random-\(round)"), checkpointInterval: Int.random(in: 1...17, using: &random))
+            let file = try LineFile(
+                path: write(bytes, name: "random-\(round)"), checkpointInterval: Int.random(in: 1...17, using: &random),
+                bytesKeptPerLine: LineFile.keptBytes, chunkSize: [1, 5, 64, 1 << 20].randomElement(using: &random) ?? 1
+            )
             if Bool.random(using: &random) { try await file.scan() }
             for _ in 0..<20 {
                 let start = Int.random(in: 0...(expected.count + 3), using: &random)
