@@ -39,12 +39,14 @@ let package = Package(
             avenues, "GitHistory", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // A file of any size as numbered lines: `pages FILE`.
+        .target(name: "FilePager", dependencies: [avenues, "TerminalUI"]),
         .executableTarget(name: "pages", dependencies: [
-            avenues, "FileCatalog", "RemoteCatalog", "TerminalUI",
+            avenues, "FileCatalog", "FilePager", "RemoteCatalog", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Fixtures: folder index pages captured from nginx, Apache and Python (read by path).
-        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "GitHistory", "RemoteCatalog", "TerminalUI", avenues], exclude: ["Fixtures"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "FilePager", "GitHistory", "RemoteCatalog", "TerminalUI", avenues], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

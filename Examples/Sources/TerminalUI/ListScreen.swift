@@ -33,13 +33,18 @@ public protocol ListModel: AnyObject, Sendable {
     /// The input line changed (every keystroke); `committed` when Enter was pressed, `nil` text when
     /// Esc cancelled it.
     func input(_ text: String?, committed: Bool, selected: Int) -> ListAction
-    /// A key the shared ones do not use (Enter, `n`, `s`…), with the selected row.
+    /// A key the shared ones do not use (Enter, `n`, `s`, ←/→…), with the selected row.
     func handle(_ key: Key, selected: Int) -> ListAction
     /// What work the model did meanwhile asks of the screen (a search that found a row); asked on
     /// every event.
     func poll() -> ListAction
     /// The screen is leaving: stop loading.
     func stop()
+    /// The last `rows` lines, `width` columns wide, while the list's end is not known yet (G before
+    /// the count is): drawn at once instead of waiting for the count; `nil` if the model cannot.
+    func endPreview(rows: Int, width: Int, palette: Terminal.Palette) -> [String]?
+    /// What a row is called in `:N`'s prompt and messages ("line", "row").
+    var rowName: String { get }
 }
 
 /// What a model asks the screen to do after a key or an input.
@@ -54,6 +59,8 @@ public enum ListAction: Sendable {
     case run(URL, arguments: [String])
     /// Open another list over this one (a commit's lines); `q` comes back.
     case push(any ListModel)
+    /// Keep the last row selected as rows are added (less's F), until the next key.
+    case follow
     /// Leave the program.
     case quit
 }
@@ -65,11 +72,14 @@ extension ListModel {
     public func handle(_ key: Key, selected: Int) -> ListAction { .none }
     public var keys: [(key: String, does: String)] { [] }
     public func poll() -> ListAction { .none }
+    public func endPreview(rows: Int, width: Int, palette: Terminal.Palette) -> [String]? { nil }
+    public var rowName: String { "row" }
 }
 
 /// A full-screen list over a ``ListModel``: one loop owns the screen state and redraws it after each
-/// event. Moves (`↑`/`↓`/`j`/`k`, `PgUp`/`PgDn`/`b`/`space`, `g`/`G`/`Home`/`End`), `?` for the keys,
-/// `/` for the model's input line, `q` to leave (or to go back from a list opened over another).
+/// event. Moves (`↑`/`↓`/`j`/`k`, `PgUp`/`PgDn`/`b`/`space`, `g`/`G`/`Home`/`End`, `:N` to row N),
+/// `?` for the keys, `/` for the model's input line, `q` to leave (or to go back from a list opened
+/// over another).
 public struct ListScreen {
     /// What reaches the loop.
     public enum Event: Sendable {
@@ -127,8 +137,12 @@ public struct ListScreen {
     private var showsHelp = false
     /// The input line's text while it is typed.
     private var typing: String?
+    /// Whether the input line is `:N` (go to a row) rather than the model's.
+    private var typingRow = false
     /// G pressed while the count is only "at least": the selection follows the end as it is found.
     private var followsEnd = false
+    /// The model asked to follow the end (F): it stays followed after the count is exact, until a key.
+    private var following = false
     private var firstScreen: Duration?
     private let started = ContinuousClock.now
     private var lastDraw = ContinuousClock.now
@@ -210,7 +224,7 @@ public struct ListScreen {
                     move(to: count.value - 1)
                     showRows()
                 }
-                if followsEnd, count.isExact { followsEnd = false }
+                if followsEnd, count.isExact, !following { followsEnd = false }
                 let visible = top ..< top + pageRows
                 if rows.contains(where: { $0 < 0 || visible.contains($0) }), ContinuousClock.now - lastDraw >= Self.framePause { draw() }
             case .tick:
@@ -252,6 +266,7 @@ public struct ListScreen {
             if key == .escape || key == .character("?") || key == .character("q") { return nil }
         }
         followsEnd = false
+        following = false
         message = nil
         switch key {
         case .character("?"):
@@ -259,6 +274,11 @@ public struct ListScreen {
             return nil
         case .character("/") where model.inputPrompt != nil:
             typing = ""
+            typingRow = false
+            return nil
+        case .character(":"):
+            typing = ""
+            typingRow = true
             return nil
         case .control("c"):
             return .quit
@@ -287,6 +307,10 @@ public struct ListScreen {
 
     /// A key while the input line is typed.
     private mutating func type(_ key: Key) -> Exit? {
+        if typingRow {
+            typeRow(key)
+            return nil
+        }
         var action = ListAction.none
         switch key {
         case .escape, .control("c"):
@@ -312,6 +336,31 @@ public struct ListScreen {
         }
         apply(action)
         return nil
+    }
+
+    /// A key while `:N` is typed: digits, Backspace, Enter goes, Esc cancels.
+    private mutating func typeRow(_ key: Key) {
+        switch key {
+        case .escape, .control("c"):
+            typing = nil
+        case .backspace:
+            if typing?.isEmpty == false { typing?.removeLast() }
+        case .enter:
+            let text = typing ?? ""
+            typing = nil
+            guard let number = Int(text), number >= 1 else {
+                if !text.isEmpty { message = "“\(text)” is not a \(model.rowName) number" }
+                return
+            }
+            let count = model.count
+            if count.isExact, number > count.value { message = "there are \(count.value) \(model.rowName)s" }
+            top = max(0, number - 1)  // the row at the top, as less's `Ng`
+            move(to: number - 1)
+        case .character(let character) where character.isASCII && character.isNumber:
+            if (typing?.count ?? 0) < 19 { typing?.append(character) }  // no more digits than an Int has
+        default:
+            break
+        }
     }
 
     /// Carries out a model's action.
@@ -342,6 +391,10 @@ public struct ListScreen {
             top = max(0, row - pageRows / 3)
             move(to: row)
             message = text
+        case .follow:
+            following = true
+            followsEnd = true
+            move(to: max(0, model.count.value - 1))
         default: break
         }
     }
@@ -385,6 +438,13 @@ public struct ListScreen {
         var pending = false
         if showsHelp {
             lines += helpLines()
+        } else if followsEnd, !count.isExact, let preview = model.endPreview(rows: pageRows, width: columns, palette: palette) {
+            // The end before the count: the last lines at once, numbered when the count is known.
+            let blank = max(0, pageRows - preview.count)
+            lines += Array(repeating: TextWidth.fit("", columns), count: blank)
+            for (index, line) in preview.suffix(pageRows).enumerated() {
+                lines.append(index == preview.suffix(pageRows).count - 1 ? Terminal.ANSI.inverse + Self.stripped(line) + Terminal.ANSI.reset : line)
+            }
         } else {
             for row in top ..< top + pageRows {
                 guard row < count.value || !count.isExact, let text = model.line(at: row, width: columns, spinner: spinner, palette: palette) else {
@@ -408,6 +468,7 @@ public struct ListScreen {
         var keys: [(key: String, does: String)] = [
             ("↑ ↓  j k", "move one row"), ("PgUp PgDn  b space", "move one screen"), ("g G  Home End", "the first or the last row"),
         ]
+        keys.append((":N", "go to \(model.rowName) N"))
         keys += model.keys
         if let prompt = model.inputPrompt { keys.append(("/", prompt + " (Enter keeps it, Esc clears it)")) }
         keys += [("?", "these keys (any key closes)"), (nested ? "q  Esc" : "q  Ctrl-C", nested ? "back" : "quit")]
@@ -421,10 +482,12 @@ public struct ListScreen {
 
     /// The position, the model's fields, a message, then what fits of the extras.
     private func statusLine() -> String {
+        if let typing, typingRow { return " :" + typing + "▏  (go to \(model.rowName) N; Enter goes, Esc cancels)" }
         if let typing, let prompt = model.inputPrompt { return " /" + typing + "▏  (\(prompt); Enter keeps it, Esc clears it)" }
         let count = model.count
         let shown = count.value == 0 ? (count.isExact ? "nothing" : "listing…") : "\(top + 1)–\(min(count.value, top + pageRows)) of \(count)"
         var fields = [shown]
+        if following { fields.append("following the end (any key stops)") } else if followsEnd, !count.isExact { fields.append("the end · counting…") }
         if let message { fields.append(message) }  // before the figures: the width may cut the end
         fields += model.statusFields
         var line = " " + fields.joined(separator: " │ ")

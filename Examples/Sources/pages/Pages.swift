@@ -1,6 +1,7 @@
 import ArgumentParser
 import Avenues
 import FileCatalog
+import FilePager
 import Foundation
 import RemoteCatalog
 import TerminalUI
@@ -10,8 +11,15 @@ struct Pages: Tool {
     static let toolName = "pages"
 
     static let configuration = CommandConfiguration(
-        abstract: "Every file and folder under a folder with its lines, CRC-32 and preview, a page at a time.",
+        abstract: "A file of any size a screen at a time; or every file and folder under a folder with its lines, CRC-32 and preview.",
         discussion: """
+            With a file: a pager. Lines are numbered and counted in the background, so a jump anywhere \
+            (G, :N) is a seek from the nearest checkpoint, in memory that does not grow with the file. \
+            ↑/↓/PgUp/PgDn/g/G move, :N goes to line N, / searches (n/N: the next and previous hit), ←/→ \
+            scroll sideways, F follows the end as the file grows, ? lists every key, q quits. Piped, the \
+            file is copied to the output as it is.
+
+            With a folder: \
             On a terminal: a screen at a time, the next one loading while you read; space or PgDn for the next \
             screen, b or PgUp to go back, ↑/↓ for a row, g/G for the ends, ? for every key, q to quit. \
             Otherwise: every row in order, up to --ahead rows computed at once, each printed as soon as the rows \
@@ -22,7 +30,7 @@ struct Pages: Tool {
             """
     )
 
-    @Argument(help: "The folder to list: a path, or the http(s) URL of a folder index.")
+    @Argument(help: "The file to page through, or the folder to list: a path, or the http(s) URL of a folder index.")
     var folder: String = "."
 
     @Option(name: .customLong("ca-file"), help: "Remote folders over https: trust the CA certificates in this PEM file (as curl's --cacert; default: the system's, or SSL_CERT_FILE's).")
@@ -71,6 +79,11 @@ struct Pages: Tool {
             try await streamRemote(url, render: render)
             return
         }
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), !isFolder.boolValue {
+            await page(file: folder)
+            return
+        }
         let entries: [FileEntry]
         do {
             entries = try FileListing.list(folder, includeHidden: all)
@@ -98,6 +111,33 @@ struct Pages: Tool {
         let root = URL(fileURLWithPath: folder).standardizedFileURL.path
         await ListScreen.run(LocalRows(table: table, title: root, tool: "pages", ahead: screen))
         table.flush()
+    }
+
+    /// `pages FILE`: the pager on a terminal, the file's bytes as they are otherwise.
+    func page(file path: String) async {
+        guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
+            copy(path)
+            return
+        }
+        let model: FileModel
+        do {
+            model = try FileModel(path: path)
+        } catch {
+            Self.fail("\(error); check the path and that it can be read")
+        }
+        await ListScreen.run(model)
+    }
+
+    /// Copies the file at `path` to standard output, a megabyte at a time.
+    func copy(_ path: String) {
+        guard let input = FileHandle(forReadingAtPath: path) else { Self.fail("\(path) cannot be opened; check that it can be read") }
+        do {
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try FileHandle.standardOutput.write(contentsOf: chunk)
+            }
+        } catch {
+            Self.fail("\(path) could not be copied (\(error.localizedDescription))")
+        }
     }
 
     /// The transport `--ca-file` asks for, or AsyncMedia's default.

@@ -1,0 +1,310 @@
+import Avenues
+import Foundation
+import Synchronization
+import TerminalUI
+
+/// `pages FILE`: a file of any size as a list of numbered lines, paged through a ``LineFile``.
+///
+/// The file's lines are counted in the background from the moment it opens (the status line shows
+/// how far); a page anywhere the count has passed is one seek from the nearest checkpoint, and one
+/// past it extends the count first. G before the count is known shows the last lines at once
+/// (``endPreview(rows:width:palette:)``), numbered when the count arrives. `/` searches the bytes
+/// forward from the selected line (`n`/`N` for the next and previous hit), ←/→ scroll sideways, F
+/// follows the end as the file grows. The file is watched: lines appended appear, a file truncated
+/// or replaced is read anew, a deleted one stays readable as it was.
+public final class FileModel: ListModel {
+    /// The file.
+    public let file: LineFile
+    /// Its lines as rows.
+    public let rows: PagedRows<LineFile>
+    /// The path as given.
+    public let path: String
+    /// How often the file is looked at for growth, truncation or deletion.
+    let watchInterval: Duration
+    private let state = Mutex(State())
+
+    private struct State {
+        /// The first column shown (←/→).
+        var column = 0
+        var query: String?
+        var search: Task<Void, Never>?
+        /// Bytes the running search has reached.
+        var searchedTo: Int64 = 0
+        var found: ListAction?
+        var scanning: Task<Void, Never>?
+        var watching: Task<Void, Never>?
+        /// What happened to the file on disk, for the status line.
+        var notice: String?
+        var changed: (@Sendable (Int?) -> Void)?
+        var width = 80
+    }
+
+    /// Opens `path` for paging.
+    ///
+    /// - Parameters:
+    ///   - watchInterval: how often the file is looked at for changes (200 ms by default).
+    ///   - bytesKeptPerLine: how much of each line is kept (16 KiB by default: with at most 1,000
+    ///     rows resident, a file of long lines holds 16 MiB of them).
+    /// - Throws: ``LineFileError`` if it cannot be opened or is not a regular file.
+    public init(path: String, watchInterval: Duration = .milliseconds(200), bytesKeptPerLine: Int = 16 * 1024) throws(LineFileError) {
+        self.path = path
+        self.watchInterval = watchInterval
+        file = try LineFile(path: path, checkpointInterval: 1_000, bytesKeptPerLine: bytesKeptPerLine)
+        rows = PagedRows(source: file, configuration: Self.configuration)
+    }
+
+    /// Pages of 100 lines, one page ahead, at most 1,000 lines in memory.
+    static let configuration = PagingConfiguration(pageSize: 100, prefetchDistance: 100, initialLoadSize: 100, maxResident: 1_000)
+
+    // MARK: ListModel
+
+    public var heading: String {
+        let size = file.progress.size
+        return "pages  \(path)  ·  \(ByteCountFormatter.string(fromByteCount: size, countStyle: .file))"
+    }
+
+    public var count: RowCount {
+        let progress = file.progress
+        if progress.isComplete { return .exact(progress.lines) }
+        return .atLeast(max(progress.lines, rows.count.value))
+    }
+
+    public var rowName: String { "line" }
+
+    public func start(_ changed: @escaping @Sendable (Int?) -> Void) {
+        rows.onChange = { _ in changed(nil) }
+        state.withLock { $0.changed = changed }
+        startScan()
+        let watching = Task(priority: .utility) { [weak self, watchInterval] in
+            var lastLines = -1
+            while !Task.isCancelled {
+                try? await Task.sleep(for: watchInterval)
+                guard let self else { return }
+                await self.look()
+                let lines = self.file.progress.lines
+                if lines != lastLines {  // the count moved: the status line and G's follow move with it
+                    lastLines = lines
+                    changed(nil)
+                }
+            }
+        }
+        state.withLock { $0.watching = watching }
+    }
+
+    /// Counts the lines to the end of the file as it is now, in the background.
+    private func startScan() {
+        let task = Task(priority: .utility) { [file, weak self] in
+            try? await file.scan()
+            self?.state.withLock { $0.changed }?(nil)
+        }
+        state.withLock { $0.scanning }?.cancel()
+        state.withLock { $0.scanning = task }
+    }
+
+    /// Looks at the file on disk and follows what happened to it.
+    func look() async {
+        let before = file.progress.lines
+        switch file.checkForChanges() {
+        case .unchanged:
+            return
+        case .grew:
+            // Counted first, so the pages loaded again know where the file ends now.
+            try? await file.scan()
+            rows.refresh(after: max(0, before - 1))
+        case .replaced:
+            state.withLock { $0.notice = "the file was replaced or truncated: read anew" }
+            startScan()
+            rows.refresh()
+        case .deleted:
+            state.withLock { $0.notice = "the file was deleted: showing what was read" }
+        }
+        state.withLock { $0.changed }?(nil)
+    }
+
+    public func show(_ rows: Range<Int>, resting: Bool) {
+        self.rows.show(rows)
+    }
+
+    public func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
+        guard let line = rows.item(at: row) else {
+            if let error = rows.state(at: row).error { return palette.paint(TextWidth.fit(" \(error)", width), palette.failure) }
+            return nil
+        }
+        return render(line, number: String(line.number + 1), width: width, palette: palette)
+    }
+
+    /// A line with its number in the gutter.
+    private func render(_ line: Line, number: String, width: Int, palette: Terminal.Palette) -> String {
+        let gutter = max(4, String(max(1, count.value)).count) + 1
+        let (column, query) = state.withLock { state in
+            state.width = width
+            return (state.column, state.query)
+        }
+        let textWidth = max(1, width - gutter - 1)
+        var text = LineText.visible(line, from: column, width: textWidth)
+        if let query, palette.isOn, let range = SearchText(query).range(in: text) {
+            text = String(text[..<range.lowerBound]) + palette.paint(String(text[range]), palette.match) + String(text[range.upperBound...])
+        }
+        return palette.paint(TextWidth.fit(number, gutter, alignRight: true), palette.size) + " " + text
+    }
+
+    public func endPreview(rows: Int, width: Int, palette: Terminal.Palette) -> [String]? {
+        guard let (lines, first) = try? file.lastLines(rows) else { return nil }
+        return lines.enumerated().map { index, line in
+            render(line, number: first.map { String($0 + index + 1) } ?? "·", width: width, palette: palette)
+        }
+    }
+
+    public func isPending(at row: Int) -> Bool { rows.item(at: row) == nil }
+
+    public var statusFields: [String] {
+        var fields: [String] = []
+        let progress = file.progress
+        if !progress.isComplete { fields.append("counting lines: \(Int(progress.fraction * 100)) %") }
+        let (column, query, searching, searchedTo, notice) = state.withLock { ($0.column, $0.query, $0.search != nil, $0.searchedTo, $0.notice) }
+        if let query, searching {
+            let share = progress.size > 0 ? Int(min(1, Double(searchedTo) / Double(progress.size)) * 100) : 100
+            fields.append("searching “\(query)”… \(share) %")
+        }
+        if column > 0 { fields.append("column \(column + 1)") }
+        if let notice { fields.append(notice) }
+        fields.append("pages resident \(rows.resident.pages)")
+        return fields
+    }
+
+    public var keys: [(key: String, does: String)] {
+        [("← →", "scroll sideways"), ("n  N", "the next or the previous match of the search"), ("F", "follow the end as the file grows (any key stops)")]
+    }
+
+    public var inputPrompt: String? { "search the lines (case-insensitive unless the text has capitals)" }
+
+    public func input(_ text: String?, committed: Bool, selected: Int) -> ListAction {
+        guard committed else { return .none }
+        guard let text, !text.isEmpty else {
+            cancelSearch()
+            state.withLock { $0.query = nil }
+            return .message("search cleared")
+        }
+        state.withLock { $0.query = text }
+        search(from: selected + 1, forward: true)
+        return .none
+    }
+
+    public func handle(_ key: Key, selected: Int) -> ListAction {
+        switch key {
+        case .left, .right, .character("<"), .character(">"):
+            let step = max(8, state.withLock { $0.width } / 2)
+            let right = key == .right || key == .character(">")
+            // Only what a Line keeps can be shown: no further than that.
+            let farthest = file.bytesKeptPerLine
+            state.withLock { $0.column = max(0, right ? min(farthest, $0.column + step) : $0.column - step) }
+            return .none
+        case .character("F"):
+            return .follow
+        case .character("n"), .character("N"):
+            guard state.withLock({ $0.query }) != nil else { return .message("no search: press / first") }
+            let forward = key == .character("n")
+            search(from: forward ? selected + 1 : selected, forward: forward)
+            return .none
+        case .escape:
+            if cancelSearch() { return .message("search cancelled") }
+            return .none
+        default:
+            return .none
+        }
+    }
+
+    public func poll() -> ListAction {
+        state.withLock { state in
+            defer { state.found = nil }
+            return state.found ?? .none
+        }
+    }
+
+    public func stop() {
+        cancelSearch()
+        let (scanning, watching) = state.withLock { ($0.scanning, $0.watching) }
+        scanning?.cancel()
+        watching?.cancel()
+        rows.stop()
+    }
+
+    // MARK: Search
+
+    /// Searches from `row` (forward: at or after it; backward: before it); the hit reaches the screen
+    /// through ``poll()``.
+    private func search(from row: Int, forward: Bool) {
+        cancelSearch()
+        guard let text = state.withLock({ $0.query }) else { return }
+        let query = SearchText(text)
+        let file = file
+        let task = Task(priority: .userInitiated) { [weak self] in
+            let hit: Int?
+            do {
+                if forward {
+                    let progress: @Sendable (Int64) -> Void = { [weak self] offset in
+                        let changed = self?.state.withLock { state in
+                            state.searchedTo = offset
+                            return state.changed
+                        }
+                        changed??(nil)
+                    }
+                    hit = try await file.firstLine(containing: Array(query.text.utf8), from: row, ignoringCase: !query.caseSensitive, progress: progress)
+                } else {
+                    hit = try await file.lastLine(containing: Array(query.text.utf8), before: row, ignoringCase: !query.caseSensitive)
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                self?.finishSearch(.message("search failed: \(error)"))
+                return
+            }
+            guard !Task.isCancelled else { return }
+            if let hit {
+                self?.finishSearch(.select(hit, message: "“\(text)” at line \(hit + 1)"))
+            } else {
+                self?.finishSearch(.message("“\(text)” not found " + (forward ? "after" : "before") + " this line"))
+            }
+        }
+        state.withLock {
+            $0.search = task
+            $0.searchedTo = 0
+        }
+    }
+
+    private func finishSearch(_ outcome: ListAction) {
+        let changed = state.withLock { state in
+            state.search = nil
+            state.found = outcome
+            return state.changed
+        }
+        changed?(nil)  // wakes the screen, which polls the hit
+    }
+
+    @discardableResult
+    private func cancelSearch() -> Bool {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            defer { state.search = nil }
+            return state.search
+        }
+        task?.cancel()
+        return task != nil
+    }
+}
+
+/// What `/` looks for: the text, without regard to ASCII case unless it has a capital (as less's
+/// `-i` and fzf do).
+struct SearchText {
+    let text: String
+    let caseSensitive: Bool
+
+    init(_ text: String) {
+        self.text = text
+        caseSensitive = text.contains { $0.isUppercase }
+    }
+
+    /// The first match in `line` as drawn.
+    func range(in line: String) -> Range<String.Index>? {
+        line.range(of: text, options: caseSensitive ? [] : [.caseInsensitive])
+    }
+}

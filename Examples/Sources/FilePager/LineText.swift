@@ -1,0 +1,60 @@
+import Avenues
+import TerminalUI
+
+/// A file's line as a terminal shows it: what `pages FILE` draws for one row.
+public enum LineText {
+    /// Columns a tab stop is apart.
+    public static let tabWidth = 8
+
+    /// Line `line`'s text from column `column` (0: its start), exactly `width` columns: bytes that
+    /// are not UTF-8 as replacement characters, a CRLF's `\r` dropped, tabs expanded to the next stop,
+    /// control characters (escape sequences included) as `?`, a wide character cut by an edge as a
+    /// space, and `…` in the last column when more of the line follows (or the line was cut to what a
+    /// ``Line`` keeps). Reads only the bytes that can reach the screen, however long the line.
+    public static func visible(_ line: Line, from column: Int, width: Int) -> String {
+        guard width > 0 else { return "" }
+        let column = max(0, column)
+        // A character takes at least one byte and, but for marks, one column: this many bytes hold
+        // every character that can show (and a little more, to know whether more follows).
+        let reach = min(line.bytes.count, Int(clamping: (Int64(column) + Int64(width)) * 8 + 64))
+        var end = reach
+        if reach == line.bytes.count, !line.isCut, end > 0, line.bytes[end - 1] == 0x0D { end -= 1 }
+        let text = String(decoding: line.bytes[0 ..< end], as: UTF8.self)
+        var pieces: [(text: String, columns: Int)] = []
+        var at = 0  // the column the next character starts at
+        var shown = 0  // columns kept
+        var more = line.isCut || reach < line.bytes.count
+        for character in text {
+            var piece: String
+            var columns: Int
+            if character == "\t" {
+                columns = tabWidth - at % tabWidth
+                piece = String(repeating: " ", count: columns)
+            } else {
+                piece = TerminalSafe.clean(String(character))
+                columns = TextWidth.columns(piece)
+            }
+            if at + columns <= column {
+                at += columns
+                continue
+            }
+            if at < column {  // cut by the left edge
+                columns = at + columns - column
+                piece = String(repeating: " ", count: columns)
+                at = column
+            }
+            if shown + columns > width {
+                more = true
+                break
+            }
+            pieces.append((piece, columns))
+            shown += columns
+            at += columns
+        }
+        if more {
+            while shown > width - 1, let last = pieces.popLast() { shown -= last.columns }
+            return pieces.map(\.text).joined() + String(repeating: " ", count: width - 1 - shown) + "…"
+        }
+        return pieces.map(\.text).joined() + String(repeating: " ", count: width - shown)
+    }
+}
