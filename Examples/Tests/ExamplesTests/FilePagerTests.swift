@@ -1,0 +1,195 @@
+import Avenues
+import FilePager
+import Foundation
+import Testing
+import TerminalUI
+
+@Suite("A line as the pager draws it")
+struct LineTextTests {
+    func line(_ bytes: [UInt8], length: Int64? = nil) -> Line {
+        Line(number: 0, offset: 0, length: length ?? Int64(bytes.count), bytes: bytes)
+    }
+
+    func visible(_ text: String, from column: Int = 0, width: Int) -> String {
+        LineText.visible(line(Array(text.utf8)), from: column, width: width)
+    }
+
+    @Test func tabsCRLFAndControlCharacters() {
+        #expect(visible("a\tb", width: 12) == "a       b   ")
+        #expect(visible("abc\r", width: 5) == "abc  ")  // a CRLF file's \r is not drawn
+        #expect(visible("\u{1B}[2Jx\u{7}", width: 6) == "?[2Jx?")  // nothing reaches the terminal as a command
+        #expect(LineText.visible(line([0x61, 0xFF, 0x62]), from: 0, width: 4) == "a\u{FFFD}b ")
+        #expect(visible("", width: 3) == "   ")
+    }
+
+    @Test func wideCharactersAndEdges() {
+        #expect(visible("日本語", width: 6) == "日本語")
+        #expect(visible("日本語", from: 1, width: 5) == " 本語")  // a wide character cut by the left edge is a space
+        #expect(visible("日本語", width: 5) == "日本…")
+        #expect(visible("abcdef", from: 2, width: 3) == "cd…")
+        #expect(visible("abcdef", from: 2, width: 4) == "cdef")
+        #expect(visible("abc", from: 10, width: 4) == "    ")
+        #expect(visible("abc", width: 0) == "")
+    }
+
+    @Test func aLineCutToWhatIsKeptSaysSo() {
+        // 100 MB long, 16 bytes kept: the last column says more follows, wherever the view is.
+        let cut = line(Array("0123456789abcdef".utf8), length: 100 << 20)
+        #expect(LineText.visible(cut, from: 0, width: 8) == "0123456…")
+        #expect(LineText.visible(cut, from: 10, width: 8) == "abcdef …")
+        // Only what can reach the screen is decoded: a 16 KiB line costs a screen's width.
+        let long = line([UInt8](repeating: 0x78, count: 16 << 10))
+        #expect(LineText.visible(long, from: 0, width: 10) == "xxxxxxxxx…")
+    }
+}
+
+@Suite("pages FILE", .timeLimit(.minutes(2)))
+struct FileModelTests {
+    let folder: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("file-pager-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    func write(_ bytes: [UInt8], name: String = "file.txt") -> String {
+        let path = folder.appendingPathComponent(name).path
+        let created = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        precondition(created, "could not write \(path)")
+        return path
+    }
+
+    /// A model started, and its change callbacks as events.
+    func started(_ model: FileModel) -> AsyncStream<Void> {
+        let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        model.start { _ in sink.yield() }
+        return events
+    }
+
+    /// Waits, change by change, until `condition` holds (the suite's time limit ends a wait that never does).
+    func until(_ events: AsyncStream<Void>, _ condition: () -> Bool) async {
+        if condition() { return }
+        for await _ in events where condition() { return }
+    }
+
+    let off = Terminal.Palette(on: false)
+
+    @Test func linesAreNumberedAndTheCountIsExactOnceCounted() async throws {
+        let path = write(Array("one\n\ttabbed\r\nesc \u{1B}]0;title\u{7}\n".utf8) + [0xC3, 0x28] + Array("\nno final break".utf8))
+        let model = try FileModel(path: path)
+        defer { model.stop() }
+        let events = started(model)
+        model.show(0 ..< 10, resting: true)
+        await until(events) { model.count == .exact(5) && model.line(at: 4, width: 30, spinner: "", palette: off) != nil }
+        let drawn = (0 ..< 5).map { model.line(at: $0, width: 30, spinner: "", palette: off) }
+        #expect(drawn == [
+            "    1 one                     ", "    2         tabbed          ", "    3 esc ?]0;title?          ",
+            "    4 \u{FFFD}(                      ", "    5 no final break          ",
+        ])
+        #expect(model.line(at: 5, width: 30, spinner: "", palette: off) == nil)
+    }
+
+    @Test func anEmptyFileHasNoLines() async throws {
+        let model = try FileModel(path: write([]))
+        defer { model.stop() }
+        let events = started(model)
+        model.show(0 ..< 10, resting: true)
+        await until(events) { model.count == .exact(0) }
+        #expect(model.endPreview(rows: 5, width: 20, palette: off) == [])
+    }
+
+    @Test func theEndShowsBeforeTheCountAndIsNumberedOnceItIsKnown() async throws {
+        let lines = (1 ... 5_000).map { "line \($0)" }
+        let model = try FileModel(path: write(Array((lines.joined(separator: "\n") + "\n").utf8)))
+        defer { model.stop() }
+        // Not started: nothing counted yet, and the last lines are there anyway, unnumbered.
+        #expect(!model.count.isExact)
+        #expect(model.endPreview(rows: 2, width: 20, palette: off) == ["    · line 4999     ", "    · line 5000     "])
+        try await model.file.scan()
+        #expect(model.count == .exact(5_000))
+        #expect(model.endPreview(rows: 2, width: 20, palette: off) == [" 4999 line 4999     ", " 5000 line 5000     "])
+    }
+
+    @Test func searchFindsTheNextAndThePreviousLineInEitherCase() async throws {
+        var lines = (0 ..< 30_000).map { "row \($0)" }
+        lines[12_345] = "the Needle here"
+        lines[23_456] = "another needle"
+        let model = try FileModel(path: write(Array((lines.joined(separator: "\n")).utf8)))
+        defer { model.stop() }
+        let events = started(model)
+        func outcome() async -> String {
+            var result = ""
+            await until(events) {
+                switch model.poll() {
+                case .select(let row, let message): result = "\(row): \(message ?? "")"
+                case .message(let message): result = message
+                default: return false
+                }
+                return true
+            }
+            return result
+        }
+        _ = model.input("needle", committed: true, selected: 0)  // lower case: either case matches
+        #expect(await outcome() == "12345: “needle” at line 12346")
+        _ = model.handle(.character("n"), selected: 12_345)
+        #expect(await outcome() == "23456: “needle” at line 23457")
+        _ = model.handle(.character("n"), selected: 23_456)
+        #expect(await outcome() == "“needle” not found after this line")
+        _ = model.handle(.character("N"), selected: 23_456)
+        #expect(await outcome() == "12345: “needle” at line 12346")
+        _ = model.input("Needle", committed: true, selected: 12_345)  // a capital: exactly
+        #expect(await outcome() == "“Needle” not found after this line")
+        guard case .message("search cleared") = model.input("", committed: true, selected: 0) else {
+            Issue.record("an empty search does not say it cleared the search")
+            return
+        }
+    }
+
+    @Test func aGrowingFileIsFollowedAndOneReplacedOrDeletedIsNoticed() async throws {
+        let path = write(Array((1 ... 100).map { "\($0)\n" }.joined().utf8))
+        let model = try FileModel(path: path, watchInterval: .milliseconds(5))
+        defer { model.stop() }
+        let events = started(model)
+        model.show(0 ..< 40, resting: true)
+        await until(events) { model.count == .exact(100) }
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data((101 ... 250).map { "\($0)\n" }.joined().utf8))
+        try handle.close()
+        model.show(210 ..< 250, resting: true)
+        await until(events) { model.count == .exact(250) && model.line(at: 249, width: 12, spinner: "", palette: off) == "  250 250   " }
+
+        // Replaced by a shorter file: read anew.
+        let replacement = write(Array("a\nb\n".utf8), name: "new.txt")
+        #expect(rename(replacement, path) == 0)
+        model.show(0 ..< 40, resting: true)
+        await until(events) { model.count == .exact(2) && model.line(at: 1, width: 12, spinner: "", palette: off) == "    2 b     " }
+        #expect(model.statusFields.contains("the file was replaced or truncated: read anew"))
+
+        // Deleted: what was read stays.
+        #expect(unlink(path) == 0)
+        await until(events) { model.statusFields.contains("the file was deleted: showing what was read") }
+        #expect(model.line(at: 0, width: 12, spinner: "", palette: off) == "    1 a     ")
+    }
+
+    @Test func aHugeLineIsKeptToItsStartAndScrolledSideways() async throws {
+        var bytes = Array("short\n".utf8)
+        bytes += [UInt8](repeating: 0x41, count: 20 << 20)  // a 20 MB line
+        bytes += Array("\nafter\n".utf8)
+        let model = try FileModel(path: write(bytes))
+        defer { model.stop() }
+        let events = started(model)
+        model.show(0 ..< 10, resting: true)
+        await until(events) { model.count == .exact(3) && model.line(at: 2, width: 12, spinner: "", palette: off) != nil }
+        #expect(model.rows.item(at: 1)?.bytes.count == 16 * 1024)  // not 20 MB in memory
+        #expect(model.line(at: 1, width: 12, spinner: "", palette: off) == "    2 AAAAA…")
+        #expect(model.line(at: 2, width: 12, spinner: "", palette: off) == "    3 after ")
+        _ = model.handle(.right, selected: 0)  // half a screen to the right
+        #expect(model.line(at: 0, width: 12, spinner: "", palette: off) == "    1       ")
+        #expect(model.statusFields.contains("column 9"))
+        for _ in 0 ..< 10_000 { _ = model.handle(.right, selected: 0) }  // no further than what is kept
+        #expect(model.statusFields.contains("column \(16 * 1024 + 1)"))
+        _ = model.handle(.left, selected: 0)
+        _ = model.handle(.character("<"), selected: 0)
+        #expect(model.statusFields.contains("column \(16 * 1024 + 1 - 16)"))
+    }
+}

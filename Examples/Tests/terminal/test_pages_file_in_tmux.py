@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Runs `pages FILE` in a real terminal (a detached 120x40 tmux session) on a generated file of
+300,000 lines (~25 MB) and checks what a user sees.
+
+Usage: test_pages_file_in_tmux.py BIN_DIR   (the folder holding the built `pages`)
+
+- the first screen shows lines 1–38, numbered, and the count becomes exact (300000);
+- G shows line 300000 at the bottom; g goes back; `:150000` puts line 150000 at the top; a `:`
+  that is not a number says so;
+- `/needle` finds the one line that says so (line 287,654), `n` says there is no other after it,
+  `/NEEDLE` (capitals: exact case) finds nothing;
+- → scrolls sideways; `?` lists the keys;
+- F follows the end while another process appends 2,000 lines: line 302000 shows at the bottom;
+- an escape sequence in a line neither retitles nor clears the terminal;
+- q exits with status 0 and leaves the terminal sane; piped, the file comes out byte for byte;
+  a file deleted while open stays readable.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from tmuxlib import Tmux, exited, fail, terminal_is_sane
+
+LINES = 300_000
+NEEDLE = 287_654  # 1-based
+
+
+def numbers(screen):
+    """The line numbers of the rows shown (the heading and the status line left out)."""
+    found = []
+    for row in screen[1:-1]:
+        match = re.match(r"\s*(\d+) ", row)
+        if match:
+            found.append(int(match.group(1)))
+    return found
+
+
+def main():
+    bin_dir = sys.argv[1]
+    pages = os.path.join(bin_dir, "pages")
+    work = tempfile.mkdtemp(prefix="pages-file-")
+    path = os.path.join(work, "big.log")
+    with open(path, "w") as out:
+        for n in range(1, LINES + 1):
+            if n == NEEDLE:
+                out.write(f"{n} here is the needle\n")
+            elif n == 1000:
+                out.write(f"{n} \x1b]0;retitled\x07\x1b[2J\x1b[31mred\n")
+            else:
+                out.write(f"{n} GET /index.html?q={'x' * (n % 97)} HTTP/1.1 200\n")
+
+    # Piped: the bytes as they are.
+    copied = subprocess.run([pages, path], capture_output=True, check=True).stdout
+    with open(path, "rb") as file:
+        if copied != file.read():
+            fail("piped, pages did not print the file as it is")
+
+    tmux = Tmux()
+    try:
+        name = "pages"
+        tmux.start(name, f"'{pages}' '{path}'; echo EXIT=$?; stty -a; sleep 120")
+        screen = tmux.wait(name, "the first screen shows lines 1–38 and the exact count",
+                           lambda s: numbers(s)[:1] == [1] and len(numbers(s)) == 38 and f"of {LINES}" in s[-1])
+        if "retitled" in tmux.display(name, "#{pane_title}"):
+            fail("a line's escape sequence retitled the terminal", screen)
+
+        tmux.keys(name, "G")
+        tmux.wait(name, f"G shows line {LINES} at the bottom", lambda s: numbers(s)[-1:] == [LINES])
+        tmux.keys(name, "g")
+        tmux.wait(name, "g shows line 1 again", lambda s: numbers(s)[:1] == [1])
+        tmux.keys(name, ":", "1", "5", "0", "0", "0", "0", "Enter")
+        tmux.wait(name, ":150000 puts line 150000 at the top", lambda s: numbers(s)[:1] == [150_000])
+        tmux.keys(name, ":", "x", "Enter")  # not a digit: ignored, then Enter on an empty line
+        tmux.keys(name, "g", "/", "n", "e", "e", "d", "l", "e", "Enter")
+        screen = tmux.wait(name, f"/needle finds line {NEEDLE}", lambda s: f"at line {NEEDLE}" in s[-1])
+        if not any("here is the needle" in row for row in screen[1:-1]):
+            fail("the line found is not on the screen", screen)
+        tmux.keys(name, "n")
+        tmux.wait(name, "n says there is no other", lambda s: "not found after this line" in s[-1])
+        tmux.keys(name, "g", "/", "N", "E", "E", "D", "L", "E", "Enter")
+        tmux.wait(name, "/NEEDLE (exact case) finds nothing", lambda s: "“NEEDLE” not found" in s[-1])
+
+        tmux.keys(name, "g", "Right")
+        screen = tmux.wait(name, "→ scrolls sideways", lambda s: "column 61" in s[-1])
+        tmux.keys(name, "Left", "?")
+        tmux.wait(name, "? lists the keys", lambda s: any(":N" in row and "go to line N" in row for row in s))
+        tmux.keys(name, "q")  # closes the help
+
+        tmux.keys(name, "F")
+        tmux.wait(name, "F follows the end", lambda s: numbers(s)[-1:] == [LINES] and "following" in s[-1])
+        with open(path, "a") as out:
+            for n in range(LINES + 1, LINES + 2_001):
+                out.write(f"{n} appended\n")
+                if n % 100 == 0:
+                    out.flush()
+        tmux.wait(name, f"the appended lines show, to line {LINES + 2_000}", lambda s: numbers(s)[-1:] == [LINES + 2_000])
+
+        os.unlink(path)
+        screen = tmux.wait(name, "the deleted file is noticed", lambda s: "deleted" in s[-1])
+        tmux.keys(name, ":", "1", "0", "0", "0", "Enter")
+        screen = tmux.wait(name, "line 1000 of the deleted file is read", lambda s: numbers(s)[:1] == [1000])
+        if "[2J" not in screen[1] or "?]0;retitled?" not in screen[1]:
+            fail("the escape sequences of line 1000 are not shown as text", screen)
+        tmux.keys(name, "q")
+        screen = tmux.wait(name, "pages exits", exited)
+        terminal_is_sane(tmux, name, screen, "pages")
+    finally:
+        tmux.close()
+        subprocess.run(["rm", "-rf", work])
+    print("pages FILE in tmux: first screen, G, g, :N, search, sideways, F, deletion, escapes and q all as expected")
+
+
+if __name__ == "__main__":
+    main()
