@@ -226,7 +226,9 @@ public struct ListScreen {
                 }
                 if followsEnd, count.isExact, !following { followsEnd = false }
                 let visible = top ..< top + pageRows
-                if rows.contains(where: { $0 < 0 || visible.contains($0) }), ContinuousClock.now - lastDraw >= Self.framePause { draw() }
+                // At most a frame per pause while rows stream in, but a screen drawn with
+                // placeholders is drawn again at once (the first screen does not wait a frame).
+                if rows.contains(where: { $0 < 0 || visible.contains($0) }), drawnPending || ContinuousClock.now - lastDraw >= Self.framePause { draw() }
             case .tick:
                 // For a moment after a move, the rows are shown again on every frame: the model
                 // sees the list come to rest (details load, the adaptive window shrinks).
@@ -354,8 +356,9 @@ public struct ListScreen {
             }
             let count = model.count
             if count.isExact, number > count.value { message = "there are \(count.value) \(model.rowName)s" }
-            top = max(0, number - 1)  // the row at the top, as less's `Ng`
             move(to: number - 1)
+            // The row at the top, as less's `Ng` (as far as the rows after it fill the screen).
+            top = count.isExact ? max(0, min(number - 1, count.value - pageRows)) : number - 1
         case .character(let character) where character.isASCII && character.isNumber:
             if (typing?.count ?? 0) < 19 { typing?.append(character) }  // no more digits than an Int has
         default:
@@ -438,8 +441,9 @@ public struct ListScreen {
         var pending = false
         if showsHelp {
             lines += helpLines()
-        } else if followsEnd, !count.isExact, let preview = model.endPreview(rows: pageRows, width: columns, palette: palette) {
-            // The end before the count: the last lines at once, numbered when the count is known.
+        } else if followsEnd, !count.isExact || visibleRowsPending, let preview = model.endPreview(rows: pageRows, width: columns, palette: palette) {
+            // The end before the count (or before its rows loaded, while following a growing
+            // list): the last lines at once, numbered when the count is known.
             let blank = max(0, pageRows - preview.count)
             lines += Array(repeating: TextWidth.fit("", columns), count: blank)
             for (index, line) in preview.suffix(pageRows).enumerated() {
