@@ -80,7 +80,10 @@ struct Pages: Tool {
             return
         }
         var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), !isFolder.boolValue {
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
+            Self.fail("\(folder) does not exist; give the path of a file or a folder")
+        }
+        if !isFolder.boolValue {
             await page(file: folder)
             return
         }

@@ -111,7 +111,7 @@ def main():
         print("ok: names that are not UTF-8 are listed and read:", ", ".join(row.split("\t")[0] for row in odd_rows))
 
         for arguments, expected in [
-            ([pages, os.path.join(work, "nonexistent")], "pages: " + os.path.join(work, "nonexistent") + " is not a folder that can be read (No such file or directory); give the path of a folder"),
+            ([pages, os.path.join(work, "nonexistent")], "pages: " + os.path.join(work, "nonexistent") + " does not exist; give the path of a file or a folder"),
             ([pages, "--ahead", "0", files], "pages: --ahead must be at least 1; see 'pages --help'"),
             ([pages, "--bogus"], "pages: unknown option '--bogus'; see 'pages --help'"),
             ([browse, "--width", "x"], "browse: the value 'x' is invalid for '--width <width>'; see 'browse --help'"),

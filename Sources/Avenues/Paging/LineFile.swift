@@ -245,9 +245,10 @@ public final class LineFile: OffsetPageSource {
     /// returns when it gets there (or throws `CancellationError` when its task is cancelled). Yields
     /// between chunks, so run it at a low priority and it gives way to what the user waits for.
     public func scan() async throws {
+        var buffer = ScanBuffer(size: chunkSize)  // one for the whole scan: a fresh megabyte a chunk costs page faults
         while true {
             try Task.checkCancellation()
-            if try !scanChunk() { return }
+            if try !scanChunk(&buffer) { return }
             await Task.yield()
         }
     }
@@ -267,14 +268,16 @@ public final class LineFile: OffsetPageSource {
         state.withLock { $0.index.start(of: line) }
     }
 
-    /// Scans one chunk from where the scan stopped; `false` at the end of the file. Chunks are read
-    /// outside the lock and taken only if nobody else scanned them meanwhile.
+    /// Scans one chunk from where the scan stopped into `buffer`; `false` at the end of the file.
+    /// Chunks are read and searched for line breaks outside the lock, and taken only if nobody
+    /// else scanned them meanwhile.
     @discardableResult
-    func scanChunk() throws -> Bool {
-        let (descriptor, from, size) = state.withLock { ($0.descriptor, $0.index.scanned, $0.size) }
-        // Not zeroed first: a gigabyte's scan would write every byte twice.
-        var buffer = [UInt8](unsafeUninitializedCapacity: chunkSize) { [chunkSize] _, count in count = chunkSize }
-        let read = try buffer.withUnsafeMutableBytes { try readFully(descriptor, into: $0, at: from) }
+    func scanChunk(_ buffer: inout ScanBuffer) throws -> Bool {
+        let (descriptor, from, newlines, size) = state.withLock { ($0.descriptor, $0.index.scanned, $0.index.newlines, $0.size) }
+        let read = try buffer.bytes.withUnsafeMutableBytes { try readFully(descriptor, into: $0, at: from) }
+        let chunk = buffer.bytes.withUnsafeBytes { raw in
+            LineIndex.Chunk(UnsafeRawBufferPointer(rebasing: raw[0 ..< read]), from: from, newlinesBefore: newlines, interval: checkpointInterval)
+        }
         return state.withLock { state -> Bool in
             guard state.descriptor === descriptor, state.index.scanned == from else { return true }  // another scan moved on
             guard read > 0 else {
@@ -282,7 +285,7 @@ public final class LineFile: OffsetPageSource {
                 state.size = max(state.size, from)
                 return false
             }
-            buffer.withUnsafeBytes { state.index.take(UnsafeRawBufferPointer(rebasing: $0[0..<read])) }
+            state.index.take(chunk)
             state.size = max(state.size, state.index.scanned)
             return true
         }
@@ -290,9 +293,12 @@ public final class LineFile: OffsetPageSource {
 
     /// Extends the scan until `line`'s start is known (or the end).
     func extendScan(throughLine line: Int) throws {
+        var buffer: ScanBuffer?
         while state.withLock({ $0.index.knownLines < line && $0.index.lineCount == nil }) {
             try Task.checkCancellation()
-            if try !scanChunk() { return }
+            var chunk = buffer ?? ScanBuffer(size: chunkSize)
+            defer { buffer = chunk }
+            if try !scanChunk(&chunk) { return }
         }
     }
 
@@ -345,6 +351,16 @@ public final class LineFile: OffsetPageSource {
         } catch {
             throw LineFileError(path: path, reason: "cannot be read (\(FileSystem.message(for: error.code)))")
         }
+    }
+}
+
+/// The bytes a scan reads a chunk into, kept from chunk to chunk.
+struct ScanBuffer {
+    var bytes: [UInt8]
+
+    init(size: Int) {
+        // Not zeroed first: a gigabyte's scan would write every byte twice.
+        bytes = [UInt8](unsafeUninitializedCapacity: size) { _, count in count = size }
     }
 }
 

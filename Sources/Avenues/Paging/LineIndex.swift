@@ -25,19 +25,52 @@ struct LineIndex: Sendable, Equatable {
         self.interval = interval
     }
 
+    /// What a chunk of scanned bytes adds, worked out apart from the index (outside its lock).
+    struct Chunk: Sendable {
+        /// Where the chunk starts in the file.
+        let from: Int64
+        let count: Int
+        /// Line breaks in it.
+        let newlines: Int
+        /// The checkpoints it adds: where the lines whose numbers are multiples of the interval start.
+        let checkpoints: [Int64]
+        let endsWithNewline: Bool
+
+        /// Finds the line breaks of `bytes`, which start at byte `from`, after `newlinesBefore` breaks.
+        init(_ bytes: UnsafeRawBufferPointer, from: Int64, newlinesBefore: Int, interval: Int) {
+            self.from = from
+            count = bytes.count
+            var newlines = 0
+            var checkpoints: [Int64] = []
+            if let base = bytes.baseAddress {
+                var position = 0
+                while position < bytes.count, let found = memchr(base + position, 0x0A, bytes.count - position) {
+                    let index = base.distance(to: UnsafeRawPointer(found))
+                    newlines += 1
+                    if (newlinesBefore + newlines) % interval == 0 { checkpoints.append(from + Int64(index) + 1) }
+                    position = index + 1
+                }
+            }
+            self.newlines = newlines
+            self.checkpoints = checkpoints
+            endsWithNewline = bytes.last == 0x0A
+        }
+    }
+
     /// Takes the next scanned bytes (they continue exactly where the scan was).
     mutating func take(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        var position = 0
-        while position < bytes.count {
-            guard let found = memchr(base + position, 0x0A, bytes.count - position) else { break }
-            let index = base.distance(to: UnsafeRawPointer(found))
-            newlines += 1
-            if newlines % interval == 0 { checkpoints.append(scanned + Int64(index) + 1) }
-            position = index + 1
-        }
-        scanned += Int64(bytes.count)
-        endsWithNewline = bytes[bytes.count - 1] == 0x0A
+        take(Chunk(bytes, from: scanned, newlinesBefore: newlines, interval: interval))
+    }
+
+    /// Takes a chunk worked out from where the scan is now (`chunk.from == scanned`, and no break
+    /// taken since it was worked out).
+    mutating func take(_ chunk: Chunk) {
+        precondition(chunk.from == scanned, "LineIndex: a chunk taken out of order")
+        guard chunk.count > 0 else { return }
+        newlines += chunk.newlines
+        checkpoints += chunk.checkpoints
+        scanned += Int64(chunk.count)
+        endsWithNewline = chunk.endsWithNewline
         completeAt = nil
     }
 
