@@ -1,0 +1,399 @@
+/// How far a ``FilteredRows`` scan got.
+public struct FilterProgress: Sendable, Hashable, CustomStringConvertible {
+    /// Rows of the source tested so far.
+    public var scanned: Int
+    /// The source's rows (at least, while it is still being read).
+    public var total: RowCount
+    /// Whether the scan is over: the match count is exact.
+    public var isComplete: Bool
+
+    /// `34000 of ≥ 80000 scanned` or `80000 scanned`.
+    public var description: String {
+        isComplete ? "\(scanned) scanned" : "\(scanned) of \(total) scanned"
+    }
+}
+
+/// What changed in a ``FilteredRows``: its matches, its progress, or the items of visible matches.
+public struct FilteredRowsChange: Sendable, Hashable {
+    /// The matches found so far (exact once the scan ended).
+    public var count: RowCount
+    /// How far the scan got.
+    public var progress: FilterProgress
+}
+
+/// How much work a ``FilteredRows`` did, for tests and benchmarks.
+public struct FilterStatistics: Sendable, Hashable {
+    /// Scans started (one per query that needed one).
+    public var scansStarted = 0
+    /// Scans that ran to the end of the source.
+    public var scansCompleted = 0
+    /// Rows read from the source by scans (cancelled ones included).
+    public var rowsRead = 0
+}
+
+/// The rows of a source that match a query, found while the source is still being read: a filter
+/// over *every* row of a list of any length — including rows not loaded yet — streaming its
+/// matches in order, cancelled and restarted on every keystroke, in bounded memory.
+///
+/// - **Scanning.** ``filter(_:)`` starts a scan of the source in order, `chunk` rows at a time, in
+///   a task of its own at a low priority (`.utility` by default), so the rows on screen of the
+///   unfiltered list never wait behind it. A new query cancels the old scan's task at once (its
+///   source reads see the cancellation), so at most one chunk of work is spent after a keystroke.
+/// - **Narrowing.** Typing more of the same text (``TextQuery/narrows(_:)``) re-checks only the
+///   rows the last query matched among those it had scanned, then scans on from where it stopped.
+/// - **Rows of its own.** Match `i` is source row ``row(at:)``; ``count`` says "≥ N" while the scan
+///   runs and is exact when it ends; ``progress`` says how far it got. ``item(at:)`` is a visible
+///   match's item: ``show(_:)`` the matches on screen and their items load (those the scan saw are
+///   kept, up to `maxResident`).
+/// - **Memory.** Matches are row numbers — 8 bytes each, 8 MB for a million — and at most
+///   `maxResident` items are kept, whatever the source's length.
+///
+/// ```swift
+/// let filtered = FilteredRows(rows: commits) { commit, query in
+///     query.matches(commit.subject) || query.matches(commit.author)
+/// }
+/// filtered.filter(TextQuery("fix"))
+/// filtered.show(0..<40)
+/// for await change in filtered.subscribe() where change.progress.isComplete { print(change.count); break }
+/// ```
+///
+/// Thread-safe. The matching closure runs on the scan's task, never under a lock.
+public final class FilteredRows<Item: Sendable>: Sendable {
+    /// Reads rows `range` of the source, in order; fewer at its end.
+    public typealias Read = @Sendable (Range<Int>) async throws -> [Item]
+
+    let read: Read
+    let sourceCount: @Sendable () -> RowCount
+    let test: @Sendable (Item, TextQuery) -> Bool
+    let maxResident: Int
+    let priority: TaskPriority
+    let state: Locked<State>
+
+    struct State {
+        var machine: RowFilterStateMachine
+        var scan: Task<Void, Never>?
+        /// Items by source row: those the scan matched and those loaded for the screen.
+        var items: [Int: Item] = [:]
+        /// The matches on screen.
+        var window: Range<Int> = 0 ..< 0
+        var loading: Task<Void, Never>?
+        var listeners: [UInt64: AsyncStream<FilteredRowsChange>.Continuation] = [:]
+        var nextListener: UInt64 = 0
+        var error: (any Error)?
+        var statistics = FilterStatistics()
+    }
+
+    /// A filter over any source.
+    ///
+    /// - Parameters:
+    ///   - chunk: rows read per step of a scan (1,000 by default): the work a cancelled scan may
+    ///     still do.
+    ///   - maxResident: the most items kept (1,000 by default).
+    ///   - priority: the scans' priority; `.utility` by default, below the screen's loads.
+    ///   - count: the source's row count as known now.
+    ///   - read: reads rows of the source in order (fewer at its end); it should stop with
+    ///     `CancellationError` when its task is cancelled.
+    ///   - matches: whether an item matches a query.
+    public init(
+        chunk: Int = 1_000,
+        maxResident: Int = 1_000,
+        priority: TaskPriority = .utility,
+        count: @escaping @Sendable () -> RowCount,
+        read: @escaping Read,
+        matches: @escaping @Sendable (Item, TextQuery) -> Bool
+    ) {
+        precondition(chunk >= 1, "FilteredRows.chunk must be at least 1")
+        precondition(maxResident >= 1, "FilteredRows.maxResident must be at least 1")
+        self.read = read
+        self.sourceCount = count
+        self.test = matches
+        self.maxResident = maxResident
+        self.priority = priority
+        state = Locked(State(machine: RowFilterStateMachine(chunk: chunk)))
+    }
+
+    /// A filter over the rows of a ``PagedRows`` whose source can start anywhere: the scan reads the
+    /// source's pages itself, so the list's own pages and memory bound are left alone.
+    public convenience init<Source: OffsetPageSource>(
+        rows: PagedRows<Source>,
+        chunk: Int = 1_000,
+        maxResident: Int = 1_000,
+        priority: TaskPriority = .utility,
+        matches: @escaping @Sendable (Item, TextQuery) -> Bool
+    ) where Source.Item == Item {
+        let source = rows.source
+        self.init(
+            chunk: chunk, maxResident: maxResident, priority: priority, count: { [weak rows] in rows?.count ?? .atLeast(0) },
+            read: { range in try await source.page(at: range.lowerBound, size: range.count).items }, matches: matches
+        )
+    }
+
+    /// A filter over rows held in memory.
+    public convenience init(
+        items: [Item],
+        chunk: Int = 1_000,
+        maxResident: Int = 1_000,
+        priority: TaskPriority = .utility,
+        matches: @escaping @Sendable (Item, TextQuery) -> Bool
+    ) {
+        self.init(
+            chunk: chunk, maxResident: maxResident, priority: priority, count: { .exact(items.count) },
+            read: { range in
+                let lower = min(range.lowerBound, items.count)
+                return Array(items[lower ..< min(range.upperBound, items.count)])
+            },
+            matches: matches
+        )
+    }
+
+    deinit {
+        let (scan, loading, listeners) = state.withLock { ($0.scan, $0.loading, Array($0.listeners.values)) }
+        scan?.cancel()
+        loading?.cancel()
+        for listener in listeners { listener.finish() }
+    }
+
+    // MARK: Querying
+
+    /// Filters by `query` (`nil`: no filter, no matches). The old scan is cancelled at once; a query
+    /// that narrows the last re-checks its matches first.
+    public func filter(_ query: TextQuery?) {
+        let (old, restart) = state.withLock { state -> (Task<Void, Never>?, Bool) in
+            guard state.machine.setQuery(query) else { return (nil, false) }
+            state.error = nil
+            let old = state.scan
+            state.scan = nil
+            return (old, true)
+        }
+        old?.cancel()
+        if restart { startScan() } else if query == nil { cancelScan() }
+        notify()
+    }
+
+    /// The query being filtered by.
+    public var query: TextQuery? { state.withLock { $0.machine.query } }
+
+    /// Goes on scanning after a finished scan, for a source that grew (a log, a followed file).
+    public func sourceGrew() {
+        let resume = state.withLock { state -> Bool in
+            guard state.scan == nil, state.machine.sourceGrew() else { return false }
+            return true
+        }
+        if resume { startScan() }
+    }
+
+    /// Stops the scan and the loads (the matches found stay readable).
+    public func stop() {
+        cancelScan()
+        state.withLock { $0.loading }?.cancel()
+    }
+
+    private func cancelScan() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            defer { state.scan = nil }
+            return state.scan
+        }
+        task?.cancel()
+    }
+
+    // MARK: Reading
+
+    /// The matches found: exact once the scan ended.
+    public var count: RowCount {
+        state.withLock { state in
+            state.machine.isScanning ? .atLeast(state.machine.matches.count) : .exact(state.machine.matches.count)
+        }
+    }
+
+    /// How far the scan got.
+    public var progress: FilterProgress {
+        let total = sourceCount()
+        return state.withLock { state in
+            let complete = !state.machine.isScanning
+            return FilterProgress(scanned: complete ? max(state.machine.scanned, total.value) : state.machine.scanned, total: total, isComplete: complete)
+        }
+    }
+
+    /// Why the scan stopped early, if a read failed.
+    public var error: (any Error)? { state.withLock { $0.error } }
+
+    /// The work done so far.
+    public var statistics: FilterStatistics { state.withLock { $0.statistics } }
+
+    /// The source row of match `index`, if found yet.
+    public func row(at index: Int) -> Int? {
+        state.withLock { state in state.machine.matches.indices.contains(index) ? state.machine.matches[index] : nil }
+    }
+
+    /// Which match source row `row` is, if it matches (to keep the selection on the same row when
+    /// the query changes).
+    public func index(ofRow row: Int) -> Int? {
+        state.withLock { $0.machine.index(ofRow: row) }
+    }
+
+    /// Match `index`'s item, once found and loaded (``show(_:)`` loads those on screen).
+    public func item(at index: Int) -> Item? {
+        state.withLock { state in
+            guard state.machine.matches.indices.contains(index) else { return nil }
+            return state.items[state.machine.matches[index]]
+        }
+    }
+
+    /// The matches on screen: their items load (at the caller's priority), those far from them may go.
+    public func show(_ indices: Range<Int>) {
+        let missing = state.withLock { state -> [Int] in
+            state.window = indices
+            let matches = state.machine.matches
+            let visible = max(0, min(indices.lowerBound, matches.count)) ..< max(0, min(indices.upperBound, matches.count))
+            return visible.map { matches[$0] }.filter { state.items[$0] == nil }
+        }
+        guard !missing.isEmpty else { return }
+        let task = Task { [weak self] in
+            guard let self else { return }
+            await self.load(missing)
+        }
+        state.withLock { $0.loading }?.cancel()
+        state.withLock { $0.loading = task }
+    }
+
+    // MARK: Changes
+
+    /// Changes as they happen (the newest only, when the reader is slower): matches found, progress,
+    /// items loaded. Any number of subscribers.
+    public func subscribe() -> AsyncStream<FilteredRowsChange> {
+        let (stream, continuation) = AsyncStream<FilteredRowsChange>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { state -> UInt64 in
+            state.nextListener &+= 1
+            state.listeners[state.nextListener] = continuation
+            return state.nextListener
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
+        }
+        continuation.yield(change())
+        return stream
+    }
+
+    private func change() -> FilteredRowsChange {
+        FilteredRowsChange(count: count, progress: progress)
+    }
+
+    private func notify() {
+        let listeners = state.withLock { Array($0.listeners.values) }
+        guard !listeners.isEmpty else { return }
+        let change = change()
+        for listener in listeners { listener.yield(change) }
+    }
+
+    // MARK: Scanning
+
+    private func startScan() {
+        let task = Task(priority: priority) { [weak self] in
+            guard let self else { return }
+            await self.scan()
+        }
+        let previous = state.withLock { state -> Task<Void, Never>? in
+            defer {
+                state.scan = task
+                state.statistics.scansStarted += 1
+            }
+            return state.scan
+        }
+        previous?.cancel()
+    }
+
+    /// Reads and tests chunk after chunk until the plan runs out, the task is cancelled or a read fails.
+    private func scan() async {
+        while !Task.isCancelled {
+            guard let (step, query) = state.withLock({ state in state.machine.nextRead().map { ($0, state.machine.query) } }), let query else {
+                break
+            }
+            let items: [Item]
+            do {
+                items = try await read(step.range)
+            } catch {
+                if !Task.isCancelled, !(error is CancellationError) {
+                    state.withLock { state in
+                        if state.machine.generation == step.generation { state.error = error }
+                    }
+                    notify()
+                }
+                return
+            }
+            if Task.isCancelled { return }
+            var matched: [Int] = []
+            var matchedItems: [(Int, Item)] = []
+            if let candidates = step.candidates {
+                for row in candidates {
+                    let offset = row - step.range.lowerBound
+                    guard offset < items.count else { break }
+                    if test(items[offset], query) {
+                        matched.append(row)
+                        matchedItems.append((row, items[offset]))
+                    }
+                }
+            } else {
+                for (offset, item) in items.enumerated() where test(item, query) {
+                    matched.append(step.range.lowerBound + offset)
+                    matchedItems.append((step.range.lowerBound + offset, item))
+                }
+            }
+            let taken = state.withLock { state -> Bool in
+                state.statistics.rowsRead += items.count
+                guard state.machine.take(step, matched: matched, rowsRead: items.count) else { return false }
+                keep(matchedItems, in: &state)
+                if !state.machine.isScanning { state.statistics.scansCompleted += 1 }
+                return true
+            }
+            guard taken else { return }
+            notify()
+            await Task.yield()
+        }
+        state.withLock { state in
+            if state.scan != nil, !state.machine.isScanning { state.scan = nil }
+        }
+    }
+
+    /// Keeps the items of new matches while there is room, or when they are nearer the screen than
+    /// what is kept.
+    private func keep(_ found: [(Int, Item)], in state: inout State) {
+        for (row, item) in found { state.items[row] = item }
+        evict(&state)
+    }
+
+    /// Drops the items farthest from the screen's matches until `maxResident` are left.
+    private func evict(_ state: inout State) {
+        guard state.items.count > maxResident else { return }
+        let window = state.window
+        let machine = state.machine
+        func distance(_ row: Int) -> Int {
+            guard let index = machine.index(ofRow: row) else { return .max }  // not a match of this query
+            if index < window.lowerBound { return window.lowerBound - index }
+            if index >= window.upperBound { return index - window.upperBound + 1 }
+            return 0
+        }
+        // Down to three quarters, so the next matches do not evict again at once.
+        let keep = maxResident * 3 / 4
+        let ordered = state.items.keys.map { ($0, distance($0)) }.sorted { $0.1 < $1.1 }
+        for (row, _) in ordered.dropFirst(keep) { state.items.removeValue(forKey: row) }
+    }
+
+    /// Loads the items of `rows` (ascending source rows), nearby rows in one read.
+    private func load(_ rows: [Int]) async {
+        var index = 0
+        while index < rows.count, !Task.isCancelled {
+            var end = index + 1
+            while end < rows.count, rows[end] - rows[index] < 64 { end += 1 }
+            let range = rows[index] ..< rows[end - 1] + 1
+            guard let items = try? await read(range), !Task.isCancelled else { return }
+            state.withLock { state in
+                for row in rows[index ..< end] where row - range.lowerBound < items.count {
+                    state.items[row] = items[row - range.lowerBound]
+                }
+                evict(&state)
+            }
+            notify()
+            index = end
+        }
+    }
+}

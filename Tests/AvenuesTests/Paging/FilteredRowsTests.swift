@@ -1,0 +1,289 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+/// A source whose reads wait for permits the test hands out, and which records every read (its
+/// range, whether it was cancelled): scans move exactly as far as the test says.
+final class GatedSource: Sendable {
+    let rows: [String]
+    private let state = Locked((permits: 0, waiters: [UnsafeContinuation<Void, Never>](), reads: [Range<Int>](), cancelled: 0, open: false))
+
+    init(_ rows: [String]) { self.rows = rows }
+
+    /// Lets `count` more reads through (or every read from now on, when `nil`).
+    func allow(_ count: Int? = nil) {
+        let waiters = state.withLock { state -> [UnsafeContinuation<Void, Never>] in
+            if let count { state.permits += count } else { state.open = true }
+            var released: [UnsafeContinuation<Void, Never>] = []
+            while !state.waiters.isEmpty, state.open || state.permits > 0 {
+                if !state.open { state.permits -= 1 }
+                released.append(state.waiters.removeFirst())
+            }
+            return released
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    var reads: [Range<Int>] { state.withLock { $0.reads } }
+    var cancelledReads: Int { state.withLock { $0.cancelled } }
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
+    func read(_ range: Range<Int>) async throws -> [String] {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let go = state.withLock { state -> Bool in
+                if state.open { return true }
+                if state.permits > 0 {
+                    state.permits -= 1
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if go { continuation.resume() }
+        }
+        if Task.isCancelled {
+            state.withLock { $0.cancelled += 1 }
+            throw CancellationError()
+        }
+        state.withLock { $0.reads.append(range) }
+        let lower = min(range.lowerBound, rows.count)
+        return Array(rows[lower ..< min(range.upperBound, rows.count)])
+    }
+
+    func filtered(chunk: Int = 100, maxResident: Int = 1_000) -> FilteredRows<String> {
+        FilteredRows(chunk: chunk, maxResident: maxResident, count: { [rows] in .exact(rows.count) }, read: { try await self.read($0) }) { row, query in
+            query.matches(row)
+        }
+    }
+}
+
+@Suite("Filtered rows", .timeLimit(.minutes(2)))
+struct FilteredRowsTests {
+    static func words(_ count: Int, seed: UInt64 = 1) -> [String] {
+        var random = SplitMix64(seed: seed)
+        let parts = ["fix", "Fix", "add", "build", "test", "café", "CAFÉ", "docs", "abc", "abd", "ab"]
+        return (0 ..< count).map { index in
+            (0 ..< 3).map { _ in parts.randomElement(using: &random) ?? "x" }.joined(separator: " ") + " \(index)"
+        }
+    }
+
+    static func model(_ rows: [String], _ query: TextQuery) -> [Int] {
+        rows.indices.filter { query.matches(rows[$0]) }
+    }
+
+    func finished(_ filtered: FilteredRows<String>) async {
+        for await change in filtered.subscribe() where change.progress.isComplete { return }
+    }
+
+    func matches(_ filtered: FilteredRows<String>) -> [Int] {
+        (0 ..< filtered.count.value).compactMap { filtered.row(at: $0) }
+    }
+
+    @Test func matchesStreamInOrderAndTheCountIsExactAtTheEnd() async throws {
+        let rows = Self.words(1_000)
+        let source = GatedSource(rows)
+        let filtered = source.filtered(chunk: 100)
+        let query = TextQuery("fix")
+        let expected = Self.model(rows, query)
+        filtered.filter(query)
+        #expect(filtered.count == .atLeast(0))
+        for chunk in 1 ... 10 {
+            source.allow(1)
+            await eventually("chunk \(chunk) is taken") { filtered.progress.scanned >= chunk * 100 || filtered.progress.isComplete }
+            let found = matches(filtered)
+            #expect(found == expected.filter { $0 < chunk * 100 }, "after chunk \(chunk)")
+        }
+        source.allow(1)  // the short read that says the source ended
+        await finished(filtered)
+        #expect(filtered.count == .exact(expected.count))
+        #expect(matches(filtered) == expected)
+        #expect(filtered.progress == FilterProgress(scanned: 1_000, total: .exact(1_000), isComplete: true))
+    }
+
+    @Test func aNewQueryCancelsTheOldScanAtOnce() async throws {
+        let source = GatedSource(Self.words(10_000))
+        let filtered = source.filtered(chunk: 100)
+        filtered.filter(TextQuery("fix"))
+        await eventually("the first read waits") { source.waiting == 1 }
+        filtered.filter(TextQuery("docs"))  // not narrowing: a new scan
+        source.allow(1)
+        await eventually("the old scan's read saw the cancellation") { source.cancelledReads == 1 }
+        source.allow()
+        await finished(filtered)
+        #expect(filtered.statistics.scansStarted == 2)
+        #expect(filtered.statistics.scansCompleted == 1)
+        #expect(matches(filtered) == Self.model(source.rows, TextQuery("docs")))
+    }
+
+    @Test func typingTenCharactersRunsOnlyTheLastScanToTheEnd() async throws {
+        let source = GatedSource(Self.words(5_000))
+        let filtered = source.filtered(chunk: 100)
+        let typed = "fix 12 abc"
+        for length in 1 ... typed.count {
+            filtered.filter(TextQuery(String(typed.prefix(length))))
+            source.allow(1)  // each keystroke's scan gets one chunk before the next key
+            await eventually("keystroke \(length)'s read was let through") { source.waiting == 0 }
+        }
+        source.allow()
+        await finished(filtered)
+        let stats = filtered.statistics
+        #expect(stats.scansCompleted == 1)
+        #expect(stats.rowsRead <= 5_000 + typed.count * 100)  // each cancelled scan read at most a chunk or so
+        #expect(matches(filtered) == Self.model(source.rows, TextQuery(typed)))
+    }
+
+    @Test func typingMoreReChecksOnlyTheLastMatches() async throws {
+        var rows = Array(repeating: "nothing here", count: 10_000)
+        for row in [5, 2_500, 2_501, 7_777] { rows[row] = "the abc row" }
+        rows[2_501] = "the abcd row"
+        let source = GatedSource(rows)
+        source.allow()
+        let filtered = source.filtered(chunk: 100)
+        filtered.filter(TextQuery("abc"))
+        await finished(filtered)
+        #expect(matches(filtered) == [5, 2_500, 2_501, 7_777])
+        let before = source.reads.count
+        filtered.filter(TextQuery("abcd"))
+        await finished(filtered)
+        #expect(matches(filtered) == [2_501])
+        // Three reads, one per group of candidates (5; 2,500 and 2,501; 7,777), not 100 chunks.
+        #expect(Array(source.reads.dropFirst(before)) == [5 ..< 105, 2_500 ..< 2_600, 7_777 ..< 7_877])
+        // Widening again scans everything.
+        filtered.filter(TextQuery("ab"))
+        await finished(filtered)
+        #expect(matches(filtered) == [5, 2_500, 2_501, 7_777])
+    }
+
+    @Test func narrowingWhileTheScanRunsGoesOnFromWhereItStopped() async throws {
+        let rows = Self.words(3_000, seed: 9)
+        let source = GatedSource(rows)
+        let filtered = source.filtered(chunk: 100)
+        filtered.filter(TextQuery("ab"))
+        source.allow(5)
+        await eventually("5 chunks") { filtered.progress.scanned >= 500 }
+        filtered.filter(TextQuery("abd"))
+        source.allow()
+        await finished(filtered)
+        #expect(matches(filtered) == Self.model(rows, TextQuery("abd")))
+    }
+
+    @Test func randomQueriesMatchTheModel() async throws {
+        var random = SplitMix64(seed: 77)
+        let rows = Self.words(2_000, seed: 5)
+        let texts = ["a", "ab", "abc", "abd", "f", "fi", "fix", "Fix", "FIX", "café", "CAFÉ", "caf", "", "1", "19", " "]
+        for round in 0 ..< 30 {
+            let source = GatedSource(rows)
+            let filtered = source.filtered(chunk: Int.random(in: 1 ... 300, using: &random))
+            var last: TextQuery?
+            for _ in 0 ..< Int.random(in: 1 ... 6, using: &random) {
+                let text = texts.randomElement(using: &random) ?? "a"
+                let query = text.isEmpty ? nil : TextQuery(text)
+                filtered.filter(query)
+                last = query
+                if Int.random(in: 0 ..< 4, using: &random) == 0, query != nil {
+                    source.allow()  // this scan runs to its end before the next query (which may narrow it)
+                    await finished(filtered)
+                } else {
+                    source.allow(Int.random(in: 0 ... 4, using: &random))
+                    await Task.yield()
+                }
+            }
+            source.allow()
+            guard let last else {
+                #expect(filtered.count == .exact(0))
+                continue
+            }
+            await finished(filtered)
+            #expect(matches(filtered) == Self.model(rows, last), "round \(round): \(last)")
+            #expect(filtered.count == .exact(Self.model(rows, last).count))
+        }
+    }
+
+    @Test func itemsOfVisibleMatchesLoadAndResidencyIsBounded() async throws {
+        let rows = (0 ..< 20_000).map { "row \($0)" }
+        let source = GatedSource(rows)
+        source.allow()
+        let filtered = source.filtered(chunk: 500, maxResident: 100)
+        filtered.filter(TextQuery("row"))
+        await finished(filtered)
+        #expect(filtered.count == .exact(20_000))
+        #expect(filtered.state.withLock { $0.items.count } <= 100)
+        filtered.show(10_000 ..< 10_040)
+        await eventually("the screen's items loaded") { (10_000 ..< 10_040).allSatisfy { filtered.item(at: $0) != nil } }
+        #expect(filtered.item(at: 10_039) == "row 10039")
+        #expect(filtered.state.withLock { $0.items.count } <= 100)
+        #expect(filtered.index(ofRow: 12_345) == 12_345)
+    }
+
+    @Test func aFailedReadStopsTheScanAndSaysWhy() async throws {
+        struct Broken: Error {}
+        let filtered = FilteredRows<String>(chunk: 10, count: { .atLeast(100) }, read: { range in
+            if range.lowerBound >= 30 { throw Broken() }
+            return range.map { "row \($0)" }
+        }) { row, query in query.matches(row) }
+        filtered.filter(TextQuery("row"))
+        await eventually("the error is reported") { filtered.error != nil }
+        #expect(filtered.error is Broken)
+        #expect(filtered.count == .atLeast(30))
+    }
+
+    @Test func overPagedRowsAndInMemory() async throws {
+        struct Numbers: OffsetPageSource {
+            typealias Cursor = Int
+            typealias Item = String
+            func page(at offset: Int, size: Int) async throws -> Page<Int, String> {
+                let end = min(offset + size, 5_000)
+                return Page(items: (offset ..< max(offset, end)).map { "number \($0)" }, cursorAfter: end < 5_000 ? end : nil, itemsAfter: max(0, 5_000 - end))
+            }
+        }
+        let rows = PagedRows(source: Numbers())
+        let filtered = FilteredRows(rows: rows) { row, query in query.matches(row) }
+        filtered.filter(TextQuery("99"))
+        await finished(filtered)
+        #expect(filtered.count == .exact((0 ..< 5_000).filter { String($0).contains("99") }.count))
+        let memory = FilteredRows(items: (0 ..< 5_000).map { "number \($0)" }) { row, query in query.matches(row) }
+        memory.filter(TextQuery("99"))
+        for await change in memory.subscribe() where change.progress.isComplete { break }
+        #expect(memory.count == filtered.count)
+        #expect(rows.resident.pages == 0)  // the list's own pages were not loaded by the filter
+    }
+}
+
+@Suite("Text queries")
+struct TextQueryTests {
+    @Test func smartCase() {
+        #expect(TextQuery("fix").matches("Fix the BUILD"))
+        #expect(TextQuery("build").matches("Fix the BUILD"))
+        #expect(!TextQuery("Fix").matches("fix the build"))
+        #expect(TextQuery("Fix").matches("a Fix"))
+        #expect(TextQuery("é").matches("café"))
+        #expect(!TextQuery("é").matches("CAFÉ"))  // outside ASCII, case matches exactly
+        #expect(TextQuery("").matches("anything"))
+        #expect(!TextQuery("x").matches(""))
+        #expect(TextQuery("fix", caseSensitive: true).matches("fix") && !TextQuery("fix", caseSensitive: true).matches("FIX"))
+        #expect(TextQuery("ab").matches("xxab") && TextQuery("ab").matches("aB") && !TextQuery("ab").matches("a b"))
+    }
+
+    @Test func narrowing() {
+        #expect(TextQuery("abc").narrows(TextQuery("ab")))
+        #expect(TextQuery("xabc").narrows(TextQuery("ab")))
+        #expect(!TextQuery("ab").narrows(TextQuery("abc")))
+        #expect(TextQuery("Abc").narrows(TextQuery("ab")))  // exact case ⊂ either case
+        #expect(!TextQuery("abc").narrows(TextQuery("Ab")))  // either case ⊄ exact case
+        #expect(TextQuery("ABC").narrows(TextQuery("AB")))
+        #expect(TextQuery("a").narrows(TextQuery("")))
+    }
+
+    @Test func randomFieldsMatchTheModel() {
+        var random = SplitMix64(seed: 3)
+        let alphabet = Array("aAbBé \u{1B}")
+        for _ in 0 ..< 2_000 {
+            let field = String((0 ..< Int.random(in: 0 ... 12, using: &random)).map { _ in alphabet.randomElement(using: &random) ?? "a" })
+            let text = String((0 ..< Int.random(in: 1 ... 3, using: &random)).map { _ in alphabet.randomElement(using: &random) ?? "a" })
+            let query = TextQuery(text)
+            func fold(_ s: String) -> String { String(s.map { $0.isASCII ? Character($0.lowercased()) : $0 }) }
+            let expected = query.caseSensitive ? field.contains(text) : fold(field).contains(fold(text))
+            #expect(query.matches(field) == expected, "\(text) in \(field)")
+        }
+    }
+}
