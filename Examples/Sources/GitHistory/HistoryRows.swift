@@ -84,6 +84,26 @@ public final class HistoryRows: Sendable {
         return rows.isExact ? rows : .atLeast(max(rows.value, log.progress.read))
     }
 
+    /// Whether `commit` matches what a user typed: its subject or author contains it (smart case),
+    /// or, from 4 hexadecimal digits on, its hash starts with it.
+    public static func commit(_ commit: Commit, matches query: TextQuery) -> Bool {
+        if commit.subjectBytes.withUnsafeBytes({ query.matches(bytes: $0) }) { return true }
+        if commit.authorBytes.withUnsafeBytes({ query.matches(bytes: $0) }) { return true }
+        let text = query.text
+        return text.count >= 4 && text.allSatisfy(\.isHexDigit) && commit.hash.hasPrefix(text.lowercased())
+    }
+
+    /// A filter over every commit of the log, read page by page from git's stream (the list's own
+    /// pages are left alone), found while git is still reading.
+    public func filter(maxResident: Int = 2_000) -> FilteredRows<Commit> {
+        let log = log
+        return FilteredRows(
+            chunk: 1_000, maxResident: maxResident, count: { [weak self] in self?.count ?? .atLeast(0) },
+            read: { range in try await log.page(at: range.lowerBound, size: range.count).items },
+            matches: Self.commit(_:matches:)
+        )
+    }
+
     /// Diff stats read from the disk cache instead of computed.
     public var cacheHits: Int { diskHits.value }
 

@@ -4,17 +4,25 @@ import GitHistory
 import Synchronization
 import TerminalUI
 
-/// `history`'s log as a list: each commit's hash, date, author, refs, subject and diff stat, and a
-/// search over every commit git has read (`/`, then `n`/`N`), with the commit opened by Enter.
+/// `history`'s log as a list: each commit's hash, date, author, refs, subject and diff stat; `/`
+/// filters every commit as you type (matches shown as they are found, while git still reads), `n`/`N`
+/// jump between matches in the whole log, Enter opens a commit.
 final class HistoryModel: ListModel {
     let rows: HistoryRows
     let title: String
     let spoolFolder: URL
     /// The visible rows' diff stats, loaded where the list rests.
     let stats: RestingPrefetcher<String, DiffStat>
+    /// The commits that match the filter, over the whole log.
+    let filtered: FilteredRows<Commit>
     private let state = Mutex(State())
 
     private struct State {
+        /// The filter's text while the list shows only its matches.
+        var filter: String?
+        /// The commit (its row in the whole log) to keep selected when the matches change.
+        var anchor: Int?
+        var listening: Task<Void, Never>?
         var query: String?
         var search: Task<Void, Never>?
         /// How far the search got, and its outcome for the screen.
@@ -29,14 +37,18 @@ final class HistoryModel: ListModel {
         self.title = title
         self.spoolFolder = spoolFolder
         stats = RestingPrefetcher(avenue: rows.stats, ahead: 0) { [rows] row in rows.statKey(at: row) }
+        filtered = rows.filter()
     }
 
     var heading: String {
         let paths = rows.log.paths.isEmpty ? "" : " -- " + rows.log.paths.joined(separator: " ")
+        if isFiltering { return "history  \(title)\(paths)  ·  \(filtered.count) of \(rows.count) commits" }
         return "history  \(title)\(paths)  ·  \(count) commits"
     }
 
-    var count: RowCount { rows.count }
+    var count: RowCount { isFiltering ? filtered.count : rows.count }
+
+    private var isFiltering: Bool { state.withLock { $0.filter != nil } }
 
     func start(_ changed: @escaping @Sendable (Int?) -> Void) {
         rows.commits.onChange = { [stats] _ in
@@ -57,15 +69,46 @@ final class HistoryModel: ListModel {
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
-        state.withLock { $0.watching = watching }
+        // The filter's matches and progress: the screen follows them, and the selection stays on
+        // the same commit when it still matches.
+        let listening = Task { [weak self, filtered] in
+            for await _ in filtered.subscribe() {
+                guard let self else { return }
+                self.keepAnchor()
+                changed(nil)
+            }
+        }
+        state.withLock {
+            $0.watching = watching
+            $0.listening = listening
+        }
+    }
+
+    /// Selects the anchored commit once the filter has found it.
+    private func keepAnchor() {
+        guard let anchor = state.withLock({ $0.filter != nil ? $0.anchor : nil }), let index = filtered.index(ofRow: anchor) else { return }
+        state.withLock { state in
+            state.anchor = nil
+            state.found = .select(index)
+        }
     }
 
     func show(_ rows: Range<Int>, resting: Bool) {
+        if isFiltering {
+            filtered.show(rows)
+            return
+        }
         self.rows.commits.show(rows)
         stats.show(rows, resting: resting)
     }
 
     func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
+        if isFiltering {
+            guard let commit = filtered.item(at: row) else { return nil }
+            // A match's diff stat shows if the whole log's rows loaded it; the filter loads none.
+            let stat = filtered.row(at: row).flatMap { rows.stats.item(at: $0)?.description } ?? ""
+            return line(commit, stat: stat, width: width, palette: palette)
+        }
         guard let commit = rows.commits.item(at: row) else {
             if let error = rows.commits.state(at: row).error { return palette.paint(TextWidth.fit(" \(error)", width), palette.failure) }
             return nil
@@ -76,13 +119,17 @@ final class HistoryModel: ListModel {
         case .failed: stat = "no stat"
         default: stat = spinner
         }
+        return line(commit, stat: stat, width: width, palette: palette)
+    }
+
+    private func line(_ commit: Commit, stat: String, width: Int, palette: Terminal.Palette) -> String {
         let authorWidth = min(18, max(8, width / 8))
         let statWidth = min(24, max(0, width / 5))
         let refs = commit.refs.isEmpty ? "" : "(" + commit.refs.joined(separator: ", ") + ") "
         let fixed = 1 + commit.shortHash.count + 2 + commit.date.count + 2 + authorWidth + 2
         let refsWidth = min(TextWidth.columns(refs), max(0, (width - fixed - statWidth) / 3))
         let subjectWidth = max(10, width - fixed - refsWidth - statWidth - 1)
-        let query = state.withLock { $0.query }
+        let query = state.withLock { $0.filter ?? $0.query }
         let subject = TextWidth.fit(commit.subject, subjectWidth)
         let shownSubject = query.map { highlight(subject, $0, palette) } ?? subject
         return " " + palette.paint(commit.shortHash, palette.hash) + "  " + palette.paint(commit.date, palette.date) + "  "
@@ -98,42 +145,67 @@ final class HistoryModel: ListModel {
     }
 
     func isPending(at row: Int) -> Bool {
-        rows.commits.item(at: row) == nil || !rows.stats.state(at: row).hasValue && rows.stats.state(at: row).error == nil
+        if isFiltering { return filtered.item(at: row) == nil }
+        return rows.commits.item(at: row) == nil || !rows.stats.state(at: row).hasValue && rows.stats.state(at: row).error == nil
     }
 
     var statusFields: [String] {
         var fields: [String] = []
         let progress = rows.log.progress
         if !progress.finished { fields.append("reading git log: \(progress.read) commits") }
-        let (query, searching, scanned) = state.withLock { ($0.query, $0.search != nil, $0.scanned) }
-        if let query, searching { fields.append("searching “\(query)”… \(scanned) of \(count)") }
+        let (query, searching, scanned, filter) = state.withLock { ($0.query, $0.search != nil, $0.scanned, $0.filter) }
+        if let filter {
+            let progress = filtered.progress
+            var field = "“\(filter)”: \(filtered.count) matches"
+            if !progress.isComplete { field += " · \(progress.scanned) of \(progress.total) scanned" }
+            fields.append(field)
+        }
+        if let query, searching { fields.append("searching “\(query)”… \(scanned) of \(rows.count)") }
         let resident = rows.commits.resident
         fields += ["pages resident \(resident.pages)", "loads in flight \(rows.loadsInFlight)", "cache hits \(rows.cacheHits)"]
         return fields
     }
 
     var keys: [(key: String, does: String)] {
-        [("Enter", "open the commit: its message, stat and diff"), ("n  N", "the next or the previous match of the search")]
+        [("Enter", "open the commit: its message, stat and diff"), ("n  N", "the next or the previous match in the whole log (after / and Esc)")]
     }
 
-    var inputPrompt: String? { "search subjects, authors and hashes" }
+    var inputPrompt: String? { "filter subjects, authors and hashes as you type" }
 
+    /// Every keystroke filters anew (a longer text re-checks only the last matches); Enter keeps the
+    /// filter, Esc (or an empty text) shows the whole log again at the selected commit.
     func input(_ text: String?, committed: Bool, selected: Int) -> ListAction {
-        guard committed else { return .none }
+        let sourceRow = sourceRow(of: selected)
         guard let text, !text.isEmpty else {
-            cancelSearch()
-            state.withLock { $0.query = nil }
-            return .message("search cleared")
+            filtered.filter(nil)
+            let wasFiltering = state.withLock { state -> Bool in
+                defer { state.filter = nil; state.anchor = nil }
+                return state.filter != nil
+            }
+            guard wasFiltering else { return .none }
+            return .select(sourceRow, message: text == nil ? "filter cleared (n/N: its matches in the whole log)" : nil)
         }
-        state.withLock { $0.query = text }
-        search(from: selected + 1, forward: true)
+        state.withLock { state in
+            // The commit selected when the filter began stays the one to return to while typing.
+            if state.filter == nil || state.anchor == nil { state.anchor = sourceRow }
+            state.filter = text
+            state.query = text  // n/N after the filter is cleared
+        }
+        filtered.filter(TextQuery(text))
+        keepAnchor()
+        if committed { return .message("“\(text)”: Enter kept the filter; / to change it, Esc to clear it") }
         return .none
+    }
+
+    /// The row of the whole log that list row `row` shows.
+    private func sourceRow(of row: Int) -> Int {
+        isFiltering ? (filtered.row(at: row) ?? 0) : row
     }
 
     func handle(_ key: Key, selected: Int) -> ListAction {
         switch key {
         case .enter:
-            guard let commit = rows.commits.item(at: selected) else { return .message("not loaded yet") }
+            guard let commit = isFiltering ? filtered.item(at: selected) : rows.commits.item(at: selected) else { return .message("not loaded yet") }
             do {
                 let show = try CommitShow(hash: commit.hash, repository: rows.log.repository, folder: spoolFolder)
                 return .push(CommitModel(show: show, commit: commit))
@@ -141,11 +213,16 @@ final class HistoryModel: ListModel {
                 return .message("cannot show \(commit.shortHash): \(error)")
             }
         case .character("n"), .character("N"):
+            if isFiltering {  // the list is the matches: the next is the row below
+                let next = key == .character("n") ? selected + 1 : selected - 1
+                return .select(max(0, next))
+            }
             guard state.withLock({ $0.query }) != nil else { return .message("no search: press / first") }
             let forward = key == .character("n")
             search(from: forward ? selected + 1 : selected - 1, forward: forward)
             return .none
         case .escape:
+            if isFiltering { return input(nil, committed: false, selected: selected) }
             if cancelSearch() { return .message("search cancelled") }
             return .none
         default:
@@ -223,6 +300,8 @@ final class HistoryModel: ListModel {
 
     func stop() {
         cancelSearch()
+        filtered.stop()
+        state.withLock { $0.listening }?.cancel()
         state.withLock { $0.watching }?.cancel()
         stats.stop()
         rows.commits.stop()

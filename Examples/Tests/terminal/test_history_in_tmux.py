@@ -7,7 +7,8 @@ Usage: test_history_in_tmux.py BIN_DIR   (the folder holding the built `history`
 - the first screen shows the newest 38 commits, each with its diff stat, and an exact count;
 - PgDn shows the next 38; G shows the root commit at the bottom (one page asked with --skip: the
   status line never holds more than a few pages); g goes back to the top;
-- `/needle` finds the one commit whose subject says so, 15,680 commits down; `/step 1234` then
+- typing `/needle` filters the log to the one commit whose subject says so, 15,680 commits down,
+  and Esc goes back to the whole log at that commit; `/step 1234` shows its 11 commits, then Esc,
   `n` and `N` go to the next and the previous match;
 - Enter opens the selected commit (`git show --stat --patch`, colored), q comes back to the same row;
 - `?` shows the keys; refs (a branch, a tag) are shown beside their commits, colored; NO_COLOR
@@ -138,14 +139,24 @@ def main():
         tmux.wait("h", "the 100th PgDn's screen", lambda s: s[-1].lstrip().startswith(f"{100 * 38 + 1}–"))
         print(f"ok: held PgDn kept up (right after 100 presses the screen was at row {match.group(1)} of {100 * 38 + 1})")
 
-        tmux.keys("h", "/", "needle", "Enter")
+        tmux.keys("h", "/", "needle")
         row = COMMITS - NEEDLE_AT + 1
-        screen = tmux.wait("h", "the search finds the needle",
-                           lambda s: f"“needle” at {row}" in s[-1] and any("needle in the history" in r for r in rows(s)))
-        print(f"ok: / found the needle at row {row}")
+        screen = tmux.wait("h", "typing /needle filters the log to the one commit that says so",
+                           lambda s: s[0].endswith(f" 1 of {COMMITS} commits") and any("needle in the history" in r for r in rows(s))
+                           and sum(1 for r in rows(s) if re.search(r"\d{4}-\d{2}-\d{2}", r)) == 1)
+        tmux.keys("h", "Enter", "Escape")
+        screen = tmux.wait("h", "Esc shows the whole log at the needle's row",
+                           lambda s: "filter cleared" in s[-1] and any("needle in the history" in r for r in rows(s)))
+        first, last = (int(n) for n in re.match(r"\s*(\d+)–(\d+) of", screen[-1]).groups())
+        if not first <= row <= last:
+            fail(f"after Esc the screen shows rows {first}–{last}, not the needle's row {row}", screen)
+        print(f"ok: / filtered to the needle; Esc went back to it at row {row}")
 
-        tmux.keys("h", "g", "/", "step 1234", "Enter")
-        tmux.wait("h", "/step 1234 finds step 12349", lambda s: f"“step 1234” at {COMMITS - 12349 + 1}" in s[-1])
+        tmux.keys("h", "g", "/", "step 1234")
+        screen = tmux.wait("h", "/step 1234 filters to its 11 commits, newest first",
+                           lambda s: s[0].endswith(f" 11 of {COMMITS} commits") and row_step(rows(s)[0]) == 12349 and row_step(rows(s)[10]) == 1234)
+        tmux.keys("h", "Enter", "Escape")
+        tmux.wait("h", "Esc shows the whole log at step 12349", lambda s: any(row_step(r) == 12349 for r in rows(s)) and "filter cleared" in s[-1])
         tmux.keys("h", "n")
         tmux.wait("h", "n finds step 12348", lambda s: f"“step 1234” at {COMMITS - 12348 + 1}" in s[-1])
         tmux.keys("h", "n")
