@@ -27,6 +27,8 @@ public final class LocalRows: ListModel {
     private final class Sorting: Sendable {
         struct State {
             var sort = SortOrder.path
+            /// Only the entries whose path matches, when set.
+            var filter: TextQuery?
             /// Display row → entry index.
             var order: [Int]
             var showsWindow = false
@@ -59,13 +61,14 @@ public final class LocalRows: ListModel {
 
     public var heading: String {
         let kinds = table.kinds
-        let sort = sorting.state.withLock { $0.sort }
-        return "\(tool)  \(title)  ·  \(kinds.files) files, \(kinds.folders) folders" + (sort == .path ? "" : "  ·  by \(sort.rawValue)")
+        let (sort, filter, shown) = sorting.state.withLock { ($0.sort, $0.filter, $0.order.count) }
+        let matches = filter.map { "  ·  “\($0.text)”: \(shown) of \(table.entries.count)" } ?? ""
+        return "\(tool)  \(title)  ·  \(kinds.files) files, \(kinds.folders) folders" + matches + (sort == .path ? "" : "  ·  by \(sort.rawValue)")
     }
 
     public func columnHeader(width: Int, palette: Terminal.Palette) -> String? { TableLayout(width: width).header(palette: palette) }
 
-    public var count: RowCount { .exact(table.entries.count) }
+    public var count: RowCount { .exact(sorting.state.withLock { $0.order.count }) }
 
     public func start(_ changed: @escaping @Sendable (Int?) -> Void) {
         table.avenue.onStateChange = { [weak self] row in
@@ -110,8 +113,28 @@ public final class LocalRows: ListModel {
         [("Enter", "open the file in a pager"), ("s", "sort by path, size, lines (as they load)"), ("w", "show the prefetch window")]
     }
 
+    public var inputPrompt: String? { "filter paths as you type" }
+
+    /// Every keystroke filters the paths (known before any row loads, so at once); only the rows
+    /// shown load their summaries. Enter keeps the filter, Esc or an empty text clears it; the
+    /// selected entry stays selected while it matches.
+    public func input(_ text: String?, committed: Bool, selected: Int) -> ListAction {
+        let keep = entry(at: selected)
+        let query = text.flatMap { $0.isEmpty ? nil : TextQuery($0) }
+        let changed = sorting.state.withLock { state -> Bool in
+            defer { state.filter = query }
+            return state.filter != query
+        }
+        if changed { resort() }
+        let row = keep.flatMap { kept in sorting.state.withLock { $0.order.firstIndex(of: kept) } } ?? 0
+        if query == nil { return .select(row, message: text == nil && changed ? "filter cleared" : nil) }
+        return .select(row, message: committed ? "Enter kept the filter; / to change it, Esc to clear it" : nil)
+    }
+
     public func handle(_ key: Key, selected: Int) -> ListAction {
         switch key {
+        case .escape where sorting.state.withLock({ $0.filter != nil }):
+            return input(nil, committed: false, selected: selected)
         case .enter:
             guard let index = entry(at: selected) else { return .none }
             let entry = table.entries[index]
@@ -136,9 +159,10 @@ public final class LocalRows: ListModel {
 
     /// Sorts the rows again by the current order: the prefetcher then prepares each row's new key.
     private func resort() {
-        let sort = sorting.state.withLock { $0.sort }
+        let (sort, filter) = sorting.state.withLock { ($0.sort, $0.filter) }
         let entries = table.entries
         var order = Array(entries.indices)
+        if let filter { order = order.filter { filter.matches(entries[$0].path) } }
         switch sort {
         case .path:
             break

@@ -36,6 +36,9 @@ struct Pages: Tool {
     @Option(name: .customLong("ca-file"), help: "Remote folders over https: trust the CA certificates in this PEM file (as curl's --cacert; default: the system's, or SSL_CERT_FILE's).")
     var caFile: String?
 
+    @Option(help: "Only the files and folders whose path contains TEXT, or, with a file, only its lines that do (case-insensitive unless TEXT has capitals).")
+    var filter: String?
+
     @Flag(name: .shortAndLong, help: "Include hidden files and folders.")
     var all = false
 
@@ -75,7 +78,9 @@ struct Pages: Tool {
 
     func run() async throws {
         let render = Renderer(format: format, width: width ?? Terminal.size()?.columns ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
+        let query = filter.flatMap { $0.isEmpty ? nil : TextQuery($0) }
         if let url = RemoteTable.remoteURL(folder) {
+            if query != nil { Self.fail("--filter works with a file or a folder on disk; list the remote folder without it") }
             try await streamRemote(url, render: render)
             return
         }
@@ -84,15 +89,17 @@ struct Pages: Tool {
             Self.fail("\(folder) does not exist; give the path of a file or a folder")
         }
         if !isFolder.boolValue {
-            await page(file: folder)
+            await page(file: folder, filter: query)
             return
         }
-        let entries: [FileEntry]
+        var entries: [FileEntry]
         do {
             entries = try FileListing.list(folder, includeHidden: all)
         } catch {
             Self.fail("\(error)")
         }
+        // Paths are known before any row loads: only the matching rows are summarized.
+        if let query { entries = entries.filter { query.matches($0.path) } }
 
         if sequential {
             render.printHeader()
@@ -117,9 +124,9 @@ struct Pages: Tool {
     }
 
     /// `pages FILE`: the pager on a terminal, the file's bytes as they are otherwise.
-    func page(file path: String) async {
+    func page(file path: String, filter: TextQuery?) async {
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
-            copy(path)
+            copy(path, filter: filter)
             return
         }
         let model: FileModel
@@ -128,16 +135,20 @@ struct Pages: Tool {
         } catch {
             Self.fail("\(error); check the path and that it can be read")
         }
+        if let filter { _ = model.input(filter.text, committed: true, selected: -1) }  // the first line that has it
         await ListScreen.run(model)
     }
 
-    /// Copies the file at `path` to standard output, a megabyte at a time.
-    func copy(_ path: String) {
+    /// Copies the file at `path` to standard output, a megabyte at a time; with `filter`, only the
+    /// lines that contain it, in order, as they are read.
+    func copy(_ path: String, filter: TextQuery?) {
         guard let input = FileHandle(forReadingAtPath: path) else { Self.fail("\(path) cannot be opened; check that it can be read") }
+        var lines = LineFilter(filter)
         do {
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
-                try FileHandle.standardOutput.write(contentsOf: chunk)
+                try FileHandle.standardOutput.write(contentsOf: lines.take(chunk))
             }
+            try FileHandle.standardOutput.write(contentsOf: lines.finish())
         } catch {
             Self.fail("\(path) could not be copied (\(error.localizedDescription))")
         }
@@ -213,3 +224,45 @@ struct Renderer: Sendable {
     }
 }
 
+
+/// The lines of a stream that contain a query, chunk by chunk (a line may span chunks); with no
+/// query, every byte as it is. It jumps from hit to hit (``TextQuery/firstMatch(in:)``), as grep
+/// does, instead of testing each line.
+struct LineFilter {
+    let query: TextQuery?
+    /// The start of a line whose end has not been read yet.
+    private var partial: [UInt8] = []
+
+    init(_ query: TextQuery?) { self.query = query }
+
+    /// The matching lines completed by `chunk`.
+    mutating func take(_ chunk: Data) -> Data {
+        guard let query else { return chunk }
+        let bytes = partial + chunk
+        var out = Data()
+        let complete = bytes.withUnsafeBytes { raw -> Int in
+            guard let base = raw.baseAddress else { return 0 }
+            // The lines that ended: up to the last line break.
+            var end = raw.count
+            while end > 0, raw[end - 1] != 0x0A { end -= 1 }
+            var position = 0
+            while position < end, let hit = query.firstMatch(in: UnsafeRawBufferPointer(rebasing: raw[position ..< end])) {
+                var start = position + hit
+                while start > position, raw[start - 1] != 0x0A { start -= 1 }
+                let stop = memchr(base + position + hit, 0x0A, end - position - hit).map { base.distance(to: UnsafeRawPointer($0)) } ?? end - 1
+                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[start ... stop]))
+                position = stop + 1
+            }
+            return end
+        }
+        partial = Array(bytes[complete...])
+        return out
+    }
+
+    /// The last line, if it had no line break and matches.
+    mutating func finish() -> Data {
+        defer { partial = [] }
+        guard let query, !partial.isEmpty, partial.withUnsafeBytes({ query.matches(bytes: $0) }) else { return Data() }
+        return Data(partial + [0x0A])
+    }
+}

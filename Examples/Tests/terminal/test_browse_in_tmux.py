@@ -123,6 +123,16 @@ def main():
         screen = tmux.wait("b", "g shows the first folder", lambda s: s[2].split()[0] == "dir00/" and all_computed(s))
         print("ok: s sorts by size (largest first), then lines, then path again")
 
+        tmux.keys("b", "/", "blob19")
+        screen = tmux.wait("b", "typing /blob19 filters the paths to its 10 files, each summarized",
+                           lambda s: "“blob19”: 10 of " in s[0] and len(table_rows(s)) == 10 and all_computed(s)
+                           and all("blob19" in row.split()[0] for row in table_rows(s)))
+        tmux.keys("b", "Enter", "Escape")
+        tmux.wait("b", "Esc clears the filter", lambda s: "“blob19”" not in s[0] and "filter cleared" in s[-1] and len(table_rows(s)) > 10)
+        tmux.keys("b", "g")
+        tmux.wait("b", "g goes to the top", lambda s: s[-1].lstrip().startswith("1–") and all_computed(s))
+        print("ok: / filters the paths as you type, only the matches are summarized, Esc clears it")
+
         tmux.run("resize-window", "-t", "b", "-x", "90", "-y", "25")
         screen = tmux.wait("b", "the screen is redrawn at 90x25", lambda s: len(s) == 25 and s[-1].lstrip().startswith("1–22 ") and all_computed(s))
         print("ok: resized to 90x25 and redrawn")

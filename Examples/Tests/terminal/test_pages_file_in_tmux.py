@@ -13,7 +13,8 @@ Usage: test_pages_file_in_tmux.py BIN_DIR   (the folder holding the built `pages
 - F follows the end while another process appends 2,000 lines: line 302000 shows at the bottom;
 - an escape sequence in a line neither retitles nor clears the terminal;
 - q exits with status 0 and leaves the terminal sane; piped, the file comes out byte for byte;
-  a file deleted while open stays readable.
+  a file deleted while open stays readable; `--filter TEXT` piped prints only the lines (of a file)
+  or the rows (of a folder) that contain it.
 """
 import os
 import re
@@ -56,6 +57,32 @@ def main():
     with open(path, "rb") as file:
         if copied != file.read():
             fail("piped, pages did not print the file as it is")
+
+    # Piped with --filter: only the lines that contain the text, in order (smart case), also across
+    # the 1 MiB reads and for a last line without a break.
+    with open(path, "rb") as file:
+        data = file.read()
+    for text in ["needle", "x" * 90, "HTTP/1.1 200", "Here", "1000 "]:
+        got = subprocess.run([pages, path, "--filter", text], capture_output=True, check=True).stdout
+        lines = data.split(b"\n")[:-1]
+        want = b"".join(line + b"\n" for line in lines if (text.encode() in line if any(c.isupper() for c in text) else text.lower().encode() in line.lower()))
+        if got != want:
+            fail(f"pages --filter {text!r} printed {len(got.splitlines())} lines, not the {len(want.splitlines())} that contain it")
+    tail = os.path.join(work, "tail.txt")
+    with open(tail, "wb") as file:
+        file.write(b"a\nneedle here\nb\nlast needle")
+    got = subprocess.run([pages, tail, "--filter", "NEEDLE"], capture_output=True, check=True).stdout
+    if got != b"":
+        fail(f"--filter NEEDLE (capitals: exact case) printed {got!r}")
+    got = subprocess.run([pages, tail, "--filter", "needle"], capture_output=True, check=True).stdout
+    if got != b"needle here\nlast needle\n":
+        fail(f"--filter needle on a file without a final break printed {got!r}")
+    got = subprocess.run([pages, work, "--filter", "TAIL", "--format", "tsv", "--no-cache"], capture_output=True, check=True).stdout.decode()
+    if [row.split("\t")[0] for row in got.splitlines()[1:]] != []:
+        fail(f"pages FOLDER --filter TAIL (exact case) listed {got!r}")
+    got = subprocess.run([pages, work, "--filter", "tail", "--format", "tsv", "--no-cache"], capture_output=True, check=True).stdout.decode()
+    if [row.split("\t")[:3] for row in got.splitlines()[1:]] != [["tail.txt", "27", "3"]]:
+        fail(f"pages FOLDER --filter tail listed {got!r}")
 
     tmux = Tmux()
     try:

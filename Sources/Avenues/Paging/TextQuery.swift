@@ -37,8 +37,15 @@ public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether `bytes` contain the query.
     public func matches(bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let base = bytes.baseAddress else { return pattern.bytes.isEmpty && text.isEmpty }
-        if caseSensitive { return pattern.find(in: base, bytes.count) != nil }
+        if pattern.bytes.isEmpty { return text.isEmpty }
+        return firstMatch(in: bytes) != nil
+    }
+
+    /// The offset of the query's first occurrence in `bytes` (a buffer of many lines: a filter jumps
+    /// from hit to hit instead of testing each line); `nil` if none, or if the query is empty.
+    public func firstMatch(in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let base = bytes.baseAddress, !pattern.bytes.isEmpty else { return nil }
+        if caseSensitive { return pattern.find(in: base, bytes.count) }
         return pattern.findFoldingCase(in: base, bytes.count)
     }
 
@@ -70,31 +77,44 @@ public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension BytePattern {
-    /// Whether the pattern (already folded to lower case) occurs in `count` bytes at `base` with ASCII
-    /// letters in either case. No copy of the bytes: candidates are where the first byte matches in
-    /// either case.
-    func findFoldingCase(in base: UnsafeRawPointer, _ count: Int) -> Bool {
+    /// Where the pattern (already folded to lower case) first occurs in `count` bytes at `base` with
+    /// ASCII letters in either case. No copy of the bytes: candidates are where the first byte
+    /// matches in either case (found with memchr when it is not a letter).
+    func findFoldingCase(in base: UnsafeRawPointer, _ count: Int) -> Int? {
         let length = bytes.count
-        guard length > 0, count >= length else { return false }
-        let haystack = base.assumingMemoryBound(to: UInt8.self)
-        return bytes.withUnsafeBufferPointer { pattern -> Bool in
-            let first = pattern[0]
-            let last = count - length
-            var index = 0
-            while index <= last {
-                let byte = haystack[index]
-                if (byte &- 0x41 < 26 ? byte | 0x20 : byte) == first {
-                    var offset = 1
-                    while offset < length {
-                        let candidate = haystack[index + offset]
-                        if (candidate &- 0x41 < 26 ? candidate | 0x20 : candidate) != pattern[offset] { break }
-                        offset += 1
-                    }
-                    if offset == length { return true }
-                }
-                index += 1
+        guard length > 0, count >= length else { return nil }
+        let first = bytes[0]
+        if !(0x61 ... 0x7A).contains(first) {
+            // Not a letter: memchr finds the candidates, the rest is compared folded.
+            var position = 0
+            while position <= count - length, let hit = memchr(base + position, Int32(first), count - length + 1 - position) {
+                let at = base.distance(to: UnsafeRawPointer(hit))
+                if matchesFolded(base + at) { return at }
+                position = at + 1
             }
-            return false
+            return nil
+        }
+        let haystack = base.assumingMemoryBound(to: UInt8.self)
+        let upper = first - 0x20
+        let last = count - length
+        var index = 0
+        while index <= last {
+            let byte = haystack[index]
+            if byte == first || byte == upper, matchesFolded(base + index) { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Whether the pattern's bytes start at `start`, ASCII letters in either case.
+    private func matchesFolded(_ start: UnsafeRawPointer) -> Bool {
+        let haystack = start.assumingMemoryBound(to: UInt8.self)
+        return bytes.withUnsafeBufferPointer { pattern in
+            for offset in 1 ..< pattern.count {
+                let byte = haystack[offset]
+                if (byte &- 0x41 < 26 ? byte | 0x20 : byte) != pattern[offset] { return false }
+            }
+            return true
         }
     }
 }
