@@ -34,6 +34,11 @@ let package = Package(
         .executableTarget(name: "paging-bench", dependencies: [
             avenues, .product(name: "GitHistory", package: "Examples"),
         ]),
+        // FilteredRows over lines in memory and over `history`'s log, for `filter-bench.py` to time
+        // beside fzf and git log | grep.
+        .executableTarget(name: "filter-bench", dependencies: [
+            avenues, .product(name: "GitHistory", package: "Examples"),
+        ]),
         // Many small files through AsyncMedia, for `keepalive-bench.py` to time beside curl.
         .executableTarget(name: "media-bench", dependencies: [avenues]),
         // Small values in DiskStorage and SQLiteStorage, for `storage-bench.py` to time beside

@@ -321,27 +321,40 @@ public final class FilteredRows<Item: Sendable>: Sendable {
                 return
             }
             if Task.isCancelled { return }
+            // Plain index loops and no tuples: this runs unspecialized, once per row of the source.
             var matched: [Int] = []
-            var matchedItems: [(Int, Item)] = []
+            var offsets: [Int] = []
+            let lower = step.range.lowerBound
             if let candidates = step.candidates {
                 for row in candidates {
-                    let offset = row - step.range.lowerBound
+                    let offset = row - lower
                     guard offset < items.count else { break }
                     if test(items[offset], query) {
                         matched.append(row)
-                        matchedItems.append((row, items[offset]))
+                        offsets.append(offset)
                     }
                 }
             } else {
-                for (offset, item) in items.enumerated() where test(item, query) {
-                    matched.append(step.range.lowerBound + offset)
-                    matchedItems.append((step.range.lowerBound + offset, item))
+                var offset = 0
+                while offset < items.count {
+                    if test(items[offset], query) {
+                        matched.append(lower + offset)
+                        offsets.append(offset)
+                    }
+                    offset += 1
                 }
             }
             let taken = state.withLock { state -> Bool in
                 state.statistics.rowsRead += items.count
                 guard state.machine.take(step, matched: matched, rowsRead: items.count) else { return false }
-                keep(matchedItems, in: &state)
+                // The new matches' items are kept while there is room, or when they are near the
+                // screen (a screen at the top keeps the first matches; later ones load if shown).
+                let firstIndex = state.machine.matches.count - offsets.count
+                let near = max(0, state.window.lowerBound - maxResident / 2) ..< state.window.upperBound + maxResident / 2
+                for (position, offset) in offsets.enumerated() where state.items.count < maxResident || near.contains(firstIndex + position) {
+                    state.items[lower + offset] = items[offset]
+                }
+                evict(&state)
                 if !state.machine.isScanning { state.statistics.scansCompleted += 1 }
                 return true
             }
@@ -352,13 +365,6 @@ public final class FilteredRows<Item: Sendable>: Sendable {
         state.withLock { state in
             if state.scan != nil, !state.machine.isScanning { state.scan = nil }
         }
-    }
-
-    /// Keeps the items of new matches while there is room, or when they are nearer the screen than
-    /// what is kept.
-    private func keep(_ found: [(Int, Item)], in state: inout State) {
-        for (row, item) in found { state.items[row] = item }
-        evict(&state)
     }
 
     /// Drops the items farthest from the screen's matches until `maxResident` are left.

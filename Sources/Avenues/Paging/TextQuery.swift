@@ -94,16 +94,21 @@ extension BytePattern {
             }
             return nil
         }
-        let haystack = base.assumingMemoryBound(to: UInt8.self)
+        // A letter: the next candidate is the nearer of memchr's next lower-case and upper-case hit.
         let upper = first - 0x20
-        let last = count - length
-        var index = 0
-        while index <= last {
-            let byte = haystack[index]
-            if byte == first || byte == upper, matchesFolded(base + index) { return index }
-            index += 1
+        let end = count - length + 1  // candidates start before this
+        func next(_ byte: UInt8, from position: Int) -> Int {
+            guard position < end, let hit = memchr(base + position, Int32(byte), end - position) else { return end }
+            return base.distance(to: UnsafeRawPointer(hit))
         }
-        return nil
+        var lower = next(first, from: 0)
+        var capital = next(upper, from: 0)
+        while true {
+            let at = min(lower, capital)
+            if at >= end { return nil }
+            if matchesFolded(base + at) { return at }
+            if at == lower { lower = next(first, from: at + 1) } else { capital = next(upper, from: at + 1) }
+        }
     }
 
     /// Whether the pattern's bytes start at `start`, ASCII letters in either case.

@@ -227,6 +227,20 @@ struct FilteredRowsTests {
         #expect(filtered.count == .atLeast(30))
     }
 
+    @Test func readmeExample() async throws {
+        // README a filter as you type: begin
+        let commits = (0..<100_000).map { "commit \($0): " + ($0 % 7 == 0 ? "fix the build" : "add a feature") }
+        let filtered = FilteredRows(items: commits) { row, query in query.matches(row) }
+        filtered.filter(TextQuery("fix"))          // every keystroke: the old scan is cancelled
+        filtered.show(0..<40)                      // the first screen's matches, as they are found
+        for await change in filtered.subscribe() where change.progress.isComplete {
+            print(filtered.count, filtered.row(at: 1) ?? -1)   // 14286 7
+            break
+        }
+        // README a filter as you type: end
+        #expect(filtered.count == .exact(14_286) && filtered.row(at: 1) == 7)
+    }
+
     @Test func overPagedRowsAndInMemory() async throws {
         struct Numbers: OffsetPageSource {
             typealias Cursor = Int
