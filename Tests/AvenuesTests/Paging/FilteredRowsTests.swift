@@ -301,3 +301,56 @@ struct TextQueryTests {
         }
     }
 }
+
+@Suite("Row filter state machine")
+struct RowFilterStateMachineTests {
+    @Test func plansAScanThenANarrowingReCheckThenGoesOn() {
+        var machine = RowFilterStateMachine(chunk: 10)
+        func set(_ query: TextQuery?) -> Bool { machine.setQuery(query) }
+        func take(_ read: RowFilterStateMachine.Read?, _ matched: [Int], _ rows: Int) -> Bool {
+            guard let read else { return false }
+            return machine.take(read, matched: matched, rowsRead: rows)
+        }
+        #expect(machine.nextRead() == nil)
+        #expect(set(TextQuery("ab")))
+        var read = machine.nextRead()
+        #expect(read?.range == 0 ..< 10 && read?.candidates == nil)
+        #expect(take(read, [2, 7], 10))
+        read = machine.nextRead()
+        #expect(read?.range == 10 ..< 20)
+        #expect(take(read, [15], 10))
+        #expect(machine.scanned == 20 && machine.isScanning)
+
+        // Narrowing: the 20 rows passed are re-checked only at 2, 7 (one read) and 15, then on from 20.
+        let old = machine.nextRead()!
+        #expect(set(TextQuery("abc")))
+        #expect(!take(old, [25], 10))  // the old generation's read counts for nothing
+        read = machine.nextRead()
+        #expect(read?.range == 2 ..< 12 && read?.candidates == [2, 7])
+        #expect(take(read, [7], 10))
+        read = machine.nextRead()
+        #expect(read?.range == 15 ..< 20 && read?.candidates == [15])
+        #expect(take(read, [], 5))
+        read = machine.nextRead()
+        #expect(read?.range == 20 ..< 30 && read?.candidates == nil)
+        #expect(take(read, [21], 4))  // a short read: the end
+        #expect(!machine.isScanning && machine.matches == [7, 21] && machine.nextRead() == nil)
+        #expect(machine.index(ofRow: 21) == 1 && machine.index(ofRow: 20) == nil)
+
+        // Narrowing a finished scan re-checks and is then finished again, without reading on.
+        #expect(set(TextQuery("abcd")))
+        #expect(machine.isScanning)
+        read = machine.nextRead()
+        #expect(read?.range == 7 ..< 17 && read?.candidates == [7])
+        #expect(take(read, [], 10))
+        read = machine.nextRead()
+        #expect(read?.candidates == [21])
+        #expect(take(read, [21], 3))
+        #expect(!machine.isScanning && machine.matches == [21])
+
+        // Widening starts over; no query stops.
+        #expect(set(TextQuery("a")))
+        #expect(machine.nextRead()?.range == 0 ..< 10 && machine.matches.isEmpty)
+        #expect(!set(nil) && machine.nextRead() == nil)
+    }
+}
