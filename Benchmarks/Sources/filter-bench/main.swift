@@ -84,9 +84,14 @@ case "history" where arguments.count >= 3:
         for await _ in changes where rows.commits.item(at: screen - 1) != nil { break }
         let filtered = rows.filter()
         let start = ContinuousClock.now
+        // When git has written the whole log (the floor of the complete count), polled every ms.
+        let gitDone = Task { () -> Double in
+            while !log.progress.finished { try? await Task.sleep(for: .milliseconds(1)) }
+            return milliseconds(ContinuousClock.now - start)
+        }
         filtered.filter(TextQuery(query))
         let (first, complete) = await timeFilter(filtered, from: start)
-        print("round \(round) first-screen-ms \(first) complete-ms \(complete) matches \(filtered.count.value) last-first-screen-row \(filtered.row(at: screen - 1) ?? -1) commits \(rows.count.value)")
+        print("round \(round) first-screen-ms \(first) complete-ms \(complete) git-done-ms \(await gitDone.value) matches \(filtered.count.value) last-first-screen-row \(filtered.row(at: screen - 1) ?? -1) commits \(rows.count.value)")
         rows.commits.stop()
 
     }
