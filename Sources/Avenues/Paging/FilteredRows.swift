@@ -288,9 +288,13 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     // MARK: Scanning
 
     private func startScan() {
+        // The scan holds the filter only during a step: one dropped mid-scan is deinitialized, and
+        // its deinit cancels the task.
         let task = Task(priority: priority) { [weak self] in
-            guard let self else { return }
-            await self.scan()
+            while !Task.isCancelled {
+                guard let filtered = self, await filtered.scanStep() else { break }
+            }
+            self?.scanEnded()
         }
         let previous = state.withLock { state -> Task<Void, Never>? in
             defer {
@@ -302,66 +306,69 @@ public final class FilteredRows<Item: Sendable>: Sendable {
         previous?.cancel()
     }
 
-    /// Reads and tests chunk after chunk until the plan runs out, the task is cancelled or a read fails.
-    private func scan() async {
-        while !Task.isCancelled {
-            guard let (step, query) = state.withLock({ state in state.machine.nextRead().map { ($0, state.machine.query) } }), let query else {
-                break
-            }
-            let items: [Item]
-            do {
-                items = try await read(step.range)
-            } catch {
-                if !Task.isCancelled, !(error is CancellationError) {
-                    state.withLock { state in
-                        if state.machine.generation == step.generation { state.error = error }
-                    }
-                    notify()
-                }
-                return
-            }
-            if Task.isCancelled { return }
-            // Plain index loops and no tuples: this runs unspecialized, once per row of the source.
-            var matched: [Int] = []
-            var offsets: [Int] = []
-            let lower = step.range.lowerBound
-            if let candidates = step.candidates {
-                for row in candidates {
-                    let offset = row - lower
-                    guard offset < items.count else { break }
-                    if test(items[offset], query) {
-                        matched.append(row)
-                        offsets.append(offset)
-                    }
-                }
-            } else {
-                var offset = 0
-                while offset < items.count {
-                    if test(items[offset], query) {
-                        matched.append(lower + offset)
-                        offsets.append(offset)
-                    }
-                    offset += 1
-                }
-            }
-            let taken = state.withLock { state -> Bool in
-                state.statistics.rowsRead += items.count
-                guard state.machine.take(step, matched: matched, rowsRead: items.count) else { return false }
-                // The new matches' items are kept while there is room, or when they are near the
-                // screen (a screen at the top keeps the first matches; later ones load if shown).
-                let firstIndex = state.machine.matches.count - offsets.count
-                let near = max(0, state.window.lowerBound - maxResident / 2) ..< state.window.upperBound + maxResident / 2
-                for (position, offset) in offsets.enumerated() where state.items.count < maxResident || near.contains(firstIndex + position) {
-                    state.items[lower + offset] = items[offset]
-                }
-                evict(&state)
-                if !state.machine.isScanning { state.statistics.scansCompleted += 1 }
-                return true
-            }
-            guard taken else { return }
-            notify()
-            await Task.yield()
+    /// Reads and tests the next chunk; `false` when the plan ran out, the task was cancelled or a
+    /// read failed.
+    private func scanStep() async -> Bool {
+        guard let (step, query) = state.withLock({ state in state.machine.nextRead().map { ($0, state.machine.query) } }), let query else {
+            return false
         }
+        let items: [Item]
+        do {
+            items = try await read(step.range)
+        } catch {
+            if !Task.isCancelled, !(error is CancellationError) {
+                state.withLock { state in
+                    if state.machine.generation == step.generation { state.error = error }
+                }
+                notify()
+            }
+            return false
+        }
+        if Task.isCancelled { return false }
+        // Plain index loops and no tuples: this runs unspecialized, once per row of the source.
+        var matched: [Int] = []
+        var offsets: [Int] = []
+        let lower = step.range.lowerBound
+        if let candidates = step.candidates {
+            for row in candidates {
+                let offset = row - lower
+                guard offset < items.count else { break }
+                if test(items[offset], query) {
+                    matched.append(row)
+                    offsets.append(offset)
+                }
+            }
+        } else {
+            var offset = 0
+            while offset < items.count {
+                if test(items[offset], query) {
+                    matched.append(lower + offset)
+                    offsets.append(offset)
+                }
+                offset += 1
+            }
+        }
+        let taken = state.withLock { state -> Bool in
+            state.statistics.rowsRead += items.count
+            guard state.machine.take(step, matched: matched, rowsRead: items.count) else { return false }
+            // The new matches' items are kept while there is room, or when they are near the
+            // screen (a screen at the top keeps the first matches; later ones load if shown).
+            let firstIndex = state.machine.matches.count - offsets.count
+            let near = max(0, state.window.lowerBound - maxResident / 2) ..< state.window.upperBound + maxResident / 2
+            for (position, offset) in offsets.enumerated() where state.items.count < maxResident || near.contains(firstIndex + position) {
+                state.items[lower + offset] = items[offset]
+            }
+            evict(&state)
+            if !state.machine.isScanning { state.statistics.scansCompleted += 1 }
+            return true
+        }
+        guard taken else { return false }
+        notify()
+        await Task.yield()
+        return true
+    }
+
+    private func scanEnded() {
         state.withLock { state in
             if state.scan != nil, !state.machine.isScanning { state.scan = nil }
         }

@@ -121,8 +121,8 @@ struct FilteredRowsTests {
         let typed = "fix 12 abc"
         for length in 1 ... typed.count {
             filtered.filter(TextQuery(String(typed.prefix(length))))
-            source.allow(1)  // each keystroke's scan gets one chunk before the next key
-            await eventually("keystroke \(length)'s read was let through") { source.waiting == 0 }
+            source.allow(1)  // one read goes through (this scan's, or the last one's, cancelled) before the next key
+            await eventually("keystroke \(length)'s read was let through") { source.reads.count + source.cancelledReads >= length }
         }
         source.allow()
         await finished(filtered)
@@ -213,6 +213,18 @@ struct FilteredRowsTests {
         #expect(filtered.item(at: 10_039) == "row 10039")
         #expect(filtered.state.withLock { $0.items.count } <= 100)
         #expect(filtered.index(ofRow: 12_345) == 12_345)
+    }
+
+    @Test func aFilterDroppedWhileItScansStopsScanning() async throws {
+        let source = GatedSource(Self.words(10_000))
+        var filtered: FilteredRows<String>? = source.filtered(chunk: 100)
+        weak let dropped = filtered
+        filtered?.filter(TextQuery("fix"))
+        await eventually("the first read waits") { source.waiting == 1 }
+        filtered = nil
+        source.allow()  // the read in flight ends; the scan holds the filter no longer
+        await eventually("the filter is gone") { dropped == nil }
+        #expect(source.reads.count == 1)  // no read after the one in flight
     }
 
     @Test func aFailedReadStopsTheScanAndSaysWhy() async throws {
