@@ -118,6 +118,18 @@ public struct ListScreen {
         }
     }
 
+    /// Keys read from the terminal that the loop has not handled yet. While more wait, a key's frame
+    /// is skipped (the last key of the burst, or the next tick, draws it): on a slow or busy machine a
+    /// held key then costs a move each, not a frame each, and the screen never falls behind the keys.
+    final class KeyBacklog: Sendable {
+        private let count = Atomic<Int>(0)
+
+        func add() { count.add(1, ordering: .relaxed) }
+
+        /// A key was taken from the queue; `true` while more keys wait behind it.
+        func take() -> Bool { count.subtract(1, ordering: .relaxed).newValue > 0 }
+    }
+
     static let spinner: [String] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
     /// At most one frame per this long when rows arrive quickly.
     static let framePause = Duration.milliseconds(16)
@@ -127,6 +139,7 @@ public struct ListScreen {
     let palette: Terminal.Palette
     let trace: TraceRecorder?
     let nested: Bool
+    let backlog: KeyBacklog
 
     private var columns = 80
     private var height = 24
@@ -155,10 +168,15 @@ public struct ListScreen {
 
     /// A screen over `model`; `nested` when it is opened over another (then `q` goes back).
     public init(model: any ListModel, palette: Terminal.Palette = .current, trace: TraceRecorder? = nil, nested: Bool = false) {
+        self.init(model: model, palette: palette, trace: trace, nested: nested, backlog: KeyBacklog())
+    }
+
+    init(model: any ListModel, palette: Terminal.Palette, trace: TraceRecorder?, nested: Bool, backlog: KeyBacklog) {
         self.model = model
         self.palette = palette
         self.trace = trace
         self.nested = nested
+        self.backlog = backlog
     }
 
     /// Takes the terminal, runs `model`'s list until it quits, and gives the terminal back.
@@ -166,8 +184,12 @@ public struct ListScreen {
         let (events, sink) = AsyncStream<Event>.makeStream()
         let terminal = Terminal.startInteractive(fullScreen: true)
         defer { Terminal.restore() }
+        let backlog = KeyBacklog()
         let forwarding = Task {
-            for await event in terminal { sink.yield(.terminal(event)) }
+            for await event in terminal {
+                if case .key = event { backlog.add() }
+                sink.yield(.terminal(event))
+            }
             sink.finish()
         }
         let ticking = Task {
@@ -181,7 +203,7 @@ public struct ListScreen {
             ticking.cancel()
         }
         var iterator = events.makeAsyncIterator()
-        var screen = ListScreen(model: model, trace: trace)
+        var screen = ListScreen(model: model, palette: .current, trace: trace, nested: false, backlog: backlog)
         _ = await screen.loop(&iterator, sink: sink)
     }
 
@@ -205,9 +227,14 @@ public struct ListScreen {
             switch event {
             case .terminal(.key(let key)):
                 lastMove = .now
+                let more = backlog.take()
                 if let exit = await handle(key, events: &events, sink: sink) { return exit }
                 showRows()
-                draw()
+                if more, ContinuousClock.now - lastDraw < Self.framePause {
+                    dirty = true
+                } else {
+                    draw()
+                }
             case .terminal(.resize):
                 resize()
                 showRows()
@@ -377,7 +404,7 @@ public struct ListScreen {
             }
             resize()
         case .push(let other):
-            var screen = ListScreen(model: other, palette: palette, trace: nil, nested: true)
+            var screen = ListScreen(model: other, palette: palette, trace: nil, nested: true, backlog: backlog)
             let exit = await screen.loop(&events, sink: sink)
             if exit == .quit { return .quit }
             resize()

@@ -124,20 +124,32 @@ def main():
 
         tmux.keys("h", "g")
         tmux.wait("h", "g goes back to the top", lambda s: shows(s, COMMITS, COMMITS - 37) and s[-1].lstrip().startswith("1–38 "))
-        # Held PgDn (seen 2026-11-23 on git/git: 6,000 rows behind; each screen's diff stats started a
-        # git process): 100 presses 20 ms apart, then the screen is where the last press put it
-        # within two screens' worth of rows, at once.
+        # Held PgDn (seen 2026-11-23 on git/git: 6,000 rows behind, seconds late; each screen's diff
+        # stats started a git process): 100 presses 20 ms apart, then the screen is where the last
+        # press put it, within two screens' worth of rows, at once or within half a second (a busy
+        # CI machine once saw it 19 presses behind at the instant of the last press: each key then
+        # drew a frame; now a key with more behind it does not).
         tmux.keys("h", "g")
         tmux.wait("h", "g goes to the top", lambda s: s[-1].lstrip().startswith("1–38 "))
         for _ in range(100):
             tmux.keys("h", "PageDown")
             time.sleep(0.02)
+        pressed = time.monotonic()
+
+        def reached(screen):
+            match = re.match(r"\s*(\d+)–", screen[-1])
+            return int(match.group(1)) if match else 0
         now = tmux.screen("h")
-        match = re.match(r"\s*(\d+)–", now[-1])
-        if not match or int(match.group(1)) < 100 * 38 + 1 - 2 * 38:
-            fail(f"held PgDn: right after 100 presses the screen is at {match.group(1) if match else '?'}, not near {100 * 38 + 1}", now)
+        at_once = reached(now)
+        while reached(now) < 100 * 38 + 1 - 2 * 38 and time.monotonic() - pressed < 0.5:
+            time.sleep(0.01)
+            now = tmux.screen("h")
+        late = time.monotonic() - pressed
+        if reached(now) < 100 * 38 + 1 - 2 * 38:
+            fail(f"held PgDn: half a second after 100 presses the screen is at {reached(now)}, not near {100 * 38 + 1}", now)
         tmux.wait("h", "the 100th PgDn's screen", lambda s: s[-1].lstrip().startswith(f"{100 * 38 + 1}–"))
-        print(f"ok: held PgDn kept up (right after 100 presses the screen was at row {match.group(1)} of {100 * 38 + 1})")
+        print(f"ok: held PgDn kept up (right after 100 presses the screen was at row {at_once} of {100 * 38 + 1}; "
+              f"within two screens {'at once' if at_once >= 100 * 38 + 1 - 2 * 38 else f'after {late * 1000:.0f} ms'})")
 
         tmux.keys("h", "/", "needle")
         row = COMMITS - NEEDLE_AT + 1
