@@ -26,6 +26,10 @@ public final class RemoteTable: Sendable {
     public let root: URL
     /// The rows, in path order.
     public let files: PagedRows<RemoteTree>
+    /// The rows whose path matches the filter, found over the whole tree: its scan walks the
+    /// listings ahead of the list (each fetched once, through the same cache), and while it filters
+    /// the rows shown are its matches (``file(at:)``, ``count``).
+    public let filtered: FilteredRows<RemoteFile>
     /// Each row's summary.
     public let summaries: Avenue<Int, URL, RemoteSummary>
     /// The downloads.
@@ -67,15 +71,17 @@ public final class RemoteTable: Sendable {
             return RemoteSummary(summary: summary, size: size)
         }
         let files = PagedRows(source: tree, configuration: PagingConfiguration(pageSize: 100, prefetchDistance: 100))
+        let filtered = FilteredRows<RemoteFile>(rows: files, chunk: 500, maxResident: 2_000) { (file: RemoteFile, query: TextQuery) -> Bool in query.matches(file.path) }
         self.root = tree.root
         self.tree = tree
         self.media = media
         self.connection = connection
         self.files = files
+        self.filtered = filtered
         let summaries = Avenue<Int, URL, RemoteSummary>(storage: MemoryStorage(countLimit: 5_000), processor: summarize)
         self.summaries = summaries
-        details = RestingPrefetcher(avenue: summaries, ahead: prefetchAhead) { [files] row in
-            files.item(at: row).flatMap { $0.isFolder || $0.problem != nil ? nil : $0.url }
+        details = RestingPrefetcher(avenue: summaries, ahead: prefetchAhead) { [files, filtered] row in
+            Self.file(at: row, files: files, filtered: filtered).flatMap { $0.isFolder || $0.problem != nil ? nil : $0.url }
         }
         summaries.onError = { [connection] error, _ in
             if error.isSilenceable { connection.noteReachable(false) }
@@ -97,11 +103,41 @@ public final class RemoteTable: Sendable {
     /// Folders listed so far.
     public var foldersListed: Int { tree.limits.foldersListed }
 
+    /// Whether the rows are the filter's matches.
+    public var isFiltering: Bool { filtered.query != nil }
+
+    /// Shows only the rows whose path matches `query` (`nil`: every row again).
+    public func filter(_ query: TextQuery?) {
+        filtered.filter(query)
+        refreshDetails()
+    }
+
+    /// How many rows there are: the matches while filtering.
+    public var count: RowCount { isFiltering ? filtered.count : files.count }
+
+    /// Row `row`'s file, once listed (a match's, while filtering).
+    public func file(at row: Int) -> RemoteFile? { Self.file(at: row, files: files, filtered: filtered) }
+
+    private static func file(at row: Int, files: PagedRows<RemoteTree>, filtered: FilteredRows<RemoteFile>) -> RemoteFile? {
+        filtered.query != nil ? filtered.item(at: row) : files.item(at: row)
+    }
+
     /// The list shows `rows`; their files (and the prefetch window's) load if the list rests
     /// there (`details`; see ``RestingPrefetcher``).
     public func show(_ rows: Range<Int>, details resting: Bool = true) {
-        files.show(rows)
+        if isFiltering {
+            filtered.show(rows)
+        } else {
+            files.show(rows)
+        }
         details.show(rows, resting: resting)
+    }
+
+    /// Row `index`'s summary, if the summaries' row `index` is this file's (the rows' files change
+    /// when the filter does, before the prefetcher has shown the rows again).
+    private func summary(at index: Int, of file: RemoteFile) -> (value: RemoteSummary?, error: (any Error)?) {
+        guard summaries.key(at: index) == file.url else { return (nil, nil) }
+        return (summaries.item(at: index), summaries.state(at: index).error)
     }
 
     /// Shows the details of the rows last shown again: rows listed since may have files to load.
@@ -111,29 +147,30 @@ public final class RemoteTable: Sendable {
 
     /// What row `index` shows in its computed columns now.
     public func content(at index: Int) -> RowContent {
-        guard let file = files.item(at: index) else { return .pending }
+        guard let file = file(at: index) else { return .pending }
         if let problem = file.problem { return .failed(problem) }
         if file.isFolder { return .folder }
-        if let value = summaries.item(at: index) { return .loaded(value.summary) }
-        if let error = summaries.state(at: index).error { return .failed(RemoteTree.message(for: error)) }
+        let summary = summary(at: index, of: file)
+        if let value = summary.value { return .loaded(value.summary) }
+        if let error = summary.error { return .failed(RemoteTree.message(for: error)) }
         return .pending
     }
 
     /// Row `index`'s size: the index's, else the downloaded file's, else unknown (`nil` for a folder).
     public func size(at index: Int) -> Int64? {
-        guard let file = files.item(at: index), !file.isFolder else { return nil }
-        return file.size ?? summaries.item(at: index)?.size
+        guard let file = file(at: index), !file.isFolder else { return nil }
+        return file.size ?? summary(at: index, of: file).value?.size
     }
 
     /// The newest progress of row `index`'s download, if it is being watched.
     public func progress(at index: Int) -> DownloadProgress? {
-        guard let url = files.item(at: index)?.url else { return nil }
+        guard let url = file(at: index)?.url else { return nil }
         return progress.withLock { $0[url] }
     }
 
     /// The local copy of row `index`'s file, if it was downloaded.
     public func localFile(at index: Int) -> URL? {
-        guard let file = files.item(at: index), !file.isFolder else { return nil }
+        guard let file = file(at: index), !file.isFolder else { return nil }
         return media.cachedFile(for: file.url)
     }
 
@@ -142,8 +179,8 @@ public final class RemoteTable: Sendable {
     public func watchProgress(of rows: Range<Int>, changed: @escaping @Sendable () -> Void) {
         var wanted = Set<URL>()
         for row in rows {
-            guard let file = files.item(at: row), !file.isFolder, file.problem == nil, summaries.item(at: row) == nil,
-                  summaries.state(at: row).error == nil else { continue }
+            guard let file = file(at: row), !file.isFolder, file.problem == nil, case let summary = summary(at: row, of: file),
+                  summary.value == nil, summary.error == nil else { continue }
             wanted.insert(file.url)
         }
         let (stopped, started) = watchers.withLock { watchers -> ([Task<Void, Never>], [URL]) in
@@ -175,6 +212,7 @@ public final class RemoteTable: Sendable {
     /// Stops loading and watching.
     public func stop() {
         files.stop()
+        filtered.stop()
         details.stop()
         let tasks = watchers.withLock { watchers in
             defer { watchers = [:] }
@@ -185,36 +223,51 @@ public final class RemoteTable: Sendable {
 }
 
 extension RemoteTable {
-    /// Every row in order, as soon as it and the rows before it are settled, with up to `ahead` rows
-    /// listed and downloading beyond it: the whole tree streams in bounded memory.
-    public func streamInOrder(ahead: Int, emit: (_ file: RemoteFile, _ size: Int64?, _ content: RowContent) -> Void) async {
+    /// Every row in order (only the matches of `filter`, if given), as soon as it and the rows
+    /// before it are settled, with up to `ahead` rows listed and downloading beyond it: the whole
+    /// tree streams in bounded memory. A listing that failed ends the stream: the error, if any.
+    @discardableResult
+    public func streamInOrder(ahead: Int, filter query: TextQuery? = nil, emit: (_ file: RemoteFile, _ size: Int64?, _ content: RowContent) -> Void) async -> (any Error)? {
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        files.onChange = { [weak self] _ in
-            self?.refreshDetails()
-            wake.yield()
-        }
+        files.onChange = { _ in wake.yield() }
         summaries.onStateChange = { _ in wake.yield() }
+        if let query { filter(query) }
+        let matches = Task { [filtered] in
+            for await _ in filtered.subscribe() { wake.yield() }
+        }
         defer {
             files.onChange = nil
             summaries.onStateChange = nil
+            matches.cancel()
         }
         var iterator = wakes.makeAsyncIterator()
         var next = 0
+        var failure: (any Error)?
         while true {
+            // Shown again on every wake: rows listed or matched since have files to load.
             show(next..<next + ahead)
             let shown = next
-            while let file = files.item(at: next), case let content = content(at: next), content.isSettled {
+            while let file = file(at: next), case let content = content(at: next), content.isSettled {
                 emit(file, size(at: next), content)
                 next += 1
             }
-            if files.count.isExact, next >= files.count.value { break }
+            let count = count
+            if count.isExact, next >= count.value { break }
             // Rows were printed: show the window from the new row before waiting, or the rows past
             // the old window would never be asked for (and no change would come).
             if next != shown { continue }
-            if case .failed = files.state(at: next) { break }
+            if isFiltering, let error = filtered.error {
+                failure = error
+                break
+            }
+            if !isFiltering, case .failed(let error, _) = files.state(at: next) {
+                failure = error
+                break
+            }
             guard await iterator.next() != nil else { break }
         }
         stop()
+        return failure
     }
 
     /// A transport that trusts the CA certificates in the PEM file at `caFile` instead of the

@@ -360,6 +360,12 @@ public struct ListScreen {
         case .space:
             typing?.append(" ")
             action = model.input(typing, committed: false, selected: selected)
+        case .up, .down, .pageUp, .pageDown:
+            // Moving through the matches while typing (as fzf does); letters stay the text's.
+            if let motion = ListCommand(key)?.motion(selected: selected, top: top, pageRows: pageRows) {
+                top = motion.top
+                move(to: motion.selected)
+            }
         default:
             break
         }
@@ -501,7 +507,7 @@ public struct ListScreen {
         ]
         keys.append((":N", "go to \(model.rowName) N"))
         keys += model.keys
-        if let prompt = model.inputPrompt { keys.append(("/", prompt + " (Enter keeps it, Esc clears it)")) }
+        if let prompt = model.inputPrompt { keys.append(("/", prompt + " (↑ ↓ PgUp PgDn move meanwhile; Enter keeps it, Esc clears it)")) }
         keys += [("?", "these keys (any key closes)"), (nested ? "q  Esc" : "q  Ctrl-C", nested ? "back" : "quit")]
         var lines = [TextWidth.fit("", columns), TextWidth.fit("  Keys", columns)]
         for (key, does) in keys {

@@ -80,8 +80,7 @@ struct Pages: Tool {
         let render = Renderer(format: format, width: width ?? Terminal.size()?.columns ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
         let query = filter.flatMap { $0.isEmpty ? nil : TextQuery($0) }
         if let url = RemoteTable.remoteURL(folder) {
-            if query != nil { Self.fail("--filter works with a file or a folder on disk; list the remote folder without it") }
-            try await streamRemote(url, render: render)
+            try await streamRemote(url, filter: query, render: render)
             return
         }
         var isFolder: ObjCBool = false
@@ -164,8 +163,9 @@ struct Pages: Tool {
         }
     }
 
-    /// `pages URL`: every file under a remote folder index, in path order.
-    func streamRemote(_ url: URL, render: Renderer) async throws {
+    /// `pages URL`: every file under a remote folder index (only those whose path matches `filter`,
+    /// found while the crawl goes on), in path order.
+    func streamRemote(_ url: URL, filter: TextQuery?, render: Renderer) async throws {
         let cacheFolder = try cache.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? RemoteTable.defaultCacheFolder()
         let table = RemoteTable(root: url, cacheFolder: cacheFolder, transport: remoteTransport())
         do {
@@ -174,8 +174,9 @@ struct Pages: Tool {
             Self.fail(RemoteTable.rootMessage(for: error, root: table.root))
         }
         render.printHeader()
-        await table.streamInOrder(ahead: ahead) { file, size, content in render.print(path: file.path, size: size, content) }
+        let failure = await table.streamInOrder(ahead: ahead, filter: filter) { file, size, content in render.print(path: file.path, size: size, content) }
         table.save()
+        if let failure { Self.fail("the listing stopped: \(RemoteTable.rootMessage(for: failure, root: table.root))") }
     }
 }
 

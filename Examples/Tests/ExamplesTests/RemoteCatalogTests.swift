@@ -331,6 +331,29 @@ struct RemoteTreeTests {
         }
     }
 
+    @Test func aFilterStreamsEveryMatchingPathInOrderAndDownloadsOnlyTheMatches() async throws {
+        try await withServer(files: 60) { server, work in
+            let local = try FileListing.list(work.appendingPathComponent("tree").path)
+            let query = TextQuery("2")
+            var expected: [String] = []
+            for entry in local where query.matches(entry.path) {
+                expected.append(entry.isFolder ? "\(entry.path) \(RowContent.folder)" : "\(entry.path) \(RowContent.loaded(try await FileSummarizer().process(entry.ref)))")
+            }
+            let table = RemoteTable(root: server.url("/"), cacheFolder: work.appendingPathComponent("cache"))
+            try await table.checkRoot()
+            var streamed: [String] = []
+            let failure = await table.streamInOrder(ahead: 5, filter: query) { file, _, content in
+                streamed.append("\(file.path) \(content)")
+            }
+            #expect(failure == nil)
+            #expect(!expected.isEmpty && streamed == expected)
+            #expect(table.filtered.count == .exact(expected.count))
+            // Only matching files were downloaded: the media folder holds as many files as matched.
+            let matchingFiles = local.filter { !$0.isFolder && query.matches($0.path) }.count
+            #expect(table.media.usage.count == matchingFiles)
+        }
+    }
+
     @Test func filesThatFailShowWhyInTheirRow() async throws {
         try await withServer { server, work in
             let table = RemoteTable(root: server.url("/hostile/"), cacheFolder: work.appendingPathComponent("cache"))

@@ -14,6 +14,10 @@ Usage: test_browse_remote.py BIN_DIR   (the folder holding the built `browse` an
 - with the server stopped, a second run shows the same first screen at once from the caches; rows
   never downloaded say "offline", the status line says the server is unreachable, nothing hangs;
   G shows the last screen from the cache (seen 2026-11-23: "not downloaded before");
+- `/file 20` in a terminal from a cold cache filters the whole tree by path while the crawl lists it:
+  the 100 matches, scattered over every folder, fill the screen; only matching files download; Esc
+  shows every row again at the selected file; `pages URL --filter`, piped, prints what `pages DIR
+  --filter` does;
 - a port nobody listens on is one line on stderr and exit status 1.
 
 It prints the figures: the first screen's time cold and warm, and the files and bytes downloaded
@@ -124,6 +128,12 @@ def main():
         if run([browse, server.url, "--cache", os.path.join(work, "pages-cache"), "--width", "120"]) != run([browse, tree, "--no-cache", "--width", "120"]):
             fail("browse URL | cat differs from browse DIR | cat")
         print(f"ok: pages URL and browse URL, piped, print the {FILES} rows of the folder on disk, byte for byte")
+        query = "file 20"
+        local_matches = run([pages, tree, "--no-cache", "--width", "120", "--filter", query])
+        remote_matches = run([pages, server.url, "--cache", os.path.join(work, "filter-cache"), "--width", "120", "--filter", query])
+        if remote_matches != local_matches or len(local_matches.decode().splitlines()) != 101:
+            fail(f"pages URL --filter differs from pages DIR --filter, or does not print the 100 matches:\n{remote_matches.decode()[:2000]}")
+        print(f"ok: pages URL --filter '{query}', piped from a cold cache, prints the 100 matches pages DIR --filter does")
 
         # In a terminal, from a cold cache.
         cache = os.path.join(work, "cache")
@@ -166,6 +176,26 @@ def main():
         tmux.keys("b", "q")
         terminal_is_sane(tmux, "b", tmux.wait("b", "browse exits after q", exited), "browse")
         print("ok: q exits and the terminal is sane")
+
+        # Filter as you type over the whole tree, from a cold cache.
+        tmux.start("f", f"{browse} {server.url} --cache {os.path.join(work, 'filter-screen-cache')}; echo EXIT=$?; stty -a; sleep 120")
+        tmux.wait("f", "the first screen is filled and its downloads are done",
+                  lambda s: len(s) == 40 and filled(s) and "downloading 0 │ queued 0" in s[-1])
+        before_filter = len(server.file_requests())
+        tmux.keys("f", "/", query)
+        matches = [line.split("  ")[0].strip() for line in local_matches.decode().splitlines()[1:]]
+        screen = tmux.wait("f", f"/{query} shows the first {SCREEN_ROWS} of its 100 matches, filled, with the exact count",
+                           lambda s: f"“{query}”: 100 of " in s[0] and filled(s) and [row.split("  ")[0].strip() for row in s[2:-1]] == matches[:SCREEN_ROWS])
+        downloaded = set(server.file_requests()[before_filter:])
+        strays = [path for path in downloaded if query not in path]
+        if strays or len(downloaded) > SCREEN_ROWS + 40:
+            fail(f"the filter downloaded {len(downloaded)} files, {len(strays)} not matching (e.g. {strays[:3]})", screen)
+        tmux.keys("f", "Down", "Down", "Enter", "Escape")
+        screen = tmux.wait("f", "Esc shows every row again at the selected match",
+                           lambda s: "filter cleared" in s[-1] and any(row.startswith(matches[2]) for row in s[2:-1]))
+        print(f"ok: /{query} filtered {rows_total} remote rows to their 100 matches from a cold cache, downloading {len(downloaded)} matching files; Esc went back")
+        tmux.keys("f", "q")
+        terminal_is_sane(tmux, "f", tmux.wait("f", "browse exits after q", exited), "browse")
 
         # Offline: the server is gone.
         server.stop()
