@@ -75,18 +75,8 @@ public struct TableLayout: Sendable {
     }
 
     /// `999 B`, `12.3 KiB`, `4.0 MiB`…
-    public static func formatSize(_ bytes: Int64) -> String {
-        guard bytes >= 1024 else { return "\(bytes) B" }
-        let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-        var value = Double(bytes) / 1024
-        var unit = 0
-        while value >= 1024, unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        let tenths = Int((value * 10).rounded())
-        return "\(tenths / 10).\(tenths % 10) \(units[unit])"
-    }
+    public static func formatSize(_ bytes: Int64) -> String { ByteSize.text(bytes) }
+
 
     /// Eight lowercase hexadecimal digits.
     public static func hex(_ value: UInt32) -> String {

@@ -60,7 +60,7 @@ public final class FileModel: ListModel {
 
     public var heading: String {
         let size = file.progress.size
-        return "pages  \(path)  ·  \(ByteCountFormatter.string(fromByteCount: size, countStyle: .file))"
+        return "pages  \(path)  ·  \(ByteSize.text(size))"
     }
 
     public var count: RowCount {

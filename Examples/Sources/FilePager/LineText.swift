@@ -12,6 +12,11 @@ public enum LineText {
     /// space, and `…` in the last column when more of the line follows (or the line was cut to what a
     /// ``Line`` keeps). Reads only the bytes that can reach the screen, however long the line.
     public static func visible(_ line: Line, from column: Int, width: Int) -> String {
+        visible(line, from: column, width: width, asciiFastPath: true)
+    }
+
+    /// `asciiFastPath` off: every line a character at a time (the tests compare both).
+    static func visible(_ line: Line, from column: Int, width: Int, asciiFastPath: Bool) -> String {
         guard width > 0 else { return "" }
         let column = max(0, column)
         // A character takes at least one byte and, but for marks, one column: this many bytes hold
@@ -19,6 +24,14 @@ public enum LineText {
         let reach = min(line.bytes.count, Int(clamping: (Int64(column) + Int64(width)) * 8 + 64))
         var end = reach
         if reach == line.bytes.count, !line.isCut, end > 0, line.bytes[end - 1] == 0x0D { end -= 1 }
+        if asciiFastPath, let text = printableASCII(line.bytes, end: end, from: column, width: width, more: line.isCut || reach < line.bytes.count) {
+            return text
+        }
+        return characters(line, end: end, reach: reach, from: column, width: width)
+    }
+
+    /// ``visible(_:from:width:)`` for any bytes, a character at a time.
+    static func characters(_ line: Line, end: Int, reach: Int, from column: Int, width: Int) -> String {
         let text = String(decoding: line.bytes[0 ..< end], as: UTF8.self)
         var pieces: [(text: String, columns: Int)] = []
         var at = 0  // the column the next character starts at
@@ -56,5 +69,20 @@ public enum LineText {
             return pieces.map(\.text).joined() + String(repeating: " ", count: width - 1 - shown) + "…"
         }
         return pieces.map(\.text).joined() + String(repeating: " ", count: width - shown)
+    }
+
+    /// The same for a line whose first `end` bytes are printable ASCII (most lines of most logs):
+    /// a byte is a column, so the text is a slice of the bytes. `nil` for any other line.
+    static func printableASCII(_ bytes: [UInt8], end: Int, from column: Int, width: Int, more: Bool) -> String? {
+        var index = 0
+        while index < end {
+            guard bytes[index] >= 0x20, bytes[index] < 0x7F else { return nil }
+            index += 1
+        }
+        let start = min(column, end)
+        let fits = end - start <= width && !more
+        let shown = fits ? end - start : min(end - start, width - 1)
+        let text = String(decoding: bytes[start ..< start + shown], as: UTF8.self)
+        return text + String(repeating: " ", count: width - shown - (fits ? 0 : 1)) + (fits ? "" : "…")
     }
 }

@@ -2,9 +2,6 @@ import Avenues
 import Foundation
 import Synchronization
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// A file or a folder found under the remote folder.
 public struct RemoteFile: Sendable, Hashable {

@@ -12,6 +12,11 @@ public protocol Tool: AsyncParsableCommand {
 extension Tool {
     /// Parses the arguments and runs the tool; `--help` and `--version` print as usual.
     public static func main() async {
+        await parseAndRun()
+    }
+
+    /// What ``main()`` does; a tool with a faster path for its commonest call falls back to it.
+    public static func parseAndRun() async {
         do {
             var command = try parseAsRoot()
             if var asynchronous = command as? any AsyncParsableCommand {

@@ -1,5 +1,5 @@
 import Avenues
-import FilePager
+@testable import FilePager
 import Foundation
 import Testing
 import TerminalUI
@@ -30,6 +30,24 @@ struct LineTextTests {
         #expect(visible("abcdef", from: 2, width: 4) == "cdef")
         #expect(visible("abc", from: 10, width: 4) == "    ")
         #expect(visible("abc", width: 0) == "")
+    }
+
+    @Test func theASCIIFastPathDrawsWhatTheCharacterPathDraws() {
+        var random = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = Array(0x20 ..< 0x7F) + [0x09, 0x0D, 0x1B, 0xC3, 0xA9]
+        for _ in 0 ..< 5_000 {
+            let printable = Bool.random(using: &random)
+            let count = Int.random(in: 0 ... 60, using: &random)
+            var bytes = (0 ..< count).map { _ in printable ? UInt8.random(in: 0x20 ..< 0x7F, using: &random) : alphabet.randomElement(using: &random) ?? 0x41 }
+            if Int.random(in: 0 ..< 4, using: &random) == 0 { bytes.append(0x0D) }  // a CRLF line
+            let length = Bool.random(using: &random) ? Int64(bytes.count) : Int64(bytes.count + 100)  // cut, or whole
+            let line = line(bytes, length: length)
+            let column = Int.random(in: 0 ... 70, using: &random), width = Int.random(in: 0 ... 70, using: &random)
+            let fast = LineText.visible(line, from: column, width: width, asciiFastPath: true)
+            let slow = LineText.visible(line, from: column, width: width, asciiFastPath: false)
+            #expect(fast == slow, "\(bytes) length \(length) from \(column) width \(width)")
+            #expect(TextWidth.columns(fast) == width)
+        }
     }
 
     @Test func aLineCutToWhatIsKeptSaysSo() {

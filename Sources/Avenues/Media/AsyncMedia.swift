@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Downloads files once, streamed to disk, and keeps them in a folder: what a list uses to show
 /// downloaded media by row.
@@ -14,7 +11,7 @@ import FoundationNetworking
 ///   that receives it, so the network goes no faster than the disk and nothing piles up in memory,
 ///   whatever the file's size. Bytes move through a ``DownloadTransport``: on Linux ``CurlTransport``
 ///   (libcurl: `http` and `https`, HTTP/2, proxies from the environment, kept-alive connections), on
-///   Apple platforms ``URLSessionTransport``.
+///   Apple platforms `URLSessionTransport`.
 /// - **Only whole files are cached.** A 200 or 203 answer (or a 206 continuing a resume) whose
 ///   body has its announced length, and whose compressed streams (`gzip`, `deflate`; every
 ///   `Content-Encoding` and `Transfer-Encoding` field is read) ended with their checksums, is moved
@@ -89,8 +86,8 @@ public final class AsyncMedia: SchedulingProcessor {
     private let downloader: AutoProcessor<URL, URL>
     /// URLs whose server asked to wait (429/503 with `Retry-After`).
     private let gate = RetryGate<URL>()
-    /// A transport this instance made for itself (URLSession's is invalidated with it).
-    private let ownedSession: URLSessionTransport?
+    /// Ends a transport this instance made for itself (a URLSession is invalidated with it).
+    private let endOwnedTransport: (@Sendable () -> Void)?
 
     /// Creates a media cache in `directory` (created on the first download).
     ///
@@ -104,11 +101,13 @@ public final class AsyncMedia: SchedulingProcessor {
     ///     hour in all, no size limit) by default.
     ///   - timeToLive: how long a file is used before it is revalidated; `nil` (the default): files
     ///     are immutable.
-    ///   - configuration: its `httpAdditionalHeaders` are sent on every request (credentials only
-    ///     to the first URL's origin); on Apple platforms it also configures URLSession. `.default`
-    ///     by default.
-    ///   - transport: what moves the bytes; by default ``CurlTransport/shared`` on Linux (or
-    ///     URLSession if libcurl cannot be loaded) and ``URLSessionTransport`` on Apple platforms.
+    ///   - headers: sent on every request (those that carry credentials only to the first URL's
+    ///     origin); none by default. The headers AsyncMedia sets itself (`Range`, `If-None-Match`,
+    ///     `Accept-Encoding`…) are not taken from here.
+    ///   - transport: what moves the bytes; by default ``CurlTransport/shared`` on Linux (if libcurl
+    ///     cannot be loaded, every download fails with ``CurlTransport/Unavailable``, which says
+    ///     what to install) and a `URLSessionTransport` of its own on Apple platforms (give one
+    ///     made with a `URLSessionConfiguration` to configure URLSession).
     ///   - allowsRedirect: whether a redirect from one URL to another is followed (an `http` or
     ///     `https` target is required whatever it says); a refused one fails the download with
     ///     ``AsyncMediaError/redirectRefused(from:to:)``. Every redirect by default.
@@ -118,13 +117,13 @@ public final class AsyncMedia: SchedulingProcessor {
         maxConcurrentDownloads: Int = 6,
         limits: DownloadLimits = .default,
         timeToLive: Duration? = nil,
-        configuration: URLSessionConfiguration = .default,
+        headers: [String: String] = [:],
         transport: (any DownloadTransport)? = nil,
         allowsRedirect: @escaping @Sendable (_ from: URL, _ to: URL) -> Bool = { _, _ in true }
     ) {
         self.init(
             directory: directory, sizeLimit: sizeLimit, maxConcurrentDownloads: maxConcurrentDownloads, limits: limits,
-            timeToLive: timeToLive, configuration: configuration, transport: transport, allowsRedirect: allowsRedirect,
+            timeToLive: timeToLive, headers: headers, transport: transport, allowsRedirect: allowsRedirect,
             writeBytes: { descriptor, bytes, path in try FileSystem.writeAll(descriptor, [bytes], path: path) }
         )
     }
@@ -136,7 +135,7 @@ public final class AsyncMedia: SchedulingProcessor {
         maxConcurrentDownloads: Int,
         limits: DownloadLimits,
         timeToLive: Duration?,
-        configuration: URLSessionConfiguration,
+        headers: [String: String],
         transport: (any DownloadTransport)?,
         allowsRedirect: @escaping @Sendable (URL, URL) -> Bool = { _, _ in true },
         writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
@@ -144,28 +143,20 @@ public final class AsyncMedia: SchedulingProcessor {
         precondition(timeToLive.map { $0 >= .zero } ?? true, "AsyncMedia timeToLive must not be negative")
         let folder = MediaFolder(directory: directory, sizeLimit: sizeLimit)
         let progress = ProgressHub()
-        let headers = (configuration.httpAdditionalHeaders ?? [:]).compactMap { name, value -> HTTPField? in
-            guard let name = name as? String else { return nil }
-            return HTTPField(name: name, value: "\(value)")
-        }
+        // Sorted: the order sent does not depend on hashing.
+        let headers = headers.sorted { $0.key < $1.key }.map { HTTPField(name: $0.key, value: $0.value) }
         let chosen: any DownloadTransport
         if let transport {
             chosen = transport
-            ownedSession = nil
+            endOwnedTransport = nil
         } else {
             #if canImport(FoundationNetworking)
-            if let curl = CurlTransport.shared {
-                chosen = curl
-                ownedSession = nil
-            } else {
-                let session = URLSessionTransport(configuration: configuration)
-                chosen = session
-                ownedSession = session
-            }
+            chosen = CurlTransport.shared ?? FailingTransport(error: CurlTransport.loadError)
+            endOwnedTransport = nil
             #else
-            let session = URLSessionTransport(configuration: configuration)
+            let session = URLSessionTransport()
             chosen = session
-            ownedSession = session
+            endOwnedTransport = { session.invalidate() }
             #endif
         }
         let timeToLive = timeToLive.map(Saturating.clamped)
@@ -185,7 +176,7 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     deinit {
-        ownedSession?.invalidate()
+        endOwnedTransport?()
     }
 
     // MARK: Requests
@@ -472,7 +463,7 @@ public final class AsyncMedia: SchedulingProcessor {
         return headers
     }
 
-    /// Headers AsyncMedia sets itself, whatever the configuration says.
+    /// Headers AsyncMedia sets itself, whatever `headers` says.
     static let reservedHeaders: Set<String> = [
         "host", "connection", "accept-encoding", "content-length", "transfer-encoding", "te", "range", "if-range",
         "if-none-match", "if-modified-since", "upgrade",

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// One request of a download, as the sink a ``DownloadTransport`` delivers into: it asks
 /// ``TransferStateMachine`` what the head means, decodes and writes the body on the transport's own

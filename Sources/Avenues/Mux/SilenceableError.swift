@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// An error a fetch throws to say "serve the cached copy instead": a multiplexer that has a copy in
 /// memory or on disk returns it, of any age, and the caller never sees the error.

@@ -29,12 +29,12 @@ final class AsyncMediaNetworkTests: Sendable {
 
     func media(
         sizeLimit: Int? = nil, maxConcurrentDownloads: Int = 6, timeToLive: Duration? = nil,
-        configuration: URLSessionConfiguration = .default, directory: URL? = nil,
+        headers: [String: String] = [:], directory: URL? = nil,
         writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void = { try FileSystem.writeAll($0, [$1], path: $2) }
     ) -> AsyncMedia {
         AsyncMedia(
             directory: directory ?? folder.child("media"), sizeLimit: sizeLimit, maxConcurrentDownloads: maxConcurrentDownloads,
-            limits: .default, timeToLive: timeToLive, configuration: configuration, transport: CurlTransport.shared, writeBytes: writeBytes
+            limits: .default, timeToLive: timeToLive, headers: headers, transport: CurlTransport.shared, writeBytes: writeBytes
         )
     }
 
@@ -72,6 +72,19 @@ final class AsyncMediaNetworkTests: Sendable {
         #endif
     }
 
+    /// Without libcurl (Linux has no other transport built in), every download fails with the error
+    /// that says what to install, and nothing is cached.
+    @Test func withoutATransportEveryDownloadSaysWhatToInstall() async throws {
+        let media = AsyncMedia(directory: folder.child("no-transport"), transport: FailingTransport(error: CurlTransport.Unavailable(reason: "libcurl.so.4: cannot open shared object file")))
+        let url = server.url("/bytes/10")
+        await #expect {
+            _ = try await media.file(for: url)
+        } throws: { error in
+            "\(error)".contains("install libcurl (Debian: libcurl4)")
+        }
+        #expect(media.cachedFile(for: url) == nil)
+    }
+
     /// Item 1: only the first Transfer-Encoding / Content-Encoding field was read, and the chunk
     /// framing (5,040 bytes) or gzip bytes were cached as the file.
     @Test(arguments: ["te-identity-chunked", "te-gzip", "te-gzip-close", "ce-twice", "continue"])
@@ -103,9 +116,7 @@ final class AsyncMediaNetworkTests: Sendable {
 
     /// Item 3: Authorization, Cookie and X-Api-Key were sent to the other origin a redirect named.
     @Test func credentialsDoNotCrossARedirectToAnotherOrigin() async throws {
-        let configuration = URLSessionConfiguration.default
-        configuration.httpAdditionalHeaders = ["Authorization": "Bearer s3cret", "Cookie": "id=1", "X-Api-Key": "k", "Accept-Language": "fr"]
-        let media = media(configuration: configuration)
+        let media = media(headers: ["Authorization": "Bearer s3cret", "Cookie": "id=1", "X-Api-Key": "k", "Accept-Language": "fr"])
         // 127.0.0.1 redirects to localhost: the same server, another origin.
         let file = try await media.file(for: server.url("/away/\(server.port)/bytes/321"))
         #expect(try Data(contentsOf: file) == MediaServer.body(321))

@@ -1,8 +1,5 @@
 import CAvenuesNetwork
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Downloads through libcurl — the client FoundationNetworking itself is built on — driven through
 /// its multi interface from one thread of ours. ``AsyncMedia``'s default transport on Linux.
@@ -35,6 +32,11 @@ public final class CurlTransport: DownloadTransport {
     /// The transport every ``AsyncMedia`` uses by default on Linux, or `nil` if libcurl cannot be
     /// loaded. Its CA file is `SSL_CERT_FILE`'s, if set.
     public static let shared: CurlTransport? = try? CurlTransport()
+
+    /// Why libcurl cannot be loaded (what a download without a transport fails with).
+    static var loadError: Unavailable {
+        Unavailable(reason: avenues_curl_load() == 0 ? "no multi handle" : String(cString: avenues_curl_load_error()))
+    }
 
     /// libcurl's version text (`libcurl/7.88.1 OpenSSL/3.0.19 zlib/1.2.13 … nghttp2/1.52.0`), or
     /// `nil` if it cannot be loaded.

@@ -68,7 +68,7 @@ public protocol DownloadSink: AnyObject, Sendable {
 /// sink promptly; one download never makes other traffic wait.
 ///
 /// On Linux the default is ``CurlTransport`` (libcurl, loaded at run time); on Apple platforms,
-/// ``URLSessionTransport``.
+/// `URLSessionTransport`.
 public protocol DownloadTransport: Sendable {
     /// Whether bodies arrive with their content codings already removed (URLSession decodes `gzip`
     /// itself; libcurl is asked not to, so that AsyncMedia can check the stream is whole).
@@ -90,5 +90,18 @@ public struct DownloadHandle: Sendable {
     /// Stops the transfer: returns at once, from any thread; the transport ends the sink soon after.
     public func cancel() {
         stop()
+    }
+}
+
+/// A transport that fails every request with `error`: what AsyncMedia falls back to on Linux when
+/// libcurl cannot be loaded, so each download says what to install instead of trapping.
+struct FailingTransport: DownloadTransport {
+    let error: any Error & Sendable
+
+    var decodesContentCodings: Bool { false }
+
+    func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
+        sink.end(error)
+        return DownloadHandle {}
     }
 }

@@ -1,13 +1,13 @@
+// Apple platforms only: on Linux URLSession lives in FoundationNetworking, and linking it costs every
+// program that uses Avenues 40 shared libraries and about 14 ms at start (see CHANGELOG); there
+// ``CurlTransport`` moves the bytes.
+#if !canImport(FoundationNetworking)
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Downloads through URLSession: ``AsyncMedia``'s default transport on Apple platforms, where
-/// URLSession paces transfers itself. On Linux it is available, but not the default: there
-/// swift-corelibs-foundation's URLSession stalls every session in the process during a fast
-/// download, cannot be paused, and its task registry has crashed the process when a task was
-/// cancelled as it completed (``CurlTransport`` has none of these faults).
+/// URLSession paces transfers itself. (Not on Linux, where swift-corelibs-foundation's URLSession
+/// stalls every session in the process during a fast download, cannot be paused, and lives in
+/// FoundationNetworking, which a program would load only for it: ``CurlTransport`` runs there.)
 ///
 /// URLSession decodes `gzip` bodies itself (``decodesContentCodings``), so AsyncMedia cannot check
 /// such a stream is whole on this transport. Redirects are not followed here (AsyncMedia follows
@@ -28,13 +28,8 @@ public final class URLSessionTransport: NSObject, DownloadTransport, URLSessionD
         let configuration = (configuration.copy() as? URLSessionConfiguration) ?? configuration
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        #if canImport(FoundationNetworking)
-        // On libcurl's own thread, so a body is written as it arrives (nothing piles up in memory).
-        let queue: OperationQueue = InlineOperationQueue()
-        #else
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1  // a download's pieces are written in order
-        #endif
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
         self.session.withLock { $0 = session }
     }
@@ -103,20 +98,4 @@ public final class URLSessionTransport: NSObject, DownloadTransport, URLSessionD
     }
 }
 
-#if canImport(FoundationNetworking)
-/// A delegate "queue" that runs each callback at once on the thread that adds it — libcurl's, for
-/// a session's data callbacks — so a body chunk is written before libcurl reads the next one.
-///
-/// Callbacks then run on URLSession's own queue: they must not call back into the session
-/// synchronously (``URLSessionTransport`` cancels tasks from another queue).
-// Safe: it adds no state to OperationQueue; blocks run on their caller's thread, in its order.
-final class InlineOperationQueue: OperationQueue, @unchecked Sendable {
-    override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        block()
-    }
-
-    override func addOperation(_ operation: Operation) {
-        operation.start()
-    }
-}
 #endif
