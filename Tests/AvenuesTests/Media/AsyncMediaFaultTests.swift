@@ -359,10 +359,12 @@ final class AsyncMediaFaultTests: Sendable {
         let during = try await other.value
         await eventually("no temporary file is left") { self.files().temporary.isEmpty }
         #expect(media.downloaderIsIdle)
-        // The other task's latency stays near idle (p90 within 100 ms of idle's p90).
+        // The other task is not stalled: the fault this guards against held every request 1.7–4.8 s.
+        // The margin is not a speed goal (those are benchmarks): 100 ms failed once on two cores
+        // while the rest of the suite ran in parallel (180 ms beside an idle 57 ms).
         func p90(_ values: [Duration]) -> Duration { values.sorted()[max(0, values.count * 9 / 10 - 1)] }
         #expect(!during.isEmpty)
-        #expect(p90(during) <= p90(idle) + .milliseconds(100), "other traffic p90 \(p90(during)) vs idle \(p90(idle))")
+        #expect(p90(during) <= p90(idle) + .milliseconds(750), "other traffic p90 \(p90(during)) vs idle \(p90(idle))")
     }
 
     @Test(arguments: MediaTransport.tested)
