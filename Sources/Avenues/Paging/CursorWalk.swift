@@ -1,29 +1,48 @@
 /// Rows `range` of a cursor-paged source (one that can only go on from a page it was given), read by
-/// walking its pages from the nearest place walked before: a cursor is kept at the start of every
-/// `pageSize` rows, so a scan in order reads each page once, and a read behind it (a narrowing
-/// re-check, the items of a match shown again) starts at most one page before its rows.
+/// walking its pages from the nearest place walked before: a cursor is kept at the start of pages
+/// walked, so a scan in order reads each page once, and a read behind it (a narrowing re-check, the
+/// items of a match shown again) starts a little before its rows.
 ///
-/// Memory: one cursor per page walked. Reads may run at once (each walks on its own; a source that
-/// de-duplicates its fetches, as listings through `AsyncMedia` do, fetches a page once).
+/// Memory is bounded whatever the source's length: at most `maxCheckpoints` cursors are kept, at
+/// every `stride`-th page; when they would be more, every other one goes and the stride doubles (so
+/// a read starts at most `stride` pages before its rows). Pages are numbered as ``PagedRows``
+/// numbers them: a page shorter than asked but with a cursor is completed from that cursor, and
+/// items beyond what was asked are dropped. Reads may run at once (each walks on its own; a source
+/// that de-duplicates its fetches, as listings through `AsyncMedia` do, fetches a page once).
 final class CursorWalk<Source: PageSource>: Sendable {
     let source: Source
     let pageSize: Int
+    let maxCheckpoints: Int
 
     private struct State {
-        /// `starts[k]`: the cursor of the page that starts at row `k * pageSize` (`nil` for `k` = 0).
-        var starts: [Source.Cursor?] = [nil]
+        /// `(page, cursor)`: the cursor that starts page `page` (`nil`: the first page), ascending,
+        /// every `stride`-th page.
+        var checkpoints: [(page: Int, cursor: Source.Cursor?)] = [(0, nil)]
+        var stride = 1
         /// The source's length, once a page said it ended.
         var end: Int?
         /// The rows walked past so far.
         var furthest = 0
+
+        /// The last checkpoint at or before `page`.
+        func checkpoint(atOrBefore page: Int) -> (page: Int, cursor: Source.Cursor?) {
+            var low = 0, high = checkpoints.count - 1
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if checkpoints[middle].page <= page { low = middle } else { high = middle - 1 }
+            }
+            return checkpoints[low]
+        }
     }
 
     private let state = Locked(State())
 
-    init(source: Source, pageSize: Int) {
+    init(source: Source, pageSize: Int, maxCheckpoints: Int = 4_096) {
         precondition(pageSize >= 1, "a walk's pages hold at least one row")
+        precondition(maxCheckpoints >= 2, "a walk keeps at least two checkpoints")
         self.source = source
         self.pageSize = pageSize
+        self.maxCheckpoints = maxCheckpoints
     }
 
     /// How many rows the source has, as far as the walks went.
@@ -31,41 +50,64 @@ final class CursorWalk<Source: PageSource>: Sendable {
         state.withLock { state in state.end.map { .exact($0) } ?? .atLeast(state.furthest) }
     }
 
+    /// The cursors kept, and the pages between them.
+    var checkpoints: (count: Int, stride: Int) { state.withLock { ($0.checkpoints.count, $0.stride) } }
+
     /// Rows `range` (fewer at the source's end).
     func read(_ range: Range<Int>) async throws -> [Source.Item] {
         guard !range.isEmpty, range.lowerBound >= 0 else { return [] }
-        // The page holding the range's first row, or the last page known to start before it.
-        var (page, cursor) = state.withLock { state -> (Int, Source.Cursor?) in
-            let page = min(range.lowerBound / pageSize, state.starts.count - 1)
-            return (page, state.starts[page])
-        }
+        var (page, cursor) = state.withLock { $0.checkpoint(atOrBefore: range.lowerBound / pageSize) }
         var items: [Source.Item] = []
         items.reserveCapacity(range.count)
         while true {
             try Task.checkCancellation()
             let start = page * pageSize
-            let request = PageRequest(position: cursor.map { .after($0) } ?? .start, size: pageSize)
-            let result = try await source.page(request)
-            let rows = start ..< start + result.items.count
+            let (pageItems, next) = try await fetchPage(after: cursor)
+            let rows = start ..< start + pageItems.count
             // The page's rows in the range (none when the source ended before it).
             let first = max(rows.lowerBound, range.lowerBound), last = min(rows.upperBound, range.upperBound)
-            if first < last { items += result.items[(first - start) ..< (last - start)] }
-            // A short page ends the source, whatever cursor it gave.
-            let next = result.items.count == pageSize ? result.cursorAfter : nil
-            state.withLock { state in
-                state.furthest = max(state.furthest, rows.upperBound)
-                if let next {
-                    if state.starts.count == page + 1 { state.starts.append(next) }
-                    if let end = state.end, end <= rows.upperBound { state.end = nil }  // it grew
-                } else {
-                    state.end = rows.upperBound
-                    // A source that grows (a log) goes on from this page's start, not from its end.
-                    state.starts.removeSubrange(min(state.starts.count, page + 1)...)
-                }
-            }
+            if first < last { items += pageItems[(first - start) ..< (last - start)] }
+            record(page: page, rows: rows, next: next)
             guard let next, rows.upperBound < range.upperBound else { return items }
             page += 1
             cursor = next
+        }
+    }
+
+    /// One page of `pageSize` items after `cursor`, completed from the source's cursor when it gave
+    /// fewer, its extra items dropped; the cursor after it, `nil` at the end.
+    private func fetchPage(after cursor: Source.Cursor?) async throws -> ([Source.Item], Source.Cursor?) {
+        var items: [Source.Item] = []
+        var position = cursor
+        while true {
+            let result = try await source.page(PageRequest(position: position.map { .after($0) } ?? .start, size: pageSize - items.count))
+            items += result.items.prefix(pageSize - items.count)
+            // No cursor, nothing new, or the cursor asked with (a source going round): the end.
+            guard let next = result.cursorAfter, !result.items.isEmpty, next != position else { return (items, nil) }
+            if items.count == pageSize { return (items, next) }
+            position = next
+            try Task.checkCancellation()
+        }
+    }
+
+    private func record(page: Int, rows: Range<Int>, next: Source.Cursor?) {
+        state.withLock { state in
+            state.furthest = max(state.furthest, rows.upperBound)
+            guard let next else {
+                state.end = rows.upperBound
+                // A source that grows (a log) goes on from the last checkpoint, not from past its end.
+                state.checkpoints.removeAll { $0.page > page }
+                return
+            }
+            if let end = state.end, end <= rows.upperBound { state.end = nil }  // it grew
+            let following = page + 1
+            guard following % state.stride == 0, let last = state.checkpoints.last, following > last.page else { return }
+            state.checkpoints.append((following, next))
+            if state.checkpoints.count > maxCheckpoints {
+                state.stride *= 2
+                let stride = state.stride
+                state.checkpoints.removeAll { $0.page % stride != 0 }
+            }
         }
     }
 }

@@ -75,6 +75,54 @@ struct CursorWalkTests {
         #expect(source.pagesAsked == [0, 10, 20, 20, 30, 40])
     }
 
+    @Test func aSourceOfAnyLengthKeepsAtMostMaxCheckpointsCursors() async throws {
+        let rows = (0 ..< 5_000).map { "row \($0)" }
+        let source = TokenSource(rows)
+        let walk = CursorWalk(source: source, pageSize: 3, maxCheckpoints: 8)
+        #expect(try await walk.read(0 ..< 10_000) == rows)
+        let (count, stride) = walk.checkpoints
+        #expect(count <= 8 && stride >= 1_667 / 8, "\(count) cursors, a stride of \(stride) pages")
+        var random = SplitMix64(seed: 4)
+        for _ in 0 ..< 200 {
+            let lower = Int.random(in: 0 ..< 5_000, using: &random), upper = min(5_000, lower + Int.random(in: 1 ... 20, using: &random))
+            let before = source.pagesAsked.count
+            #expect(try await walk.read(lower ..< upper) == Array(rows[lower ..< upper]))
+            // From the checkpoint before the first row's page: at most a stride of pages before it.
+            #expect(source.pagesAsked.count - before <= stride + (upper - 1) / 3 - lower / 3 + 1)
+        }
+    }
+
+    /// Short pages with a cursor, more items than asked, a cursor that comes round again: the walk
+    /// numbers the rows as the paged rows do.
+    @Test func aSourceThatBreaksTheContractIsNumberedAsThePagedRowsNumberIt() async throws {
+        struct Hostile: PageSource {
+            struct Token: Hashable, Sendable { let next: Int }
+            func page(_ request: PageRequest<Token>) async throws -> Page<Token, String> {
+                let start = request.cursor?.next ?? 0
+                guard start < 400 else { return Page(items: [], cursorAfter: Token(next: start)) }  // comes round
+                let count = start % 3 == 0 ? max(1, request.size / 2) : request.size + 2  // short, or too many
+                let end = min(start + count, 400)
+                return Page(items: (start ..< end).map { "item \($0)" }, cursorAfter: Token(next: end))
+            }
+        }
+        let rows = PagedRows(source: Hostile(), configuration: PagingConfiguration(pageSize: 10, prefetchDistance: 10))
+        var listed: [String] = []
+        while true {
+            rows.show(listed.count ..< listed.count + 10)
+            let next = listed.count
+            await eventually("rows from \(next) load, or the list ends") {
+                rows.item(at: next) != nil || (rows.count.isExact && rows.count.value <= next)
+            }
+            guard let item = rows.item(at: next) else { break }
+            listed.append(item)
+            if listed.count > 1_000 { break }
+        }
+        let walk = CursorWalk(source: Hostile(), pageSize: 10)
+        let walked = try await walk.read(0 ..< 2_000)
+        #expect(!walked.isEmpty && walked == listed)
+        #expect(walk.count == .exact(walked.count))
+    }
+
     @Test func aCancelledReadStopsBeforeTheNextPage() async throws {
         let source = TokenSource((0 ..< 10_000).map { "row \($0)" })
         let walk = CursorWalk(source: source, pageSize: 10)
