@@ -2,8 +2,9 @@
 """`pages FILE` beside Debian's less and lnav on a generated 10,000,000-line access log (~1.4 GB),
 page cache warm, each tool in its own tmux session (120x40), its screen polled every few ms.
 
-Usage: pages-bench.py [--lines 10000000] [--runs 3] [--file PATH] [--only open,goto,search,follow]
-(builds `pages` in release first; less, lnav and tmux must be on PATH: apt-get install less lnav tmux)
+Usage: pages-bench.py [--lines 10000000] [--runs 3] [--file PATH] [--only open,goto,search,follow] [--static]
+(builds `pages` in release first, and with --static also linked statically; less, lnav and tmux must be on
+PATH: apt-get install less lnav tmux)
 
 What each figure is, for every tool, from a fresh process each time:
 - first screen: from asking tmux to start the program to the file's first line on screen (lnav
@@ -159,6 +160,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--file", default=os.path.join(tempfile.gettempdir(), "avenues-pages-bench", "access.log"))
     parser.add_argument("--only", default="open,goto,search,follow")
+    parser.add_argument("--static", action="store_true",
+                        help="also open the file with pages linked statically (--static-swift-stdlib), as a tool shipped on Linux would be")
     options = parser.parse_args()
     for tool in ["less", "lnav", "tmux"]:
         if shutil.which(tool) is None:
@@ -167,6 +170,12 @@ def main():
     bin_dir = subprocess.run(["swift", "build", "--package-path", os.path.join(ROOT, "Examples"), "-c", "release", "--show-bin-path"],
                              check=True, capture_output=True, text=True).stdout.strip()
     pages = os.path.join(bin_dir, "pages")
+    static_pages = None
+    if options.static:
+        scratch = os.path.join(ROOT, "Examples", ".build-static")
+        subprocess.run(["swift", "build", "--package-path", os.path.join(ROOT, "Examples"), "-c", "release", "--product", "pages",
+                        "--static-swift-stdlib", "--scratch-path", scratch], check=True)
+        static_pages = os.path.join(scratch, "release", "pages")
     path = options.file
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if not os.path.exists(path) or subprocess.run(["wc", "-l", path], capture_output=True, text=True).stdout.split()[0] != str(options.lines):
@@ -200,6 +209,8 @@ def main():
         "less -N": f"less -N '{path}'",
         "lnav": f"lnav '{path}'",
     }
+    if static_pages:
+        tools["pages static"] = f"'{static_pages}' '{path}'"
     try:
         for run in range(options.runs):
             if "open" in only:
