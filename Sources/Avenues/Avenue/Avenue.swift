@@ -61,6 +61,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     @usableFromInline
     struct Handlers {
+        /// The component built on this avenue (``PagedRows``), told before the public handler: the
+        /// public one stays the user's, and setting it cannot unhook the component.
+        @usableFromInline var owner: StateChangeHandler?
         @usableFromInline var onStateChange: StateChangeHandler?
         @usableFromInline var onError: ErrorHandler?
         @inlinable init() {}
@@ -160,6 +163,13 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     public var onStateChange: StateChangeHandler? {
         get { _handlers.withLock { $0.onStateChange } }
         set { _handlers.withLock { $0.onStateChange = newValue } }
+    }
+
+    /// The handler of the component that owns this avenue (``PagedRows``' page loads), apart from
+    /// ``onStateChange``.
+    var ownerStateChange: StateChangeHandler? {
+        get { _handlers.withLock { $0.owner } }
+        set { _handlers.withLock { $0.owner = newValue } }
     }
 
     /// Called with the error and the row when a load fails, just before `onStateChange` for that row.
@@ -487,6 +497,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
                 event = .failed(error)
                 if let onError = handlers.onError, isCurrent() { onError(error, delivery.index) }
             }
+            if let owner = handlers.owner, isCurrent() { owner(delivery.index) }
             if let onStateChange = handlers.onStateChange, isCurrent() { onStateChange(delivery.index) }
             if !subscribers.isEmpty, isCurrent() {
                 let tagged = Tagged(event: AvenueEvent(index: delivery.index, change: event), ticket: delivery.ticket)

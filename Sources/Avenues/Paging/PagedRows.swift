@@ -125,7 +125,8 @@ public final class PagedRows<Source: PageSource>: Sendable {
         resolver.set { [weak self] number in self?.machine.withLock { $0.key(for: number) } }
         store.onStore { [weak self] key, page in self?.stored(page, for: key) }
         breaches.set { [weak self] breach in self?.report(breach) }
-        pages.onStateChange = { [weak self] number in self?.pageChanged(number) }
+        // Not `onStateChange`: that slot is the user's (setting it once unhooked the paging).
+        pages.ownerStateChange = { [weak self] number in self?.pageChanged(number) }
     }
 
     deinit {

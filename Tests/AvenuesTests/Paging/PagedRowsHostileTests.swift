@@ -178,6 +178,22 @@ struct PagedRowsHostileTests {
         }
     }
 
+    /// The paged rows used their public `pages` avenue's `onStateChange` slot themselves: a user who
+    /// set it (to count page loads) silently unhooked the list's own handler, so a page that failed
+    /// was never announced (loaded pages still were, from the store).
+    @Test func aUserHandlerOnThePagesAvenueLeavesThePagingHooked() async {
+        let source = ScriptedSource(count: 1_000)
+        source.failing.withLock { $0 = [0] }
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 50))
+        let pageEvents = Shared(0)
+        rows.pages.onStateChange = { _ in pageEvents.withLock { $0 += 1 } }
+        let failures = Shared(0)
+        rows.onChange = { change in if change.error != nil { failures.withLock { $0 += 1 } } }
+        rows.show(0..<40)
+        await eventually("the list announced its failed first page") { failures.value > 0 }
+        await eventually("the user's handler was told too") { pageEvents.value > 0 }
+    }
+
     @Test func aSourceThatReturnsMoreThanAskedIsReportedOnceAndRowsStayNumbered() async {
         let rows = PagedRows(source: MisbehavingSource(count: 1_000, fault: .extraItems), configuration: PagingConfiguration(pageSize: 50))
         let errors = Shared([String]())
