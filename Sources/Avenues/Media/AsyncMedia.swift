@@ -88,6 +88,8 @@ public final class AsyncMedia: SchedulingProcessor {
     private let gate = RetryGate<URL>()
     /// Ends a transport this instance made for itself (a URLSession is invalidated with it).
     private let endOwnedTransport: (@Sendable () -> Void)?
+    /// Why `headers:` cannot be sent, if one of them is not an HTTP field: every download fails with it.
+    private let headerProblem: AsyncMediaError?
 
     /// Creates a media cache in `directory` (created on the first download).
     ///
@@ -145,6 +147,7 @@ public final class AsyncMedia: SchedulingProcessor {
         let progress = ProgressHub()
         // Sorted: the order sent does not depend on hashing.
         let headers = headers.sorted { $0.key < $1.key }.map { HTTPField(name: $0.key, value: $0.value) }
+        headerProblem = headers.lazy.compactMap { field in field.problem.map { AsyncMediaError.invalidHeader(name: field.name, reason: $0) } }.first
         let chosen: any DownloadTransport
         if let transport {
             chosen = transport
@@ -197,6 +200,7 @@ public final class AsyncMedia: SchedulingProcessor {
         let url = try Self.canonical(url)
         let generation = folder.generation
         if let file = folder.cachedFile(for: url), validators.isFresh(url, timeToLive: timeToLive) { return file }
+        if let headerProblem { throw headerProblem }
         if let error = gate.blocked(url) { throw error }  // the server asked to wait
         // At the priority of the avenue row asking, if one is (`.visible` otherwise).
         let file: URL

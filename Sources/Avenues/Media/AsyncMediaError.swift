@@ -35,6 +35,10 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
     case tooManyRedirects(URL, count: Int)
     /// A redirect that AsyncMedia's `allowsRedirect` refused (it leaves what may be fetched).
     case redirectRefused(from: URL, to: URL)
+    /// A header given to `AsyncMedia(headers:)` is not one HTTP field (a name that is not a token, a
+    /// value with a line break or another control character); no download is started until it is
+    /// mended, so it can never write a field of its own into a request.
+    case invalidHeader(name: String, reason: String)
 
     /// What happened and what to do.
     public var description: String {
@@ -61,6 +65,8 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
             "The body of \(url) is larger than \(limit) bytes and was not downloaded; raise DownloadLimits.maximumSize (or AsyncMedia's sizeLimit, which also bounds one file) if it is expected."
         case .invalidURL(let url, let reason):
             "Cannot download \(url): \(reason). Check the URL."
+        case .invalidHeader(let name, let reason):
+            "The header \(name.debugDescription) given to AsyncMedia(headers:) cannot be sent: \(reason). Give names that are HTTP tokens and values without line breaks or control characters."
         case .redirectRefused(let from, let to):
             "\(from) redirects to \(to), which is not followed here; nothing was cached. Give the URL it should be read from."
         case .tooManyRedirects(let url, let count):

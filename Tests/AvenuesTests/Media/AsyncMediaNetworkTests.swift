@@ -72,6 +72,30 @@ final class AsyncMediaNetworkTests: Sendable {
         #endif
     }
 
+    /// `headers:` is sent as given: a value with a line break wrote a header of its own into the
+    /// request (X-Injected reached the server), and a name that is not an HTTP token broke the head.
+    @Test(arguments: [["X-A": "b\r\nX-Injected: 1"], ["X-A": "b\nX-Injected: 1"], ["X-A\r\nX-Injected": "1"], ["": "1"], ["X A": "1"], ["X-A": "\u{0}"]])
+    func aHeaderThatIsNotOneHTTPFieldFailsEveryDownloadAndIsNeverSent(headers: [String: String]) async throws {
+        let media = media(headers: headers)
+        let url = server.url("/bytes/12")
+        await #expect {
+            _ = try await media.file(for: url)
+        } throws: { error in
+            guard case .invalidHeader = error as? AsyncMediaError else { return false }
+            return "\(error)".contains("AsyncMedia(headers:)")
+        }
+        #expect(media.cachedFile(for: url) == nil)
+        #expect(try await server.headers()["/bytes/12"] == nil)  // nothing reached the server
+    }
+
+    @Test func everyHTTPFieldIsAcceptedAsGiven() {
+        let fields = [("Authorization", "Bearer s3cret"), ("Accept-Language", "fr, en;q=0.8"), ("X-Tab", "a\tb"), ("X-Note", "café"),
+                      ("x~!#$%&'*+-.^_`|", ""), ("X-Long", String(repeating: "v", count: 100_000))]
+        for (name, value) in fields { #expect(HTTPField(name: name, value: value).problem == nil, "\(name)") }
+        #expect(HTTPField(name: "Café", value: "1").problem != nil)
+        #expect(HTTPField(name: "X", value: "a\u{7F}").problem != nil)
+    }
+
     /// Without libcurl (Linux has no other transport built in), every download fails with the error
     /// that says what to install, and nothing is cached.
     @Test func withoutATransportEveryDownloadSaysWhatToInstall() async throws {

@@ -95,7 +95,7 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             order.append(self.path)
             headers[url.path] = {name.lower(): self.headers.get(name, "") for name in
-                                 ("Accept-Encoding", "Range", "Authorization", "Cookie", "X-Api-Key", "If-Range", "If-None-Match")}
+                                 ("Accept-Encoding", "Range", "Authorization", "Cookie", "X-Api-Key", "If-Range", "If-None-Match", "X-Injected")}
         kind = parts[0]
         size = int(parts[1].split(".")[0]) if len(parts) > 1 and parts[1].split(".")[0].isdigit() else 0
         if kind == "bytes":

@@ -15,6 +15,21 @@ public struct HTTPField: Sendable, Hashable, CustomStringConvertible {
 
     /// `Name: value`.
     public var description: String { "\(name): \(value)" }
+
+    /// Why the field cannot be sent as one line of a request head, if it cannot: a name that is
+    /// not an HTTP token (RFC 9110 §5.6.2), or a value with a control character other than a tab (a
+    /// line break in it would start a field of its own).
+    var problem: String? {
+        if name.isEmpty { return "the name is empty" }
+        let token = name.utf8.allSatisfy { byte in
+            (0x30 ... 0x39).contains(byte) || (0x41 ... 0x5A).contains(byte) || (0x61 ... 0x7A).contains(byte) || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+        if !token { return "the name holds a character an HTTP field name cannot (a space, a colon, a control character or one beyond ASCII)" }
+        if value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
+            return "the value holds a line break or another control character"
+        }
+        return nil
+    }
 }
 
 /// One GET that ``AsyncMedia`` asks a ``DownloadTransport`` to make. Its headers are final: a
