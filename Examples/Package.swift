@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "GitHistory", targets: ["GitHistory"]),
         // For the Fuzz package, which feeds the folder-index parser arbitrary pages.
         .library(name: "RemoteCatalog", targets: ["RemoteCatalog"]),
+        // For the Fuzz package, which feeds `pages --filter`'s line filter arbitrary files.
+        .library(name: "FilePager", targets: ["FilePager"]),
     ],
     dependencies: [
         .package(path: ".."),

@@ -17,9 +17,10 @@ let package = Package(
         .executableTarget(name: "DiskEntryFuzzer", dependencies: [avenues, "FuzzDriver"]),
         // These use internal parsers: built with -enable-testing (README.md here).
         .executableTarget(name: "ResponseFuzzer", dependencies: [avenues, "FuzzDriver"]),
-        // The examples' parsers of outside input: folder index pages, git log output.
+        // The examples' parsers of outside input: folder index pages, git log output, a file's lines.
         .executableTarget(name: "IndexFuzzer", dependencies: [.product(name: "RemoteCatalog", package: "Examples"), "FuzzDriver"]),
         .executableTarget(name: "GitLogFuzzer", dependencies: [.product(name: "GitHistory", package: "Examples"), "FuzzDriver"]),
+        .executableTarget(name: "LineFilterFuzzer", dependencies: [avenues, .product(name: "FilePager", package: "Examples"), "FuzzDriver"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -61,6 +61,59 @@ struct LineTextTests {
     }
 }
 
+@Suite("pages FILE --filter, piped")
+struct LineFilterTests {
+    /// The model: split into lines, keep those that contain the query, a line break after each.
+    static func model(_ bytes: [UInt8], _ query: TextQuery) -> [UInt8] {
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+        if bytes.last == 0x0A || bytes.isEmpty { lines.removeLast() }
+        return lines.filter { line in Array(line).withUnsafeBytes { query.matches(bytes: $0) } }.flatMap { Array($0) + [0x0A] }
+    }
+
+    static func filtered(_ bytes: [UInt8], _ query: TextQuery?, chunks: [Int]) -> [UInt8] {
+        var filter = LineFilter(query)
+        var out = Data()
+        var position = 0
+        var index = 0
+        while position < bytes.count {
+            let size = chunks.isEmpty ? bytes.count : max(1, chunks[index % chunks.count])
+            let end = min(bytes.count, position + size)
+            out += filter.take(Data(bytes[position ..< end]))
+            position = end
+            index += 1
+        }
+        out += filter.finish()
+        return Array(out)
+    }
+
+    @Test func randomStreamsAndChunksMatchTheModel() {
+        var random = SystemRandomNumberGenerator()
+        let alphabet = Array("abAB\n\n\n x".utf8) + [0xC3, 0xA9, 0x00]
+        let queries = ["a", "ab", "AB", "aB", "b a", "x\nx", "é", "aaaa"]
+        for _ in 0 ..< 3_000 {
+            let long = Int.random(in: 0 ..< 10, using: &random) == 0
+            let bytes = (0 ..< Int.random(in: 0 ... (long ? 3_000 : 60), using: &random)).map { _ in
+                long && Bool.random(using: &random) ? UInt8(ascii: "a") : alphabet.randomElement(using: &random) ?? 0x61
+            }
+            let query = TextQuery(queries.randomElement(using: &random) ?? "a")
+            let chunks = (0 ..< Int.random(in: 1 ... 4, using: &random)).map { _ in Int.random(in: 1 ... 9, using: &random) }
+            #expect(Self.filtered(bytes, query, chunks: chunks) == Self.model(bytes, query), "\(bytes) \(query.text.debugDescription) \(chunks)")
+        }
+        #expect(Self.filtered(Array("a\nb".utf8), nil, chunks: [1]) == Array("a\nb".utf8))  // no query: the bytes as they are
+    }
+
+    /// A 100 MB line took 7 s (each chunk copied and searched the line so far again): linear now.
+    @Test(.timeLimit(.minutes(1))) func aLineOfAHundredMegabytesIsReadOnce() {
+        var filter = LineFilter(TextQuery("needle"))
+        let chunk = Data(repeating: 0x78, count: 1 << 20)
+        var out = Data()
+        for _ in 0 ..< 100 { out += filter.take(chunk) }
+        out += filter.take(Data("needle".utf8))
+        out += filter.finish()
+        #expect(out.count == 100 << 20 + 7)
+    }
+}
+
 @Suite("pages FILE", .timeLimit(.minutes(2)))
 struct FileModelTests {
     let folder: URL = {
