@@ -42,7 +42,7 @@ public struct TableLayout: Sendable {
     /// A row from its path and size (`nil`: not known yet, shown as "…" while the row loads; none
     /// for a folder).
     public func row(path: String, size: Int64?, _ state: RowContent, placeholder: String = "…", palette: Terminal.Palette = Terminal.Palette(on: false)) -> String {
-        let sizeText = size.map(Self.formatSize) ?? (state.isSettled ? "" : "…")
+        let sizeText = size.map(ByteSize.text) ?? (state.isSettled ? "" : "…")
         switch state {
         case .loaded(let summary):
             return line(path: path, size: sizeText, lines: String(summary.lines), checksum: Self.hex(summary.crc32), preview: summary.preview, palette: palette, style: .plain)
@@ -73,9 +73,6 @@ public struct TableLayout: Sendable {
             palette.paint(TextWidth.fit(preview, previewWidth), style == .failed ? palette.failure : ""),
         ].joined(separator: Self.separator)
     }
-
-    /// `999 B`, `12.3 KiB`, `4.0 MiB`…
-    public static func formatSize(_ bytes: Int64) -> String { ByteSize.text(bytes) }
 
 
     /// Eight lowercase hexadecimal digits.

@@ -112,7 +112,7 @@ public final class RemoteRows: ListModel {
         var fields = [
             "downloading \(activity.running)", "queued \(activity.queued)",
             "cancelled \(table.summaries.statistics.loadsCancelled)",
-            "cached \(usage.count) (\(TableLayout.formatSize(Int64(usage.size))))",
+            "cached \(usage.count) (\(ByteSize.text(Int64(usage.size))))",
         ]
         if !table.files.count.isExact { fields.insert("folders listed \(table.foldersListed)", at: 0) }
         if let filter = state.withLock({ $0.filter }) {

@@ -166,11 +166,8 @@ public struct ListScreen {
     /// Whether the last frame drawn showed rows still loading.
     private var drawnPending = false
 
-    /// A screen over `model`; `nested` when it is opened over another (then `q` goes back).
-    public init(model: any ListModel, palette: Terminal.Palette = .current, trace: TraceRecorder? = nil, nested: Bool = false) {
-        self.init(model: model, palette: palette, trace: trace, nested: nested, backlog: KeyBacklog())
-    }
-
+    /// A screen over `model`; `nested` when it is opened over another (then `q` goes back); keys
+    /// are counted into `backlog` as they are read (``run(_:trace:)``).
     init(model: any ListModel, palette: Terminal.Palette, trace: TraceRecorder?, nested: Bool, backlog: KeyBacklog) {
         self.model = model
         self.palette = palette

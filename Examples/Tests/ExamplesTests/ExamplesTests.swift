@@ -117,9 +117,9 @@ struct FileSummaryTests {
     }
 
     @Test func sizesAreHumanReadable() {
-        #expect(TableLayout.formatSize(999) == "999 B")
-        #expect(TableLayout.formatSize(1_536) == "1.5 KiB")
-        #expect(TableLayout.formatSize(5 << 20) == "5.0 MiB")
+        #expect(ByteSize.text(999) == "999 B")
+        #expect(ByteSize.text(1_536) == "1.5 KiB")
+        #expect(ByteSize.text(5 << 20) == "5.0 MiB")
     }
 }
 
