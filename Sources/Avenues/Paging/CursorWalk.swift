@@ -58,10 +58,10 @@ final class CursorWalk<Source: PageSource>: Sendable {
         guard !range.isEmpty, range.lowerBound >= 0 else { return [] }
         var (page, cursor) = state.withLock { $0.checkpoint(atOrBefore: range.lowerBound / pageSize) }
         var items: [Source.Item] = []
-        items.reserveCapacity(range.count)
+        items.reserveCapacity(min(range.count, 4_096))  // a range to Int.max asks for the rest
         while true {
             try Task.checkCancellation()
-            let start = page * pageSize
+            let start = Saturating.multiply(page, pageSize)
             let (pageItems, next) = try await fetchPage(after: cursor)
             let rows = start ..< start + pageItems.count
             // The page's rows in the range (none when the source ended before it).

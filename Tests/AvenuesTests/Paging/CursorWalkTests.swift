@@ -123,6 +123,17 @@ struct CursorWalkTests {
         #expect(walk.count == .exact(walked.count))
     }
 
+    @Test func hugePagesAndRangesAreClampedNotTrappedOn() async throws {
+        let rows = (0 ..< 25).map { "row \($0)" }
+        let huge = CursorWalk(source: TokenSource(rows), pageSize: .max)
+        #expect(try await huge.read(0 ..< 10) == Array(rows[0 ..< 10]))
+        #expect(try await huge.read(3 ..< .max) == Array(rows[3...]))
+        let walk = CursorWalk(source: TokenSource(rows), pageSize: 7)
+        #expect(try await walk.read(0 ..< .max) == rows)
+        #expect(try await walk.read(.max - 1 ..< .max).isEmpty)
+        #expect(try await walk.read(-5 ..< 3).isEmpty)
+    }
+
     @Test func aCancelledReadStopsBeforeTheNextPage() async throws {
         let source = TokenSource((0 ..< 10_000).map { "row \($0)" })
         let walk = CursorWalk(source: source, pageSize: 10)
