@@ -181,6 +181,7 @@ public func simulate(
         clock.advance(to: now)
         executor.drain()
         let rows = top..<min(script.rows, top + script.viewport)
+        if let hints = script.hints[index] { prefetcher?.hint(hints) }
         show(rows)
         executor.drain()
         score.frame(rows, at: now) { row in

@@ -13,6 +13,9 @@ public struct UserScript: Sendable {
         /// Press a key that moves `rows` at once (PgDn: a screen), `times` times, one press every
         /// `every` seconds.
         case press(rows: Int, times: Int, every: Double)
+        /// The app hints the screens starting at these rows (``Avenues/RowPrefetcher/hint(_:)``),
+        /// from the next frame on; takes no time.
+        case hint([Int])
     }
 
     /// Rows in the list.
@@ -23,13 +26,16 @@ public struct UserScript: Sendable {
     public let frame: Duration
     /// The viewport's top row at each frame.
     public let tops: [Int]
+    /// The hints the app gives, by the frame they are given at (before that frame's rows are shown).
+    public let hints: [Int: [Int]]
 
     /// A script from its frames.
-    public init(rows: Int, viewport: Int, frame: Duration = .milliseconds(16), tops: [Int]) {
+    public init(rows: Int, viewport: Int, frame: Duration = .milliseconds(16), tops: [Int], hints: [Int: [Int]] = [:]) {
         self.rows = rows
         self.viewport = viewport
         self.frame = frame
         self.tops = tops
+        self.hints = hints
     }
 
     /// Plays `steps` into frames.
@@ -41,6 +47,7 @@ public struct UserScript: Sendable {
         let last = max(0, rows - viewport)
         var position = 0.0
         var tops: [Int] = []
+        var hints: [Int: [Int]] = [:]
         func emit() {
             position = min(Double(last), max(0, position))
             tops.append(Int(position))
@@ -69,9 +76,12 @@ public struct UserScript: Sendable {
                     emit()
                     for _ in 1..<max(1, Int(every / frameSeconds)) { emit() }
                 }
+            case .hint(let rows):
+                hints[tops.count] = rows
             }
         }
         self.tops = tops
+        self.hints = hints
     }
 
     /// The standard script of the benchmark: 100,000 rows, a 40-row screen, about 70 seconds of

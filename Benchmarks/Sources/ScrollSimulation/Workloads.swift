@@ -29,6 +29,7 @@ public struct Workload: Sendable {
         ("held-down-30", .heldKey(rowsPerSecond: 30)),
         ("pgdn-streaks", .pageStreaks),
         ("jumps", .jumps),
+        ("hinted-jumps", .hintedJumps),
         ("slow-reader", .slowReader),
     ]
 }
@@ -50,12 +51,31 @@ extension UserScript {
     ])
 
     /// g/G and jumps to 20 random rows (seeded), each read for a second.
-    public static let jumps: UserScript = {
+    public static let jumps = UserScript(rows: 100_000, viewport: 40, steps: jumpSteps)
+
+    private static let jumpSteps: [Step] = {
         var rng = SplitMix64(seed: 0x0_5EED_1234)
         var steps: [Step] = [.pause(seconds: 1), .jump(toRow: 99_960), .pause(seconds: 1), .jump(toRow: 0), .pause(seconds: 1)]
         for _ in 0..<20 {
             steps.append(.jump(toRow: Int(rng.next() % 99_960)))
             steps.append(.pause(seconds: 1))
+        }
+        return steps
+    }()
+
+    /// The jumps of ``jumps``, each hinted by the app one second before (as `history` hints the next
+    /// search match while the user reads the current one).
+    public static let hintedJumps: UserScript = {
+        var steps: [Step] = []
+        var afterLastJump = 0
+        for step in jumpSteps {
+            if case .jump(let row) = step {
+                steps.insert(.hint([row]), at: afterLastJump)
+                steps.append(step)
+                afterLastJump = steps.count
+            } else {
+                steps.append(step)
+            }
         }
         return UserScript(rows: 100_000, viewport: 40, steps: steps)
     }()
@@ -67,42 +87,48 @@ extension UserScript {
 
     /// A recorded session: a first line `{"rows": N, "screen": R}` (N is 0 for a list whose length
     /// was not known yet; the rows shown then bound it), then one line per `show`,
-    /// `{"t": MILLISECONDS_SINCE_START, "first": ROW, "count": ROWS}` (JSON Lines). Played in frames
-    /// of 16 ms: each frame shows the latest `first` recorded by then.
+    /// `{"t": MILLISECONDS_SINCE_START, "first": ROW, "count": ROWS}` (JSON Lines), which may carry
+    /// the app's hints as `"hints": [ROW, …]`; a line with only `t` and `hints` changes the hints
+    /// without a show. Played in frames of 16 ms: each frame shows the latest `first` recorded by
+    /// then, and hints recorded since the last frame are given before it.
     public init(trace: String) throws {
         struct Header: Decodable { var rows: Int; var screen: Int }
-        struct Show: Decodable { var t: Double; var first: Int; var count: Int }
+        struct Line: Decodable { var t: Double; var first: Int?; var count: Int?; var hints: [Int]? }
         let lines = trace.split(whereSeparator: \.isNewline).filter { !$0.allSatisfy(\.isWhitespace) }
         guard let first = lines.first, let header = try? JSONDecoder().decode(Header.self, from: Data(first.utf8)),
               header.rows >= 0, header.screen >= 1
         else { throw TraceError(line: 1, reason: #"the first line must be {"rows": N, "screen": R}"#) }
-        var shows: [Show] = []
-        for (index, line) in lines.dropFirst().enumerated() {
-            guard let show = try? JSONDecoder().decode(Show.self, from: Data(line.utf8)), show.t.isFinite, show.t >= 0,
-                  show.t < 86_400_000
-            else { throw TraceError(line: index + 2, reason: #"each line after the first must be {"t": MS, "first": ROW, "count": ROWS}"#) }
-            shows.append(show)
+        var events: [Line] = []
+        for (index, text) in lines.dropFirst().enumerated() {
+            guard let line = try? JSONDecoder().decode(Line.self, from: Data(text.utf8)), line.t.isFinite, line.t >= 0,
+                  line.t < 86_400_000, (line.first != nil && line.count != nil) || (line.first == nil && line.count == nil && line.hints != nil)
+            else {
+                throw TraceError(line: index + 2, reason: #"each line after the first must be {"t": MS, "first": ROW, "count": ROWS} (with "hints": [ROW, …] if any), or {"t": MS, "hints": [ROW, …]}"#)
+            }
+            events.append(line)
         }
-        shows.sort { $0.t < $1.t }
+        events.sort { $0.t < $1.t }  // stable: lines of one instant keep their order
         // A list whose length was not known when recording began (paged rows) says 0: the rows
         // shown bound it.
-        let rows = header.rows > 0 ? header.rows : shows.reduce(0) { max($0, $1.first.addingReportingOverflow($1.count).partialValue) }
+        let rows = header.rows > 0 ? header.rows : events.reduce(0) { max($0, ($1.first ?? 0).addingReportingOverflow($1.count ?? 0).partialValue) }
         let frameMilliseconds = 16.0
-        let end = (shows.last?.t ?? 0) + 1_000
+        let end = (events.last?.t ?? 0) + 1_000
         var tops: [Int] = []
+        var hints: [Int: [Int]] = [:]
         var next = 0
         var top = 0
         var time = 0.0
         let last = max(0, rows - header.screen)
         while time <= end {
-            while next < shows.count, shows[next].t <= time {
-                top = min(last, max(0, shows[next].first))
+            while next < events.count, events[next].t <= time {
+                if let first = events[next].first { top = min(last, max(0, first)) }
+                if let hint = events[next].hints { hints[tops.count] = hint }
                 next += 1
             }
             tops.append(top)
             time += frameMilliseconds
         }
-        self.init(rows: rows, viewport: header.screen, tops: tops)
+        self.init(rows: rows, viewport: header.screen, tops: tops, hints: hints)
     }
 }
 

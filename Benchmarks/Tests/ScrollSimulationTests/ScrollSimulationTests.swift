@@ -83,4 +83,30 @@ struct AdaptivePrefetchTests {
         #expect(throws: TraceError.self) { try UserScript(trace: "{\"rows\": 10}\n") }
         #expect((try? UserScript(trace: "{\"rows\": 10, \"screen\": 5}\n{\"t\": \"soon\"}")) == nil)
     }
+
+    @Test func aTraceCarriesHintsOnAShowOrOnALineOfTheirOwn() throws {
+        let trace = """
+            {"rows": 1000, "screen": 20}
+            {"t": 0, "first": 0, "count": 20, "hints": [500]}
+            {"t": 40, "hints": [600, 980]}
+            {"t": 100, "first": 600, "count": 20, "hints": []}
+            """
+        let script = try UserScript(trace: trace)
+        #expect(script.hints == [0: [500], 3: [600, 980], 7: []])
+        #expect(Array(script.tops.prefix(8)) == [0, 0, 0, 0, 0, 0, 0, 600])
+        // A line with a show half given, or with nothing at all, is refused.
+        #expect(throws: TraceError.self) { try UserScript(trace: "{\"rows\": 10, \"screen\": 5}\n{\"t\": 0, \"first\": 3}") }
+        #expect(throws: TraceError.self) { try UserScript(trace: "{\"rows\": 10, \"screen\": 5}\n{\"t\": 0}") }
+    }
+
+    @Test func hintedJumpsHintEachJumpOneSecondBefore() {
+        let script = UserScript.hintedJumps
+        #expect(script.tops == UserScript.jumps.tops)
+        let jumpFrames = zip(script.tops.indices.dropFirst(), zip(script.tops, script.tops.dropFirst())).filter { $1.0 != $1.1 }.map(\.0)
+        #expect(jumpFrames.count >= 20)
+        for frame in jumpFrames {
+            let hinted = script.hints.filter { $0.value == [script.tops[frame]] && $0.key < frame }.map(\.key).max()
+            #expect(hinted.map { frame - $0 >= 60 } == true, "frame \(frame): hinted at \(String(describing: hinted))")  // 60 frames of 16 ms ≈ 1 s
+        }
+    }
 }

@@ -136,7 +136,7 @@ public struct AdaptiveWindow: Sendable {
             // earlier for rows still ahead go on; the list passes them later.
             let path = down ? visible.lowerBound ..< visible.lowerBound + Int(min(lead, Double(4 * screen))) + screen
                 : visible.upperBound - screen - Int(min(lead, Double(4 * screen))) ..< visible.upperBound
-            wanted = applied.keys.filter { path.contains($0) }.sorted().map { ($0, .prefetch) }
+            wanted = applied.filter { path.contains($0.key) && $0.value != .background }.keys.sorted().map { ($0, .prefetch) }
             estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: 0, behind: 0, seeking: true)
         } else {
             // Slower than a screen a second, a screen ahead keeps up; faster, twice the rows that
@@ -151,7 +151,7 @@ public struct AdaptiveWindow: Sendable {
             // list is heading their way), up to the largest window.
             let kept = Self.beyond(visible, count: min(room, 4 * screen), down: down).dropFirst(ahead)
             let keep = Set(kept)
-            wanted += applied.keys.filter { keep.contains($0) }.sorted().map { ($0, .prefetch) }
+            wanted += applied.filter { keep.contains($0.key) && $0.value != .background }.keys.sorted().map { ($0, .prefetch) }
             estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: ahead, behind: behind, seeking: false)
         }
         return wanted

@@ -226,7 +226,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// - Parameters:
     ///   - key: the key whose value the row shows.
     ///   - index: the row.
-    ///   - priority: `.visible` (the default) or `.prefetch`.
+    ///   - priority: `.visible` (the default), `.prefetch` or `.background`.
     @inlinable
     public func prepareItem(for key: Key, at index: Index, priority: LoadPriority = .visible) {
         prepare(key, at: index, priority: priority, force: false)

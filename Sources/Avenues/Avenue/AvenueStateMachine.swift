@@ -76,7 +76,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
         @inlinable
         var wanted: LoadPriority {
-            rows.contains { $0.priority == .visible } ? .visible : .prefetch
+            rows.lazy.map(\.priority).max() ?? .prefetch
         }
     }
 

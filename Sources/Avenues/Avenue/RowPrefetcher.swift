@@ -10,11 +10,15 @@
 /// the load latency instead (``AdaptiveWindow``); that policy wants a `show` when the list comes to
 /// rest, so call it on every frame, or at least once after the user stops.
 ///
+/// An app that can foresee a jump (the next search match, the end of a list whose length is now
+/// known, a bookmark) says so with ``hint(_:)``: those screens are warmed at `.background` priority,
+/// after everything the window wants, and cancelled when the hints change.
+///
 /// It is UI-free, so any front end (a TUI table, a pager, a test) can drive it, and thread-safe:
 /// `show` and `stop` may be called from any thread, including from the avenue's callbacks. When
 /// calls overlap, the latest one wins (a thread already applying a window applies the newer request
 /// before it returns). A window holds at most ``maxRows`` rows, so a huge range cannot make it
-/// prepare millions of rows. Releasing the prefetcher cancels its window.
+/// prepare millions of rows (hinted screens included). Releasing the prefetcher cancels its window.
 ///
 /// ```swift
 /// let prefetcher = RowPrefetcher(avenue: avenue, ahead: 40, behind: 10) { row in
@@ -74,6 +78,9 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         set { state.withLock { $0.maxRows = max(1, newValue) } }
     }
 
+    /// The most screens ``hint(_:)`` warms at once; hints past the first eight are ignored.
+    public static var maxHints: Int { 8 }
+
     private let key: @Sendable (Int) -> Key?
     private let now: @Sendable () -> ContinuousClock.Instant
     private let state: Locked<State>
@@ -81,6 +88,8 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     private enum Request {
         case show(Range<Int>)
         case stop
+        /// The hints changed: plan the current window again (not a move of the list).
+        case replan
     }
 
     private struct State {
@@ -92,6 +101,10 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         /// The rows prepared now, with the priority each was prepared at.
         var applied: [Int: LoadPriority] = [:]
         var lastVisible: Range<Int>?
+        /// Rows on screen at the last `show` (0 before the first): the height of a hinted screen.
+        var screen = 0
+        /// The first rows of the screens the app expects to show soon.
+        var hints: [Int] = []
         var direction = Direction.down
         /// The newest request not applied yet.
         var pending: Request?
@@ -140,14 +153,35 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// Cancels every row of the current window. A later ``show(_:)`` starts again. If another thread
     /// is applying a window right now, that thread cancels the window before it returns.
     public func stop() {
+        state.withLock { $0.hints = [] }
         submit(.stop)
     }
+
+    /// The app expects to show these screens soon: each is the first row of a screen (as tall as the
+    /// last ``show(_:)``). Their rows are prepared at `.background` priority, after the visible rows
+    /// and the window's prefetches, so they never delay either; a hinted row that is also in the
+    /// window keeps the window's priority. The hints replace the previous ones (rows no longer
+    /// hinted and not in the window are cancelled) and last until replaced; `hint([])` drops them,
+    /// and so does ``stop()``. At most ``maxHints`` screens, within ``maxRows``.
+    ///
+    /// ```swift
+    /// prefetcher.hint([nextMatch - screen / 2, count - screen])  // the next hit, and the end
+    /// ```
+    public func hint(_ tops: [Int]) {
+        state.withLock { $0.hints = Array(tops.prefix(Self.maxHints)) }
+        submit(.replan)
+    }
+
+    /// The first rows of the hinted screens (see ``hint(_:)``).
+    public var hints: [Int] { state.withLock { $0.hints } }
 
     /// Applies requests until none is pending. Only the applying caller changes the window, so keys
     /// are looked up and the avenue is called outside the lock.
     private func submit(_ request: Request) {
         let isFirst = state.withLock { state -> Bool in
-            state.pending = request
+            // A show or stop already pending reads the new hints when it is applied; a replan must
+            // not replace it.
+            if case .replan = request, state.pending != nil {} else { state.pending = request }
             guard !state.applying else { return false }
             state.applying = true
             return true
@@ -206,9 +240,17 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
             return nil
         }
         state.pending = nil
-        guard case .show(let asked) = request else {
+        let asked: Range<Int>
+        switch request {
+        case .stop:
             state.lastVisible = nil
-            return []
+            return hinted(state, room: state.maxRows)  // hints given after the stop
+        case .replan:
+            guard let last = state.lastVisible else { return hinted(state, room: state.maxRows) }
+            let window = window(around: last, moved: false, &state)
+            return window + hinted(state, room: state.maxRows - window.count)
+        case .show(let rows):
+            asked = rows
         }
         // `asked.count` itself traps for ranges wider than Int.max.
         let (width, tooWide) = asked.upperBound.subtractingReportingOverflow(asked.lowerBound)
@@ -226,7 +268,30 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         }
         let previousTop = state.lastVisible?.lowerBound
         state.lastVisible = visible
+        state.screen = visible.count
         state.adaptive.shown(top: visible.lowerBound, previousTop: previousTop, screen: visible.count, at: time)
+        let window = window(around: visible, moved: moved, &state)
+        return window + hinted(state, room: state.maxRows - window.count)
+    }
+
+    /// The rows of the hinted screens at `.background`, in the order hinted, within `room` rows
+    /// (what `maxRows` leaves after the window, whose rows come first and keep their priority).
+    private func hinted(_ state: State, room: Int) -> [(row: Int, priority: LoadPriority)] {
+        let height = state.screen
+        guard height > 0, !state.hints.isEmpty else { return [] }
+        var budget = max(0, room)
+        var rows: [(row: Int, priority: LoadPriority)] = []
+        for top in state.hints where budget > 0 {
+            let (end, overflow) = top.addingReportingOverflow(min(height, budget))
+            let screen = top ..< (overflow ? Int.max : end)
+            budget -= screen.count
+            rows += screen.map { ($0, .background) }
+        }
+        return rows
+    }
+
+    /// The window's rows around `visible`: visible first, then the prefetches, by the policy.
+    private func window(around visible: Range<Int>, moved: Bool, _ state: inout State) -> [(row: Int, priority: LoadPriority)] {
         if state.policy == .adaptive {
             return state.adaptive.plan(visible: visible, down: state.direction == .down, maxRows: state.maxRows, moved: moved, applied: state.applied)
         }

@@ -209,4 +209,65 @@ struct RowPrefetcherTests {
         #expect(f.rows(.prefetch).count == 50)  // 40 ahead and 10 behind still fit
         f.prefetcher.stop()
     }
+
+    // MARK: Hints
+
+    @Test func hintedScreensAreWarmedAtBackgroundAfterTheWindowAndReplacedByTheNextHint() {
+        let f = Fixture(count: 1_000)
+        f.prefetcher.show(10..<15)
+        f.prefetcher.hint([500, 12, 990])  // 12...16 are in the window already: they keep its priority
+        #expect(f.prefetcher.hints == [500, 12, 990])
+        #expect(f.rows(.visible) == [10, 11, 12, 13, 14])
+        #expect(f.rows(.prefetch) == [8, 9, 15, 16, 17])
+        #expect(f.rows(.background) == Array(500..<505) + Array(990..<995))
+        #expect(f.prefetcher.direction == .down)  // a hint is not a move
+        f.prefetcher.hint([700])
+        #expect(f.rows(.background) == Array(700..<705))
+        #expect(f.assigned(in: 0..<1_000) == Array(8...17) + Array(700..<705))  // 500... and 990... cancelled
+        f.prefetcher.show(11..<16)  // hints last across shows, a screen of the new height each
+        #expect(f.rows(.background) == Array(700..<705))
+        f.prefetcher.hint([])
+        #expect(f.rows(.background).isEmpty)
+        #expect(f.assigned(in: 0..<1_000) == Array(9...18))
+        f.prefetcher.stop()
+    }
+
+    @Test func hintsRunOnlyAfterVisibleAndPrefetchWork() async {
+        let f = Fixture(count: 1_000, ahead: 2, behind: 0, maxConcurrent: 1)
+        f.avenue.prepareItem(for: "busy", at: 5_000)
+        await f.work.waitUntilStarted("busy")
+        f.prefetcher.show(0..<2)
+        f.prefetcher.hint([900])
+        f.prefetcher.show(1..<3)  // the window moves after the hint: its new rows still go first
+        f.work.succeed("busy", with: 0)
+        // 1 was queued visible first; 2 was raised; 3 and 4 prefetch; 0 left the window; then the hint.
+        let expected = [1, 2, 3, 4, 900, 901]
+        for row in expected {
+            await f.work.waitUntilStarted("row\(row)")
+            f.work.succeed("row\(row)", with: row)
+        }
+        #expect(f.work.startOrder == ["busy"] + expected.map { "row\($0)" })
+        f.prefetcher.stop()
+    }
+
+    @Test func hostileHintsAreBoundedAndStopDropsThem() {
+        let f = Fixture(count: Int.max)
+        f.prefetcher.hint([0])  // before any show the screen height is unknown: nothing yet
+        #expect(f.prefetcher.window.isEmpty)
+        f.prefetcher.show(0..<40)
+        #expect(f.rows(.background).isEmpty)  // row 0's screen is the visible one
+        f.prefetcher.hint(Array(stride(from: 1_000, to: 1_000_000, by: 1_000)) + [Int.max - 3, Int.min, -20])
+        #expect(f.prefetcher.hints.count == RowPrefetcher<String, Int>.maxHints)
+        #expect(f.rows(.background).count == RowPrefetcher<String, Int>.maxHints * 40)
+        f.prefetcher.hint([Int.max - 3, Int.min, -20])  // past the end of the integers, and negative
+        #expect(f.rows(.background) == [Int.max - 3, Int.max - 2, Int.max - 1])  // -20's rows from 0 are visible
+        f.prefetcher.maxRows = 100
+        f.prefetcher.hint([1_000, 2_000, 3_000])
+        // The window plans 40 visible, 3 ahead and 2 behind (above row 0: none exist); hints get
+        // the 55 rows maxRows leaves after it.
+        #expect(f.rows(.background) == Array(1_000..<1_040) + Array(2_000..<2_015))
+        #expect(f.prefetcher.window.count <= 100)
+        f.prefetcher.stop()
+        #expect(f.prefetcher.window.isEmpty && f.prefetcher.hints.isEmpty)
+    }
 }

@@ -250,4 +250,57 @@ struct AutoProcessorStateMachineTests {
         let worker = try #require(spawned(machine.claim("p", id: 1, priority: .prefetch, waiter: ignore)))
         #expect(job(machine.start(worker: worker))?.key == "p")
     }
+    // MARK: Background work
+
+    private func queuedPriority(_ machine: Machine, _ key: String) -> LoadPriority? {
+        if case .queued(let priority)? = machine.runs[key]?.phase { return priority }
+        return nil
+    }
+
+    @Test func backgroundWorkRunsAfterPrefetchAndVisibleWorkAndFollowsItsHighestClaim() throws {
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("busy", id: 0, priority: .visible, waiter: ignore)))
+        var current = try #require(job(machine.start(worker: worker)))
+        _ = machine.claim("b1", id: 1, priority: .background, waiter: ignore)
+        _ = machine.claim("p1", id: 2, priority: .prefetch, waiter: ignore)
+        _ = machine.claim("b2", id: 3, priority: .background, waiter: ignore)
+        _ = machine.claim("v1", id: 4, priority: .visible, waiter: ignore)
+        // A second, higher claim on a background key lifts it (here to prefetch, behind p1).
+        _ = machine.claim("b2", id: 5, priority: .prefetch, waiter: ignore)
+        #expect(queuedPriority(machine, "b2") == .prefetch)
+        var order: [String] = []
+        while true {
+            guard case .deliver = machine.finish(current, worker: worker, result: .success(0)) else {
+                Issue.record("no delivery")
+                return
+            }
+            guard let next = job(machine.endDelivery(of: current, worker: worker)) else { break }
+            order.append(next.key)
+            current = next
+        }
+        #expect(order == ["v1", "p1", "b2", "b1"])
+    }
+
+    @Test func backgroundWorkSharesThePrefetchWorkersAndNeverTakesTheReservedOne() throws {
+        var machine = Machine(maxConcurrent: 3, reservedForVisible: 1)
+        var workers: [UInt64] = []
+        for id in 1...2 {
+            if let worker = spawned(machine.claim("p\(id)", id: UInt64(id), priority: .prefetch, waiter: ignore)) { workers.append(worker) }
+        }
+        #expect(workers.count == 2)
+        let started = workers.compactMap { job(machine.start(worker: $0)) }
+        #expect(spawned(machine.claim("b", id: 3, priority: .background, waiter: ignore)) == nil)  // no share left
+        let visible = try #require(spawned(machine.claim("v", id: 4, priority: .visible, waiter: ignore)))
+        #expect(job(machine.start(worker: visible))?.key == "v")
+        guard case .deliver = machine.finish(started[0], worker: workers[0], result: .success(1)) else {
+            Issue.record("no delivery")
+            return
+        }
+        #expect(job(machine.endDelivery(of: started[0], worker: workers[0]))?.key == "b")
+        // Dropping the only prefetch claim of a key with a background one moves it back down.
+        _ = machine.claim("x", id: 5, priority: .prefetch, waiter: ignore)
+        _ = machine.claim("x", id: 6, priority: .background, waiter: ignore)
+        _ = machine.release("x", id: 5)
+        #expect(queuedPriority(machine, "x") == .background)
+    }
 }

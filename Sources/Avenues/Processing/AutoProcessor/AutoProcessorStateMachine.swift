@@ -10,8 +10,9 @@
 /// - a queue entry is live only while its run is `.queued` at that queue's priority with that token;
 ///   stale entries are skipped when popped and compacted when they pile up;
 /// - at most `maxConcurrent` workers exist, counting cancelled ones whose work has not returned yet;
-/// - **admission control:** running `.prefetch` work holds at most `maxConcurrent − reservedForVisible`
-///   workers, so visible work never waits behind prefetches that already started. A running run's
+/// - **admission control:** running work below `.visible` (`.prefetch` and `.background` together)
+///   holds at most `maxConcurrent − reservedForVisible` workers, so visible work never waits behind
+///   prefetches that already started. A running run's
 ///   priority follows its claims like a queued one's (a raised prefetch frees a prefetch slot).
 @usableFromInline
 struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
@@ -92,7 +93,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     }
 
     @usableFromInline let maxConcurrent: Int
-    /// The most workers running `.prefetch` work at once.
+    /// The most workers running work below `.visible` at once.
     @usableFromInline let prefetchBudget: Int
     @usableFromInline private(set) var runs: [Key: Run] = [:]
     /// One FIFO per priority, indexed by `LoadPriority.rawValue`.
@@ -106,7 +107,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @usableFromInline var runningCount = 0
     /// Entries of `workers` that are `true`, so the common worker step skips looking itself up.
     @usableFromInline var cancelledWorkers = 0
-    /// Runs in `.running` at `.prefetch`.
+    /// Runs in `.running` below `.visible` (`.prefetch` or `.background`): they share `prefetchBudget`.
     @usableFromInline var runningPrefetch = 0
     /// Workers spawned that have not asked for their first job yet (they may take prefetch work).
     @usableFromInline var startingWorkers = 0
@@ -205,7 +206,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             case .running(let worker, let priority):
                 runs.remove(at: index)
                 runningCount -= 1
-                if priority == .prefetch { runningPrefetch -= 1 }
+                if priority != .visible { runningPrefetch -= 1 }
                 markCancelled(worker)
                 action.cancelWorker = worker
             case .delivering:
@@ -270,7 +271,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             noteStaleEntry(at: level)
         case .running(let worker, let priority):
             runningCount -= 1
-            if priority == .prefetch { runningPrefetch -= 1 }
+            if priority != .visible { runningPrefetch -= 1 }
             markCancelled(worker)
             action.cancelWorkers.append(worker)
         case .delivering:
@@ -302,7 +303,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             return next(worker: worker)
         }
         runningCount -= 1
-        if priority == .prefetch { runningPrefetch -= 1 }
+        if priority != .visible { runningPrefetch -= 1 }
         return .deliver(waiters, result)
     }
 
@@ -331,7 +332,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         }
         for level in LoadPriority.allCases.reversed() {
             // Admission control: prefetch work waits while it already holds its share of workers.
-            if level == .prefetch, runningPrefetch >= prefetchBudget { break }
+            if level != .visible, runningPrefetch >= prefetchBudget { break }
             while let job = queues[level.rawValue].popFirst() {
                 if let index = runs.index(forKey: job.key), withRun(at: index, { run in
                     guard run.token == job.token, case .queued(level) = run.phase else { return false }
@@ -339,7 +340,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
                     return true
                 }) {
                     runningCount += 1
-                    if level == .prefetch { runningPrefetch += 1 }
+                    if level != .visible { runningPrefetch += 1 }
                     return .run(job, level)
                 }
                 staleEntries[level.rawValue] -= 1
@@ -366,8 +367,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @inlinable
     var hasAdmissibleWork: Bool {
         let visible = LoadPriority.visible.rawValue, prefetch = LoadPriority.prefetch.rawValue
+        let background = LoadPriority.background.rawValue
         return queues[visible].count > staleEntries[visible]
-            || (runningPrefetch < prefetchBudget && queues[prefetch].count > staleEntries[prefetch])
+            || (runningPrefetch < prefetchBudget
+                && (queues[prefetch].count > staleEntries[prefetch] || queues[background].count > staleEntries[background]))
     }
 
     /// A new worker for work at `priority`, if the limits allow one.
@@ -423,9 +426,9 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// queued prefetch work.
     @inlinable
     mutating func followRunning(worker: UInt64, from: LoadPriority, to: LoadPriority) -> ClaimAction {
-        if from == .prefetch { runningPrefetch -= 1 }
-        if to == .prefetch { runningPrefetch += 1 }
-        let spawn = from == .prefetch && hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
+        if from != .visible { runningPrefetch -= 1 }
+        if to != .visible { runningPrefetch += 1 }
+        let spawn = from != .visible && to == .visible && hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
         return ClaimAction(spawnWorker: spawn, reprioritized: Reprioritized(worker: worker, priority: to))
     }
 

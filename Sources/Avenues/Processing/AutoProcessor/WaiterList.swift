@@ -19,8 +19,8 @@ enum Waiter<Value: Sendable>: Sendable {
     }
 }
 
-/// The claims on one run, by claim id, with the count of `.visible` claims kept up to date so the
-/// run's priority is O(1). Stores a single claim inline, because most runs have exactly one.
+/// The claims on one run, by claim id, with the counts of `.visible` and `.prefetch` claims kept up
+/// to date so the run's priority is O(1). Stores a single claim inline, because most runs have exactly one.
 @usableFromInline
 struct WaiterList<Value: Sendable> {
     @usableFromInline
@@ -40,13 +40,16 @@ struct WaiterList<Value: Sendable> {
     @usableFromInline var entries = Entries.empty
     @usableFromInline private(set) var count = 0
     @usableFromInline var visibleCount = 0
+    @usableFromInline var prefetchCount = 0
 
     @inlinable init() {}
 
     @inlinable var isEmpty: Bool { count == 0 }
 
     /// The highest priority among the claims (`.prefetch` when there are none).
-    @inlinable var priority: LoadPriority { visibleCount > 0 ? .visible : .prefetch }
+    @inlinable var priority: LoadPriority {
+        visibleCount > 0 ? .visible : prefetchCount > 0 || count == 0 ? .prefetch : .background
+    }
 
     @inlinable
     mutating func insert(_ entry: Entry, id: UInt64) {
@@ -61,7 +64,11 @@ struct WaiterList<Value: Sendable> {
             entries = .many(table)
         }
         count += 1
-        if entry.priority == .visible { visibleCount += 1 }
+        switch entry.priority {
+        case .visible: visibleCount += 1
+        case .prefetch: prefetchCount += 1
+        case .background: break
+        }
     }
 
     @inlinable
@@ -81,7 +88,11 @@ struct WaiterList<Value: Sendable> {
         }
         guard let removed else { return nil }
         count -= 1
-        if removed.priority == .visible { visibleCount -= 1 }
+        switch removed.priority {
+        case .visible: visibleCount -= 1
+        case .prefetch: prefetchCount -= 1
+        case .background: break
+        }
         return removed
     }
 
