@@ -37,18 +37,28 @@ public struct AdaptiveWindow: Sendable {
         public var behind: Int
         /// Whether rows that would leave the screen before loading are skipped.
         public var seeking: Bool
+        /// Whether the list moves by jumps (most recent steps landed beyond the window): at rest the
+        /// window is small, and hinted screens (``RowPrefetcher/hint(_:)``) come before it.
+        public var jumping = false
 
         /// `12 rows/s, latency 85 ms, ahead 50, behind 10` (and `seeking`).
         public var description: String {
             let milliseconds = Int((latency / .milliseconds(1)).rounded())
-            return "\(Int(rowsPerSecond.rounded())) rows/s, latency \(milliseconds) ms, ahead \(ahead), behind \(behind)" + (seeking ? ", seeking" : "")
+            return "\(Int(rowsPerSecond.rounded())) rows/s, latency \(milliseconds) ms, ahead \(ahead), behind \(behind)"
+                + (seeking ? ", seeking" : "") + (jumping ? ", jumping" : "")
         }
     }
 
     static let timeConstant = 0.1
     static let restAfter = 0.2
     static let samplesKept = 32
+    /// More window samples: the slow end is rare (a 2 s load in 20), and a short history forgets it.
+    static let windowSamplesKept = 64
     static let percentile = 25
+    /// The slow end of the latencies, for how far ahead a moving list must ask.
+    static let tailPercentile = 98
+    /// Steps this close together, the same way, are one burst (PgDn held or tapped fast).
+    static let burstGap = 0.6
 
     static let defaultLatency = 0.1
 
@@ -59,10 +69,23 @@ public struct AdaptiveWindow: Sendable {
     var lastMove: ContinuousClock.Instant?
     /// Whether the previous `show` moved the list.
     var previousMoved = false
+    /// The last step from rest (PgDn, a jump): when, and rows (signed).
+    var lastStep: (time: ContinuousClock.Instant, rows: Int)?
+    /// Rows per second (signed) of the burst of steps under way, if any.
+    var burstVelocity = 0.0
+    /// How often recent steps landed beyond the window (jumps, not paging): 0 (never) to 1 (always),
+    /// halved towards the latest at each step.
+    var jumpiness = 0.0
     /// Visible rows asked for and not seen loaded yet, with when they were asked.
     var waiting: [Int: ContinuousClock.Instant] = [:]
-    /// Latencies measured, in seconds, oldest first.
+    /// Latencies of visible rows measured, in seconds, oldest first.
     var samples: [Double] = []
+    /// Rows of the window (visible or prefetched) asked for and not seen loaded yet, with when
+    /// they were first asked.
+    var waitingInWindow: [Int: ContinuousClock.Instant] = [:]
+    /// Latencies of every row of the window, in seconds, oldest first: their slow end (a prefetch
+    /// that took seconds) says how far ahead a moving list must ask.
+    var windowSamples: [Double] = []
 
     init() {}
 
@@ -76,12 +99,24 @@ public struct AdaptiveWindow: Sendable {
         defer { previousMoved = moved != 0 }
         if overflow || moved.magnitude > UInt(max(1, screen)) * 10 || stepped {
             // A jump, or a step from rest (PgDn, a search hit): the list is somewhere else, not
-            // moving fast; the window around the new place is what is needed.
+            // moving fast; the window around the new place is what is needed. Unless steps come
+            // in a burst the same way (PgDn pressed again and again): that is speed, a step at a
+            // time.
             velocity = 0
             lastMove = nil
+            let far = overflow || moved.magnitude > UInt(max(1, screen)) * 2
+            jumpiness = jumpiness / 2 + (far ? 0.5 : 0)
+            burstVelocity = 0
+            if !far, let lastStep, (lastStep.rows > 0) == (moved > 0) {
+                let gap = Self.seconds(time - lastStep.time)
+                if gap <= Self.burstGap { burstVelocity = Double(moved) / max(gap, 0.001) }
+            }
+            lastStep = far ? nil : (time, moved)
             return
         }
         let instant = Double(moved) / seconds
+        // A scroll that starts from rest is a move that was not a jump.
+        if moved != 0, lastMove.map({ Self.seconds(time - $0) > Self.restAfter }) ?? true { jumpiness /= 2 }
         let weight = 1 - exp(-seconds / Self.timeConstant)
         if moved != 0, (instant > 0) != (velocity > 0) {
             velocity = instant * weight  // reversed: the old speed says nothing
@@ -93,28 +128,43 @@ public struct AdaptiveWindow: Sendable {
 
     /// Visible rows asked for at `time` and not loaded then; rows that left `window` are no longer
     /// timed (their loads were cancelled and never arrive).
-    mutating func asked(_ rows: [Int], at time: ContinuousClock.Instant, window: [Int: LoadPriority]) {
+    mutating func asked(_ rows: [(row: Int, visible: Bool)], at time: ContinuousClock.Instant, window: [Int: LoadPriority]) {
         waiting = waiting.filter { window[$0.key] != nil }
-        for row in rows where waiting[row] == nil { waiting[row] = time }
+        waitingInWindow = waitingInWindow.filter { window[$0.key] != nil }
+        for (row, visible) in rows {
+            if visible, waiting[row] == nil { waiting[row] = time }
+            if waitingInWindow[row] == nil { waitingInWindow[row] = time }
+        }
     }
 
     /// The rows whose loads are being timed.
-    var waitingRows: [Int] { waiting.keys.sorted() }  // sorted: the samples kept must not depend on hashing
+    var waitingRows: [Int] {
+        Set(waiting.keys).union(waitingInWindow.keys).sorted()  // sorted: the samples kept must not depend on hashing
+    }
 
     /// Rows seen loaded (or failed) at `time`.
     mutating func arrived(_ rows: [Int], at time: ContinuousClock.Instant) {
         for row in rows {
-            guard let asked = waiting.removeValue(forKey: row) else { continue }
-            samples.append(Self.seconds(time - asked))
-            if samples.count > Self.samplesKept { samples.removeFirst(samples.count - Self.samplesKept) }
+            if let asked = waiting.removeValue(forKey: row) { Self.append(Self.seconds(time - asked), to: &samples, keeping: Self.samplesKept) }
+            if let asked = waitingInWindow.removeValue(forKey: row) {
+                Self.append(Self.seconds(time - asked), to: &windowSamples, keeping: Self.windowSamplesKept)
+            }
         }
     }
 
+    static func append(_ sample: Double, to samples: inout [Double], keeping kept: Int) {
+        samples.append(sample)
+        if samples.count > kept { samples.removeFirst(samples.count - kept) }
+    }
+
     /// The 25th percentile of the latencies measured, in seconds.
-    var latency: Double {
+    var latency: Double { Self.latency(percentile: Self.percentile, of: samples) }
+
+    /// The `percentile`th percentile of `samples`, in seconds.
+    static func latency(percentile: Int, of samples: [Double]) -> Double {
         guard !samples.isEmpty else { return Self.defaultLatency }
         let sorted = samples.sorted()
-        return sorted[min(sorted.count - 1, sorted.count * Self.percentile / 100)]
+        return sorted[min(sorted.count - 1, sorted.count * percentile / 100)]
     }
 
     /// The rows to prepare for `visible`, in order, with their priorities.
@@ -122,10 +172,15 @@ public struct AdaptiveWindow: Sendable {
         let screen = max(1, visible.count)
         var resting = true
         if let lastMove, let lastShow { resting = Self.seconds(lastShow - lastMove) > Self.restAfter }
-        let speed = resting ? 0 : abs(velocity)
+        var bursting = false
+        if burstVelocity != 0, let lastStep, let lastShow { bursting = Self.seconds(lastShow - lastStep.time) <= Self.burstGap }
+        let gliding = resting ? 0 : abs(velocity)
+        let speed = max(gliding, bursting ? abs(burstVelocity) : 0)
         let latency = self.latency
+        let tail = Self.latency(percentile: Self.tailPercentile, of: windowSamples)
         let lead = speed * latency  // rows that pass during one load
-        let seeking = lead >= Double(screen)
+        // A burst of steps shows every screen it lands on, however fast: only a glide seeks.
+        let seeking = gliding * latency >= Double(screen)
         var wanted: [(row: Int, priority: LoadPriority)] = []
         let room = max(0, maxRows - screen)
 
@@ -139,10 +194,15 @@ public struct AdaptiveWindow: Sendable {
             wanted = applied.filter { path.contains($0.key) && $0.value != .background }.keys.sorted().map { ($0, .prefetch) }
             estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: 0, behind: 0, seeking: true)
         } else {
-            // Slower than a screen a second, a screen ahead keeps up; faster, twice the rows that
-            // pass during a load.
-            let ahead = min(room, min(4 * screen, speed > Double(screen) ? max(screen, Int(2 * lead)) : screen))
-            let behind = min(room - ahead, screen / 4)
+            // Slower than a screen a second, a screen ahead keeps up, unless slow loads (the tail)
+            // take longer than a screen takes to pass; faster, twice the rows that pass during a
+            // load. At rest after jumps (steps beyond the window), a quarter of a screen: the next
+            // move is likely another jump, and the hints' screens get the workers.
+            let moving = Int(min(Double(4 * screen), speed * tail))
+            let jumping = speed == 0 && jumpiness >= 0.5
+            let standing = jumping ? max(1, screen / 4) : screen
+            let ahead = min(room, min(4 * screen, max(speed > Double(screen) ? max(screen, Int(2 * lead)) : standing, moving)))
+            let behind = min(room - ahead, jumping ? screen / 16 : screen / 4)
             let leadingFirst = moved && down
             wanted = (leadingFirst ? Array(visible.reversed()) : Array(visible)).map { ($0, .visible) }
             wanted += Self.beyond(visible, count: ahead, down: down).map { ($0, .prefetch) }
@@ -152,7 +212,7 @@ public struct AdaptiveWindow: Sendable {
             let kept = Self.beyond(visible, count: min(room, 4 * screen), down: down).dropFirst(ahead)
             let keep = Set(kept)
             wanted += applied.filter { keep.contains($0.key) && $0.value != .background }.keys.sorted().map { ($0, .prefetch) }
-            estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: ahead, behind: behind, seeking: false)
+            estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: ahead, behind: behind, seeking: false, jumping: jumping)
         }
         return wanted
     }

@@ -205,10 +205,10 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
                 return state.applied.keys.filter { next[$0] == nil }.sorted()
             }
             for row in cancel { avenue.cancel(at: row) }
-            var waiting: [Int] = []
+            var waiting: [(row: Int, visible: Bool)] = []
             for (row, key, priority) in prepare {
                 avenue.prepareItem(for: key, at: row, priority: priority)
-                if adaptive, priority == .visible, avenue.item(at: row) == nil { waiting.append(row) }
+                if adaptive, priority != .background, avenue.item(at: row) == nil { waiting.append((row, priority == .visible)) }
             }
             if adaptive { state.withLock { $0.adaptive.asked(waiting, at: time, window: next) } }
         }
@@ -247,8 +247,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
             return hinted(state, room: state.maxRows)  // hints given after the stop
         case .replan:
             guard let last = state.lastVisible else { return hinted(state, room: state.maxRows) }
-            let window = window(around: last, moved: false, &state)
-            return window + hinted(state, room: state.maxRows - window.count)
+            return withHints(window(around: last, moved: false, &state), state)
         case .show(let rows):
             asked = rows
         }
@@ -270,8 +269,21 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         state.lastVisible = visible
         state.screen = visible.count
         state.adaptive.shown(top: visible.lowerBound, previousTop: previousTop, screen: visible.count, at: time)
-        let window = window(around: visible, moved: moved, &state)
-        return window + hinted(state, room: state.maxRows - window.count)
+        return withHints(window(around: visible, moved: moved, &state), state)
+    }
+
+    /// The window and the hinted screens: after the window at `.background`. The adaptive policy
+    /// at rest puts them at `.prefetch` right after the visible rows while the list moves by jumps
+    /// (the next move is more likely a hinted jump than a step past the edge), and otherwise after
+    /// the first quarter screen ahead (a few ↓ presses are covered, then the hinted jump, then the
+    /// rest of the screen ahead).
+    private func withHints(_ window: [(row: Int, priority: LoadPriority)], _ state: State) -> [(row: Int, priority: LoadPriority)] {
+        let hints = hinted(state, room: state.maxRows - window.count)
+        let estimates = state.adaptive.estimates
+        guard state.policy == .adaptive, estimates.rowsPerSecond == 0, !estimates.seeking, !hints.isEmpty else { return window + hints }
+        let visible = window.prefix { $0.priority == .visible }.count
+        let first = visible + (estimates.jumping ? 0 : min(estimates.ahead, state.screen / 4))
+        return window.prefix(first) + hints.map { ($0.row, .prefetch) } + window.dropFirst(first)
     }
 
     /// The rows of the hinted screens at `.background`, in the order hinted, within `room` rows

@@ -89,4 +89,71 @@ struct AdaptiveWindowTests {
         #expect(estimates.ahead > 40 && estimates.ahead == Int(2 * estimates.rowsPerSecond * 0.216), "\(estimates)")
         #expect(f.rows(.prefetch).filter { $0 >= top + 40 } == Array(top + 40 ..< top + 40 + estimates.ahead))
     }
+
+    @Test func pgDnPressedAgainAndAgainIsSpeedAndWidensTheWindowWithoutSeeking() {
+        let f = Fixture()
+        f.frame(0)
+        for _ in 0..<20 { f.frame(0) }
+        var top = 0
+        for _ in 0..<3 {  // PgDn every 8 frames (128 ms): 312 rows/s, a step at a time
+            top += 40
+            f.frame(top)
+            for _ in 0..<7 { f.frame(top) }
+        }
+        let estimates = f.prefetcher.estimates
+        #expect(!estimates.seeking, "\(estimates)")  // every screen a burst lands on is shown
+        #expect(estimates.rowsPerSecond > 300 && estimates.rowsPerSecond < 320, "\(estimates)")
+        #expect(estimates.ahead >= 60, "\(estimates)")  // wider than the screen it is at rest
+        #expect(f.rows(.visible) == Array(top..<top + 40))
+        // A pause ends the burst: a screen ahead again.
+        for _ in 0..<40 { f.frame(top) }
+        #expect(f.prefetcher.estimates.ahead == 40 && f.prefetcher.estimates.rowsPerSecond == 0)
+    }
+
+    @Test func afterJumpsTheWindowAtRestShrinksAndHintedScreensComeFirst() {
+        let f = Fixture()
+        f.frame(0)
+        f.prefetcher.hint([70_000])
+        // At rest, before any jump: prefetched after the first quarter screen ahead (queued, not shown).
+        #expect(f.rows(.prefetch) == Array(40..<80) + Array(70_000..<70_040))
+        #expect(f.rows(.background).isEmpty)
+        for target in [50_000, 10_000] {  // two jumps, read for a moment each
+            f.frame(target)
+            for _ in 0..<20 { f.frame(target) }
+        }
+        var estimates = f.prefetcher.estimates
+        #expect(estimates.jumping && estimates.ahead == 10 && estimates.behind == 2, "\(estimates)")
+        // The last jump went up: 10 rows ahead above, 2 behind below, and the hinted screen, now
+        // the likelier next place, prefetched right after the visible rows.
+        #expect(f.rows(.prefetch) == Array(9_990..<10_000) + Array(10_040..<10_042) + Array(70_000..<70_040))
+        // Scrolling from rest is a move that was not a jump: a screen ahead at rest again.
+        for step in 1...10 { f.frame(10_000 + step) }
+        for _ in 0..<20 { f.frame(10_010) }
+        estimates = f.prefetcher.estimates
+        #expect(!estimates.jumping && estimates.ahead == 40, "\(estimates)")
+    }
+
+    @Test func slowLoadsAmongTheWindowsWidenTheWindowOfASteadyScroll() async {
+        let f = Fixture(maxConcurrent: 100)
+        f.frame(0)
+        // The visible rows land within a frame; the 50 prefetched rows take 2 s (a slow tail).
+        for row in 0..<40 { await f.work.waitUntilStarted("row\(row)") }
+        for row in 0..<40 { f.work.succeed("row\(row)", with: row) }
+        await eventually("the first screen arrived") { f.avenue.item(at: 39) != nil }
+        f.frame(0)
+        for row in 40..<80 { await f.work.waitUntilStarted("row\(row)") }
+        f.clock.advance(by: .seconds(2))
+        for row in 40..<80 { f.work.succeed("row\(row)", with: row) }
+        await eventually("the rows ahead arrived") { f.avenue.item(at: 79) != nil }
+        f.frame(0)
+        var top = 0
+        for step in 1...60 {  // a row every other frame: 31 rows/s, under a screen a second
+            if step.isMultiple(of: 2) { top += 1 }
+            f.frame(top)
+        }
+        let estimates = f.prefetcher.estimates
+        #expect(!estimates.seeking && estimates.latency < .milliseconds(100), "\(estimates)")
+        // 31 rows/s for the 2 s the slow loads take: about 62 rows ahead, not the resting screen.
+        #expect(estimates.ahead > 55 && estimates.ahead < 70, "\(estimates)")
+    }
 }
