@@ -8,7 +8,7 @@ import ScrollSimulation
 //   scroll-sim --json          one JSON object per line, per workload and strategy
 //   scroll-sim --trace FILE    a recorded session (see Benchmarks/README.md) under every strategy
 //   scroll-sim --workload NAME only that workload (e.g. standard, jumps/heavy-tail)
-//   scroll-sim --strategies fixed-40-10,adaptive,clairvoyant   only those strategies
+//   scroll-sim --strategies fixed-40-10,adaptive,clairvoyant   only those strategies (any fixed-A-B)
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 @MainActor func option(_ name: String) -> String? {
@@ -52,8 +52,16 @@ func printTable(_ rows: [[String]]) {
 
 var strategies = Strategy.compared
 if let names = option("--strategies") {
-    let wanted = Set(names.split(separator: ",").map(String.init))
-    strategies = strategies.filter { wanted.contains($0.name) }
+    let wanted = names.split(separator: ",").map(String.init)
+    // Any fixed window may be named (`fixed-60-10`), not only the four compared.
+    let extra = wanted.compactMap { name -> Strategy? in
+        let parts = name.split(separator: "-")
+        guard parts.count == 3, parts[0] == "fixed", let ahead = Int(parts[1]), let behind = Int(parts[2]), ahead >= 0, behind >= 0,
+              !strategies.contains(where: { $0.name == name })
+        else { return nil }
+        return .prefetcher(ahead: ahead, behind: behind)
+    }
+    strategies = strategies.filter { wanted.contains($0.name) } + extra
 }
 for workload in workloads {
     let results = strategies.map { simulate($0, script: workload.script, latency: workload.latency) }
