@@ -79,8 +79,13 @@ public final class LocalRows: ListModel {
 
     public func show(_ rows: Range<Int>, resting: Bool) {
         if resting { resortIfDue() }
+        // The end (G) is where a list is most often jumped to: its screen warms in the background.
+        let end = [max(0, count.value - rows.count)]
+        if prefetcher.hints != end { prefetcher.hint(end) }
         prefetcher.show(rows)
     }
+
+    public var hints: [Int] { prefetcher.hints }
 
     private func entry(at row: Int) -> Int? {
         sorting.entry(at: row)

@@ -45,6 +45,9 @@ public protocol ListModel: AnyObject, Sendable {
     func endPreview(rows: Int, width: Int, palette: Terminal.Palette) -> [String]?
     /// What a row is called in `:N`'s prompt and messages ("line", "row").
     var rowName: String { get }
+    /// The first rows of the screens the model hinted it expects the list to show soon
+    /// (``Avenues/RowPrefetcher/hint(_:)``), for `--record-trace`; empty by default.
+    var hints: [Int] { get }
 }
 
 /// What a model asks the screen to do after a key or an input.
@@ -71,6 +74,7 @@ extension ListModel {
     public func input(_ text: String?, committed: Bool, selected: Int) -> ListAction { .none }
     public func handle(_ key: Key, selected: Int) -> ListAction { .none }
     public var keys: [(key: String, does: String)] { [] }
+    public var hints: [Int] { [] }
     public func poll() -> ListAction { .none }
     public func endPreview(rows: Int, width: Int, palette: Terminal.Palette) -> [String]? { nil }
     public var rowName: String { "row" }
@@ -260,6 +264,7 @@ public struct ListScreen {
                 // last key), it is told again on every frame.
                 let sinceMove = ContinuousClock.now - lastMove
                 if sinceMove < .seconds(1) || !toldResting { showRows() }
+                trace?.record(hints: model.hints)  // a hint found while the list rests (the next match)
                 let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
                 let pending = visibleRowsPending
                 let spin = spinnerFrame != frame && pending
@@ -281,7 +286,7 @@ public struct ListScreen {
         let rows = top ..< top + pageRows
         toldResting = resting
         model.show(rows, resting: toldResting)
-        trace?.record(rows, count: model.count.value)
+        trace?.record(rows, count: model.count.value, hints: model.hints)
     }
 
     /// Applies a key; an exit when the screen ends.

@@ -32,6 +32,16 @@ public final class RestingPrefetcher<Key: Hashable & Sendable, Value: Sendable>:
         prefetcher.show(rows)
     }
 
+    /// The screens (their first rows) the list expects to show soon: their details warm at
+    /// background priority (``Avenues/RowPrefetcher/hint(_:)``), wherever the list is.
+    public func hint(_ tops: [Int]) {
+        guard prefetcher.hints != tops else { return }
+        prefetcher.hint(tops)
+    }
+
+    /// The screens hinted.
+    public var hints: [Int] { prefetcher.hints }
+
     /// Cancels every load and forgets the rows.
     public func stop() {
         shown.withLock { $0 = nil }

@@ -7,7 +7,7 @@ import Synchronization
 public final class TraceRecorder: Sendable {
     private let file: FileHandle
     private let started = ContinuousClock.now
-    private let last = Mutex<Range<Int>?>(nil)
+    private let last = Mutex<(rows: Range<Int>?, hints: [Int])>((nil, []))
 
     /// Creates (or empties) the file at `path`.
     public init(path: String) throws {
@@ -19,18 +19,33 @@ public final class TraceRecorder: Sendable {
 
     deinit { try? file.close() }
 
-    /// Records that `rows` of a list of `count` rows are shown now.
-    public func record(_ rows: Range<Int>, count: Int) {
-        let isFirst = last.withLock { last -> Bool? in
-            guard last != rows else { return nil }
-            defer { last = rows }
-            return last == nil
+    /// Records that `rows` of a list of `count` rows are shown now, with the model's `hints` if they
+    /// changed.
+    public func record(_ rows: Range<Int>, count: Int, hints: [Int] = []) {
+        let change = last.withLock { last -> (isFirst: Bool, hints: [Int]?)? in
+            guard last.rows != rows || last.hints != hints else { return nil }
+            defer { last = (rows, hints) }
+            return (last.rows == nil, last.hints != hints ? hints : nil)
         }
-        guard let isFirst else { return }
+        guard let change else { return }
         var text = ""
-        if isFirst { text += "{\"rows\": \(count), \"screen\": \(rows.count)}\n" }
-        let milliseconds = (ContinuousClock.now - started) / .milliseconds(1)
-        text += "{\"t\": \(Int(milliseconds)), \"first\": \(rows.lowerBound), \"count\": \(rows.count)}\n"
+        if change.isFirst { text += "{\"rows\": \(count), \"screen\": \(rows.count)}\n" }
+        let hinted = change.hints.map { ", \"hints\": [" + $0.map(String.init).joined(separator: ", ") + "]" } ?? ""
+        text += "{\"t\": \(milliseconds), \"first\": \(rows.lowerBound), \"count\": \(rows.count)\(hinted)}\n"
         try? file.write(contentsOf: Data(text.utf8))
     }
+
+    /// Records the model's hints if they changed since the last line (after the first show).
+    public func record(hints: [Int]) {
+        let changed = last.withLock { last -> Bool in
+            guard last.rows != nil, last.hints != hints else { return false }
+            last.hints = hints
+            return true
+        }
+        guard changed else { return }
+        let text = "{\"t\": \(milliseconds), \"hints\": [" + hints.map(String.init).joined(separator: ", ") + "]}\n"
+        try? file.write(contentsOf: Data(text.utf8))
+    }
+
+    private var milliseconds: Int { Int((ContinuousClock.now - started) / .milliseconds(1)) }
 }

@@ -30,6 +30,15 @@ final class HistoryModel: ListModel {
         var found: ListAction?
         var lastCount: RowCount?
         var watching: Task<Void, Never>?
+        /// Rows on screen at the last `show`.
+        var screen = 0
+        /// The last search hit, and the one before it (`N` goes back there).
+        var hit: Int?
+        var previousHit: Int?
+        /// The next match after `hit`, looked for as soon as `hit` was found: `n` goes there at once,
+        /// and its screen's diff stats warm meanwhile.
+        var next: (query: String, after: Int, hit: Int?)?
+        var lookAhead: Task<Void, Never>?
     }
 
     init(rows: HistoryRows, title: String, spoolFolder: URL) {
@@ -99,8 +108,26 @@ final class HistoryModel: ListModel {
             return
         }
         self.rows.commits.show(rows)
+        state.withLock { $0.screen = rows.count }
+        stats.hint(wantedHints())
         stats.show(rows, resting: resting)
     }
+
+    /// The screens `n`, `N` and G would show: the next and the previous search match (placed a third
+    /// down the screen, as the screen places a selected hit), and the last page once git has
+    /// finished. Their diff stats warm at background priority.
+    private func wantedHints() -> [Int] {
+        let count = rows.count
+        return state.withLock { state in
+            var tops: [Int] = []
+            if state.query != nil, let next = state.next?.hit { tops.append(max(0, next - state.screen / 3)) }
+            if state.query != nil, let previous = state.previousHit { tops.append(max(0, previous - state.screen / 3)) }
+            if count.isExact, state.screen > 0 { tops.append(max(0, count.value - state.screen)) }
+            return tops
+        }
+    }
+
+    var hints: [Int] { stats.hints }
 
     func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
         if isFiltering {
@@ -189,6 +216,7 @@ final class HistoryModel: ListModel {
             // The commit selected when the filter began stays the one to return to while typing.
             if state.filter == nil || state.anchor == nil { state.anchor = sourceRow }
             state.filter = text
+            if state.query != text { (state.hit, state.previousHit, state.next) = (nil, nil, nil) }
             state.query = text  // n/N after the filter is cleared
         }
         filtered.filter(TextQuery(text))
@@ -217,8 +245,18 @@ final class HistoryModel: ListModel {
                 let next = key == .character("n") ? selected + 1 : selected - 1
                 return .select(max(0, next))
             }
-            guard state.withLock({ $0.query }) != nil else { return .message("no search: press / first") }
+            guard let text = state.withLock({ $0.query }) else { return .message("no search: press / first") }
             let forward = key == .character("n")
+            // The match after this one was looked for ahead: go there at once.
+            let known = state.withLock { state -> Int? in
+                guard forward, let next = state.next, next.query == text, next.after == selected, let hit = next.hit else { return nil }
+                return hit
+            }
+            if let known {
+                cancelSearch()
+                found(known, query: text)
+                return .select(known, message: "“\(text)” at \(known + 1)")
+            }
             search(from: forward ? selected + 1 : selected - 1, forward: forward)
             return .none
         case .escape:
@@ -270,6 +308,7 @@ final class HistoryModel: ListModel {
             }
             guard !Task.isCancelled else { return }
             if let hit {
+                self?.found(hit, query: text)
                 self?.finishSearch(.select(hit, message: "“\(text)” at \(hit + 1)"))
             } else {
                 self?.finishSearch(.message("“\(text)” not found " + (forward ? "after" : "before") + " this row"))
@@ -279,6 +318,40 @@ final class HistoryModel: ListModel {
             $0.search = task
             $0.scanned = row
         }
+    }
+
+    /// A search landed on `hit`: it becomes the previous hit for the next one, and the match after
+    /// it is looked for at once (its screen is hinted when found).
+    private func found(_ hit: Int, query text: String) {
+        let query = SearchQuery(text)
+        let log = rows.log
+        let task = Task { [weak self] in
+            var next: Int?
+            do {
+                try await log.scan(from: hit + 1) { number, commit in
+                    guard query.matches(commit) else { return true }
+                    next = number
+                    return false
+                }
+            } catch {
+                return
+            }
+            guard !Task.isCancelled, let self else { return }
+            self.state.withLock { state in
+                guard state.query == text, state.hit == hit else { return }
+                state.next = (text, hit, next)
+            }
+            self.stats.hint(self.wantedHints())
+        }
+        let old = state.withLock { state -> Task<Void, Never>? in
+            if state.hit != hit { state.previousHit = state.hit }
+            state.hit = hit
+            state.next = nil
+            defer { state.lookAhead = task }
+            return state.lookAhead
+        }
+        old?.cancel()
+        stats.hint(wantedHints())
     }
 
     private func finishSearch(_ outcome: ListAction) {
@@ -300,6 +373,7 @@ final class HistoryModel: ListModel {
 
     func stop() {
         cancelSearch()
+        state.withLock { $0.lookAhead }?.cancel()
         filtered.stop()
         state.withLock { $0.listening }?.cancel()
         state.withLock { $0.watching }?.cancel()
