@@ -38,6 +38,13 @@ public struct UserScript: Sendable {
         self.hints = hints
     }
 
+    /// The script from frame `frame` on (a cold start there), with its hints.
+    public func dropFirst(_ frame: Int) -> UserScript {
+        let start = min(max(0, frame), tops.count)
+        let later = hints.filter { $0.key >= start }.map { ($0.key - start, $0.value) }
+        return UserScript(rows: rows, viewport: viewport, frame: self.frame, tops: Array(tops[start...]), hints: Dictionary(uniqueKeysWithValues: later))
+    }
+
     /// Plays `steps` into frames.
     public init(rows: Int, viewport: Int, frame: Duration = .milliseconds(16), steps: [Step]) {
         self.rows = rows

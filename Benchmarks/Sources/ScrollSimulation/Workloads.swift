@@ -22,6 +22,17 @@ public struct Workload: Sendable {
         [Workload(name: name, script: script, latency: .standard), Workload(name: name + "/heavy-tail", script: script, latency: .heavyTail)]
     }
 
+    /// Every recorded trace (`*.jsonl`) in `folder`, under both latency profiles, named by file
+    /// (`browse-held-keys`, `browse-held-keys/heavy-tail`), sorted by name.
+    public static func recorded(in folder: URL) throws -> [Workload] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".jsonl") }.sorted()
+        return try names.flatMap { file -> [Workload] in
+            let script = try UserScript(trace: String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8))
+            let name = String(file.dropLast(".jsonl".count))
+            return [Workload(name: name, script: script, latency: .standard), Workload(name: name + "/heavy-tail", script: script, latency: .heavyTail)]
+        }
+    }
+
     /// The scripts, by name.
     public static let scripts: [(String, UserScript)] = [
         ("standard", .standard),

@@ -7,6 +7,7 @@ import ScrollSimulation
 //   scroll-sim                 the tables: every workload × strategy, then admission control
 //   scroll-sim --json          one JSON object per line, per workload and strategy
 //   scroll-sim --trace FILE    a recorded session (see Benchmarks/README.md) under every strategy
+//   scroll-sim --traces DIR    every recorded session in DIR (Benchmarks/Traces)
 //   scroll-sim --workload NAME only that workload (e.g. standard, jumps/heavy-tail)
 //   scroll-sim --strategies fixed-40-10,adaptive,clairvoyant   only those strategies (any fixed-A-B)
 
@@ -24,6 +25,14 @@ if let path = option("--trace") {
         workloads = [Workload(name: name, script: script, latency: .standard), Workload(name: name + "/heavy-tail", script: script, latency: .heavyTail)]
     } catch {
         FileHandle.standardError.write(Data("scroll-sim: \(path): \(error)\n".utf8))
+        exit(1)
+    }
+}
+if let folder = option("--traces") {
+    do {
+        workloads = try Workload.recorded(in: URL(fileURLWithPath: folder, isDirectory: true))
+    } catch {
+        FileHandle.standardError.write(Data("scroll-sim: \(folder): \(error)\n".utf8))
         exit(1)
     }
 }
@@ -95,7 +104,7 @@ for workload in workloads {
     print("")
 }
 
-if !json, option("--trace") == nil, option("--workload") == nil {
+if !json, option("--trace") == nil, option("--traces") == nil, option("--workload") == nil {
     // Admission control: the 40/10 prefetcher with 0 to 3 of the 6 workers kept from prefetch work.
     print("admission control (RowPrefetcher 40/10, 6 workers, standard script):")
     for (name, latency) in [("standard", WorkLatency.standard), ("heavy tail", .heavyTail)] {

@@ -1,3 +1,4 @@
+import Foundation
 import ScrollSimulation
 import Testing
 
@@ -115,6 +116,59 @@ struct AdaptivePrefetchTests {
             let hinted = script.hints.filter { $0.value == [script.tops[frame]] && $0.key < frame }.map(\.key).max()
             #expect(hinted.map { frame - $0 >= 60 } == true, "frame \(frame): hinted at \(String(describing: hinted))")  // 60 frames of 16 ms ≈ 1 s
         }
+    }
+}
+
+/// The sessions recorded by `Benchmarks/record-traces.py` (browse and history driven in tmux).
+let tracesFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("Traces", isDirectory: true)
+
+@Suite("Recorded traces")
+struct RecordedTraceTests {
+    static let workloads = (try? Workload.recorded(in: tracesFolder)) ?? []
+
+    /// Sessions recorded after the policy was tuned on the others, to see how it does on moves it
+    /// was not fitted to: it misses its targets there (Benchmarks/README.md gives the figures).
+    static let heldOut: Set<String> = ["browse-mixed", "history-mixed"]
+
+    @Test func theRecordedTracesAreThere() throws {
+        let names = Set(try Workload.recorded(in: tracesFolder).map(\.name))
+        for name in ["browse-held-keys", "browse-pgdn-bursts", "browse-reading", "history-held-keys", "history-pgdn-bursts", "history-search-jumps"] + Self.heldOut {
+            #expect(names.contains(name) && names.contains(name + "/heavy-tail"), "\(name) is missing from \(tracesFolder.path)")
+        }
+    }
+
+    /// The adaptive policy's targets on every recorded session, under both latency profiles: met on
+    /// the sessions it was tuned on; a known miss on the held-out ones (if it starts meeting them,
+    /// this test says so, and the known issue goes).
+    @Test(arguments: workloads.map(\.name))
+    func adaptiveMeetsItsTargetsOnTheRecordedTrace(_ name: String) throws {
+        let workload = try #require(Self.workloads.first { $0.name == name })
+        let session = String(name.split(separator: "/")[0])
+        guard Self.heldOut.contains(session) else { return try expectAdaptiveMeetsItsTargets(on: workload) }
+        withKnownIssue("adaptive misses its targets on sessions it was not tuned on: bursts of PgDn right after a held key") {
+            try expectAdaptiveMeetsItsTargets(on: workload)
+        }
+        // What it does do there: fewer placeholders than the fixed 40/10 window (today's default).
+        let fixed = simulate(.prefetcher(ahead: 40, behind: 10), script: workload.script, latency: workload.latency)
+        let adaptive = simulate(.adaptive, script: workload.script, latency: workload.latency)
+        #expect(adaptive.placeholderRowFrames < fixed.placeholderRowFrames, "\(name): \(adaptive.placeholderRowFrames) vs \(fixed.placeholderRowFrames)")
+    }
+
+    /// `history` hints the next match as soon as a hit is found, 1.5 s before `n` goes there in
+    /// this session. The session's first moves were not hinted (Esc back to the whole log at the
+    /// filter's selection, and the first `n`, a scan); from the first hinted match on, placeholder
+    /// row-frames stay within 2× the clairvoyant bound (standard latencies).
+    @Test func searchJumpsHintedByHistoryComeWithinTwiceTheBound() throws {
+        let workload = try #require(Self.workloads.first { $0.name == "history-search-jumps" })
+        let firstHinted = try #require(workload.script.hints.filter { $0.value.count >= 2 }.map(\.key).min())
+        let hinted = workload.script.dropFirst(firstHinted)
+        let adaptive = simulate(.adaptive, script: hinted, latency: workload.latency)
+        let bound = simulate(.clairvoyant, script: hinted, latency: workload.latency)
+        #expect(adaptive.placeholderRowFrames <= 2 * bound.placeholderRowFrames, "adaptive \(adaptive.placeholderRowFrames), bound \(bound.placeholderRowFrames)")
+        // Without the hints, the same jumps cost several times more.
+        let unhinted = UserScript(rows: hinted.rows, viewport: hinted.viewport, tops: hinted.tops)
+        #expect(simulate(.adaptive, script: unhinted, latency: workload.latency).placeholderRowFrames > 3 * adaptive.placeholderRowFrames)
     }
 }
 

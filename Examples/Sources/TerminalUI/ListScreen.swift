@@ -286,7 +286,8 @@ public struct ListScreen {
         let rows = top ..< top + pageRows
         toldResting = resting
         model.show(rows, resting: toldResting)
-        trace?.record(rows, count: model.count.value, hints: model.hints)
+        let count = model.count
+        trace?.record(rows, count: count.isExact ? count.value : 0, hints: model.hints)
     }
 
     /// Applies a key; an exit when the screen ends.

@@ -19,7 +19,8 @@ public final class TraceRecorder: Sendable {
 
     deinit { try? file.close() }
 
-    /// Records that `rows` of a list of `count` rows are shown now, with the model's `hints` if they
+    /// Records that `rows` of a list of `count` rows are shown now (0: not known yet, as git still
+    /// reads; the trace's rows are then bounded by the rows shown), with the model's `hints` if they
     /// changed.
     public func record(_ rows: Range<Int>, count: Int, hints: [Int] = []) {
         let change = last.withLock { last -> (isFirst: Bool, hints: [Int]?)? in

@@ -123,7 +123,8 @@ final class HistoryModel: ListModel {
             if state.query != nil, let next = state.next?.hit { tops.append(max(0, next - state.screen / 3)) }
             if state.query != nil, let previous = state.previousHit { tops.append(max(0, previous - state.screen / 3)) }
             if count.isExact, state.screen > 0 { tops.append(max(0, count.value - state.screen)) }
-            return tops
+            var seen = Set<Int>()
+            return tops.filter { seen.insert($0).inserted }  // N's look-ahead finds the hit it came from
         }
     }
 

@@ -1,29 +1,35 @@
 import Foundation
 
-/// The adaptive policy of ``RowPrefetcher``: the window follows how fast the list moves and how long
-/// loads take, instead of a fixed number of rows.
+/// The adaptive policy of ``RowPrefetcher``: the window follows how the list moves — a held key,
+/// bursts of PgDn, reading, jumps, flings — and how long loads take, instead of a fixed number of rows.
 ///
 /// - **Rate**: rows per second from the times and positions of `show` calls, smoothed over about a
-///   tenth of a second; a move of more than ten screens at once, or of more than a quarter of a
-///   screen from rest (PgDn), is a step to another place, not speed; no movement for 0.2 s is rest.
+///   tenth of a second; no movement for 0.2 s is rest.
+/// - **Steps**: a move of more than a quarter screen from rest (PgDn, a jump) is a step, not speed.
+///   Steps the same way within 0.6 s of each other are a burst, whose speed is a step per gap. A step
+///   of more than two screens is a jump; a scroll that starts from rest, or a shorter step, is not.
 /// - **Latency**: the 25th percentile of the last 32 visible loads, from the `show` that asked for a
-///   row to the first `show` that found it loaded (100 ms until one is measured). A screen's rows
-///   are asked at once and wait for workers, so the slower loads measure the queue; the fastest
-///   quarter is close to the work itself. (With the 90th percentile, 400–1,200 ms in the scroll
-///   simulation against 60 ms of work, a steady 40 rows/s looked like a fling.)
-/// - **Window**: ahead, one screen or twice the rows that pass during one load if that is more, at
-///   most four screens; behind, a quarter of a screen. Loads already asked for rows ahead stay
-///   wanted up to four screens out, so a window that shrinks as the list slows down does not cancel
-///   work the list is heading for.
-/// - **Seek**: while a screen or more passes during one load (a fling, a held key on a slow back
-///   end), nothing new is loaded: every row asked for would have left the screen before its load
-///   landed. Loads asked earlier for rows still ahead go on (the list passes them later). The next
-///   `show` at rest (a front end shows its rows on every frame, or at least once after the user
-///   stops) loads the screen where the list stopped.
+///   row to the first `show` that found it loaded (100 ms until one is measured): a screen's rows
+///   wait for workers, and the fastest quarter is close to the work itself. And the slow end: the
+///   98th percentile of the last 64 loads of any row of the window.
+/// - **Window**, in the direction of travel (a quarter screen behind):
+///   - moving: a screen, or twice the rows that pass during one load if faster than a screen a
+///     second, or the rows that pass while the slow end of the loads runs (at most 2.5 screens),
+///     whichever is most, at most four screens;
+///   - at rest: as many screens as a burst usually crosses (an average of burst lengths, each
+///     scroll counting as one, from 2 before anything is known; at most 3); a quarter screen (an
+///     eighth behind) once most recent steps were jumps.
+///   Loads already asked for rows ahead stay wanted up to four screens out, so a window that shrinks
+///   as the list slows does not cancel work the list is heading for.
+/// - **Seek**: while a screen or more passes during one load of a scroll or fling (not a burst of
+///   steps, whose every screen is shown), nothing new is loaded: every row asked for would have left
+///   the screen before its load landed. The next `show` at rest (a front end shows its rows on every
+///   frame, or at least once after the user stops) loads the screen where the list stopped.
 ///
-/// In the scroll simulation (`Benchmarks/README.md`) this shows fewer placeholders and starts far
-/// less wasted work than the fixed 40/10 window on the standard script; the table there gives every
-/// workload, including where it does worse.
+/// ``RowPrefetcher/hint(_:)``'s screens go after the window; at rest, after a quarter screen ahead, or
+/// right after the visible rows while the list moves by jumps. The scroll simulation
+/// (`Benchmarks/README.md`) gives every workload and recorded session, including where this does worse
+/// than a fixed window.
 public struct AdaptiveWindow: Sendable {
     /// What the policy estimates and chose at the last `show`.
     public struct Estimates: Sendable, Hashable, CustomStringConvertible {
@@ -73,6 +79,12 @@ public struct AdaptiveWindow: Sendable {
     var lastStep: (time: ContinuousClock.Instant, rows: Int)?
     /// Rows per second (signed) of the burst of steps under way, if any.
     var burstVelocity = 0.0
+    /// Steps in the current (or last) run of steps the same way in quick succession; 1 for a lone
+    /// PgDn.
+    var burstSteps = 0
+    /// The steps a burst usually has (an average, the latest weighing half): how many screens a list
+    /// at rest can expect the next burst to cross.
+    var typicalBurst = 2.0
     /// How often recent steps landed beyond the window (jumps, not paging): 0 (never) to 1 (always),
     /// halved towards the latest at each step.
     var jumpiness = 0.0
@@ -111,12 +123,22 @@ public struct AdaptiveWindow: Sendable {
                 let gap = Self.seconds(time - lastStep.time)
                 if gap <= Self.burstGap { burstVelocity = Double(moved) / max(gap, 0.001) }
             }
+            if burstVelocity != 0 {
+                burstSteps += 1
+            } else {
+                endBurst()
+                burstSteps = far ? 0 : 1
+            }
             lastStep = far ? nil : (time, moved)
             return
         }
         let instant = Double(moved) / seconds
-        // A scroll that starts from rest is a move that was not a jump.
-        if moved != 0, lastMove.map({ Self.seconds(time - $0) > Self.restAfter }) ?? true { jumpiness /= 2 }
+        // A scroll that starts from rest is a move that was neither a jump nor a burst of steps.
+        if moved != 0, lastMove.map({ Self.seconds(time - $0) > Self.restAfter }) ?? true {
+            jumpiness /= 2
+            endBurst()
+            typicalBurst = (typicalBurst + 1) / 2
+        }
         let weight = 1 - exp(-seconds / Self.timeConstant)
         if moved != 0, (instant > 0) != (velocity > 0) {
             velocity = instant * weight  // reversed: the old speed says nothing
@@ -124,6 +146,13 @@ public struct AdaptiveWindow: Sendable {
             velocity += weight * (instant - velocity)
         }
         if moved != 0 { lastMove = time }
+    }
+
+    /// Folds the burst that ended into the typical burst.
+    mutating func endBurst() {
+        guard burstSteps > 0 else { return }
+        typicalBurst = (typicalBurst + Double(burstSteps)) / 2
+        burstSteps = 0
     }
 
     /// Visible rows asked for at `time` and not loaded then; rows that left `window` are no longer
@@ -173,7 +202,11 @@ public struct AdaptiveWindow: Sendable {
         var resting = true
         if let lastMove, let lastShow { resting = Self.seconds(lastShow - lastMove) > Self.restAfter }
         var bursting = false
-        if burstVelocity != 0, let lastStep, let lastShow { bursting = Self.seconds(lastShow - lastStep.time) <= Self.burstGap }
+        if let lastStep, let lastShow {
+            let sinceStep = Self.seconds(lastShow - lastStep.time)
+            bursting = burstVelocity != 0 && sinceStep <= Self.burstGap
+            if sinceStep > Self.burstGap { endBurst() }
+        }
         let gliding = resting ? 0 : abs(velocity)
         let speed = max(gliding, bursting ? abs(burstVelocity) : 0)
         let latency = self.latency
@@ -198,9 +231,12 @@ public struct AdaptiveWindow: Sendable {
             // take longer than a screen takes to pass; faster, twice the rows that pass during a
             // load. At rest after jumps (steps beyond the window), a quarter of a screen: the next
             // move is likely another jump, and the hints' screens get the workers.
-            let moving = Int(min(Double(4 * screen), speed * tail))
-            let jumping = speed == 0 && jumpiness >= 0.5
-            let standing = jumping ? max(1, screen / 4) : screen
+            let moving = Int(min(2.5 * Double(screen), speed * tail))
+            let jumping = speed == 0 && jumpiness > 0.5
+            // At rest after bursts of PgDn, the screens the next burst usually crosses (at most
+            // three); after lone steps or scrolling, one.
+            let screensAhead = min(3, max(1, Int(typicalBurst + 0.25)))
+            let standing = jumping ? max(1, screen / 4) : screensAhead * screen
             let ahead = min(room, min(4 * screen, max(speed > Double(screen) ? max(screen, Int(2 * lead)) : standing, moving)))
             let behind = min(room - ahead, jumping ? screen / 16 : screen / 4)
             let leadingFirst = moved && down

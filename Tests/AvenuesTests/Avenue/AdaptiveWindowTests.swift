@@ -29,12 +29,19 @@ struct AdaptiveWindowTests {
         }
     }
 
-    @Test func atRestTheWindowIsAScreenAheadAndAQuarterBehind() {
+    @Test func atRestTheWindowIsTwoScreensAheadUntilTheListMovesThenOne() {
         let f = Fixture()
         f.frame(1_000)
         #expect(f.rows(.visible) == Array(1_000..<1_040))
-        #expect(f.rows(.prefetch) == Array(990..<1_000) + Array(1_040..<1_080))
+        // Before it has seen how the list moves: room for a PgDn or two.
+        #expect(f.rows(.prefetch) == Array(990..<1_000) + Array(1_040..<1_120))
         #expect(!f.prefetcher.estimates.seeking)
+        // A scroll (not a burst of steps) that comes to rest: a screen ahead, a quarter behind.
+        for step in 1...10 { f.frame(1_000 + step) }
+        for _ in 0..<20 { f.frame(1_010) }
+        // (Rows asked ahead before stay wanted, up to four screens out: the list may head there.)
+        #expect(f.prefetcher.estimates.ahead == 40 && f.prefetcher.estimates.behind == 10, "\(f.prefetcher.estimates)")
+        #expect(Set(Array(1_000..<1_010) + Array(1_050..<1_090)).isSubset(of: f.rows(.prefetch)))
     }
 
     @Test func aFlingSeeksAndTheScreenWhereItStopsLoadsAtRest() {
@@ -105,9 +112,17 @@ struct AdaptiveWindowTests {
         #expect(estimates.rowsPerSecond > 300 && estimates.rowsPerSecond < 320, "\(estimates)")
         #expect(estimates.ahead >= 60, "\(estimates)")  // wider than the screen it is at rest
         #expect(f.rows(.visible) == Array(top..<top + 40))
-        // A pause ends the burst: a screen ahead again.
+        // A pause ends the burst: at rest, the screens a burst usually crosses (the first guess, 2,
+        // and this burst's 3, averaged: 2.5, two screens).
         for _ in 0..<40 { f.frame(top) }
-        #expect(f.prefetcher.estimates.ahead == 40 && f.prefetcher.estimates.rowsPerSecond == 0)
+        #expect(f.prefetcher.estimates.ahead == 80 && f.prefetcher.estimates.rowsPerSecond == 0, "\(f.prefetcher.estimates)")
+        // Lone steps (reading a screen at a time) bring it down to one.
+        for _ in 0..<3 {
+            top += 40
+            f.frame(top)
+            for _ in 0..<60 { f.frame(top) }
+        }
+        #expect(f.prefetcher.estimates.ahead == 40, "\(f.prefetcher.estimates)")
     }
 
     @Test func afterJumpsTheWindowAtRestShrinksAndHintedScreensComeFirst() {
@@ -115,7 +130,7 @@ struct AdaptiveWindowTests {
         f.frame(0)
         f.prefetcher.hint([70_000])
         // At rest, before any jump: prefetched after the first quarter screen ahead (queued, not shown).
-        #expect(f.rows(.prefetch) == Array(40..<80) + Array(70_000..<70_040))
+        #expect(f.rows(.prefetch) == Array(40..<120) + Array(70_000..<70_040))
         #expect(f.rows(.background).isEmpty)
         for target in [50_000, 10_000] {  // two jumps, read for a moment each
             f.frame(target)
