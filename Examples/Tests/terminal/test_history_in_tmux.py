@@ -19,6 +19,7 @@ Usage: test_history_in_tmux.py BIN_DIR   (the folder holding the built `history`
 - a commit whose subject holds escape sequences and runs 10,000 lines neither retitles nor clears
   the terminal, and the first screen still comes.
 """
+import json
 import os
 import re
 import shutil
@@ -80,9 +81,10 @@ def main():
                               check=True, capture_output=True, text=True).stdout.strip()
         subprocess.run(["git", "-C", repository, "tag", "v1.0", "HEAD~2"], check=True)
         cache = os.path.join(work, "cache")
+        trace = os.path.join(work, "trace.jsonl")
         command = f"{history} {repository} --cache {cache}; echo EXIT=$?; stty -a; sleep 120"
 
-        tmux.start("h", command)
+        tmux.start("h", command.replace(" --cache ", f" --record-trace {trace} --cache ", 1))
         screen = tmux.wait("h", "the first screen shows the newest commits with diff stats",
                            lambda s: len(s) == 40 and shows(s, COMMITS, COMMITS - 37) and " of 20000 " in s[-1])
         first = re.search(r"first screen (\d+) ms", screen[-1])
@@ -176,6 +178,15 @@ def main():
         tmux.keys("h", "N")
         tmux.wait("h", "N goes back to step 12348", lambda s: f"“step 1234” at {COMMITS - 12348 + 1}" in s[-1])
         print("ok: n and N go to the next and the previous match")
+        # history looked for the match after each hit at once and hinted its screen (and the last
+        # page's): the trace has them.
+        hints = [line["hints"] for line in map(json.loads, open(trace).read().splitlines()[1:]) if "hints" in line]
+        next_row = COMMITS - 12347  # step 12347, the match after step 12348
+        if not any(any(next_row - 40 < top <= next_row for top in line) for line in hints):
+            fail(f"no hint of the next match's screen (row {next_row}) in {hints}")
+        if not any(COMMITS - 38 in line for line in hints):
+            fail(f"no hint of the last page in {hints}")
+        print(f"ok: the next match and the last page were hinted ({len(hints)} hint changes recorded)")
 
         tmux.keys("h", "q")
         screen = tmux.wait("h", "history exits after q", exited)
