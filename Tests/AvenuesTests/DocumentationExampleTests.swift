@@ -28,6 +28,27 @@ struct DocumentationExampleTests {
         prefetcher.stop()
     }
 
+    @Test func hints() async {
+        let paths = (0..<1_000).map { "/data/file-\($0)" }
+        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(countLimit: 500), processor: ClosureProcessor { $0.utf8.count })
+        let prefetcher = RowPrefetcher(avenue: avenue, policy: .adaptive) { row in
+            paths.indices.contains(row) ? paths[row] : nil
+        }
+        let changes = avenue.subscribe()
+        let (screenRows, nextMatch) = (40, 700)
+
+        // DocC hints: begin
+        prefetcher.show(0..<screenRows)
+        prefetcher.hint([nextMatch - screenRows / 3, paths.count - screenRows])  // n, and G
+        for await event in changes where event.index == nextMatch {
+            if avenue.item(at: nextMatch) != nil { break }   // warmed before the user jumps there
+        }
+        // DocC hints: end
+
+        #expect(prefetcher.window[nextMatch] != nil && prefetcher.window[999] != nil)
+        prefetcher.stop()
+    }
+
     @Test func memoryOverDisk() async throws {
         let folder = TemporaryFolder("docc-caching").url
         struct Summary: Codable, Sendable, Equatable { var lines: Int }

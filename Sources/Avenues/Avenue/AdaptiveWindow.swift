@@ -235,7 +235,7 @@ public struct AdaptiveWindow: Sendable {
             let jumping = speed == 0 && jumpiness > 0.5
             // At rest after bursts of PgDn, the screens the next burst usually crosses (at most
             // three); after lone steps or scrolling, one.
-            let screensAhead = min(3, max(1, Int(typicalBurst + 0.25)))
+            let screensAhead = max(1, Int(min(3, typicalBurst) + 0.25))
             let standing = jumping ? max(1, screen / 4) : screensAhead * screen
             let ahead = min(room, min(4 * screen, max(speed > Double(screen) ? max(screen, Int(2 * lead)) : standing, moving)))
             let behind = min(room - ahead, jumping ? screen / 16 : screen / 4)

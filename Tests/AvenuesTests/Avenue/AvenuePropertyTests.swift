@@ -54,9 +54,14 @@ struct AvenuePropertyTests {
                 prefetcher.show(visible)
                 let shown = visible
                 log.append("show \(shown)")
-            case 35..<40:
+            case 35..<38:
                 prefetcher.show(visible)  // a redraw
                 log.append("redraw")
+            case 38..<40:
+                // The app foresees jumps (a search match, the end); sometimes none.
+                let hints = (0..<Int.random(in: 0...3, using: &random)).map { _ in Int.random(in: -4..<(rows + 4), using: &random) }
+                prefetcher.hint(hints)
+                log.append("hint \(hints)")
             case 40..<65:
                 if let key = work.pendingKeys.randomElement(using: &random) {
                     version += 1
@@ -82,6 +87,15 @@ struct AvenuePropertyTests {
                 log.append("advance clock")
             }
             executor.runAll()
+            // The window stays within maxRows, and background rows are only those of hinted screens.
+            let window = prefetcher.window
+            guard window.count <= prefetcher.maxRows else { return "step \(step): \(window.count) rows in the window (\(log))" }
+            let height = max(1, visible.count)
+            for (row, priority) in window where priority == .background {
+                guard prefetcher.hints.contains(where: { $0 <= row && row < $0 + height }) else {
+                    return "step \(step): row \(row) warms at background, hints \(prefetcher.hints) (\(log))"
+                }
+            }
             for row in visible {
                 let state = avenue.state(at: row)
                 if let value = avenue.item(at: row) {
