@@ -3,7 +3,7 @@
 /// ``AutoProcessor`` runs queued `.visible` work before queued `.prefetch` work, and `.prefetch` work
 /// before `.background` work. A key's priority is the highest among everyone waiting for it, so a
 /// prefetched row that scrolls into view moves ahead. Work below `.visible` shares the workers that
-/// admission control leaves to prefetching (``AutoProcessor/init(maxConcurrent:reservedForVisible:executor:process:)``).
+/// admission control leaves to prefetching (``AutoProcessor``'s `reservedForVisible`).
 public enum LoadPriority: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
     /// Wanted perhaps, later: warmed only when nothing more urgent waits, e.g. the rows at a search
     /// result the user has not jumped to yet (``RowPrefetcher/hint(_:)``).
