@@ -158,11 +158,14 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     }
 
     /// The app expects to show these screens soon: each is the first row of a screen (as tall as the
-    /// last ``show(_:)``). Their rows are prepared at `.background` priority, after the visible rows
-    /// and the window's prefetches, so they never delay either; a hinted row that is also in the
-    /// window keeps the window's priority. The hints replace the previous ones (rows no longer
-    /// hinted and not in the window are cancelled) and last until replaced; `hint([])` drops them,
-    /// and so does ``stop()``. At most ``maxHints`` screens, within ``maxRows``.
+    /// last ``show(_:)``). With the fixed policy their rows are prepared at `.background` priority,
+    /// after the visible rows and the window's prefetches, so they never delay either. The adaptive
+    /// policy, at rest, prepares them at `.prefetch` after the first quarter screen ahead (right
+    /// after the visible rows while the list moves by jumps): a hinted jump is then likelier than
+    /// the far end of the window. A hinted row that is also in the window keeps the window's
+    /// priority. The hints replace the previous ones (rows no longer hinted and not in the window
+    /// are cancelled) and last until replaced; `hint([])` drops them, and so does ``stop()``. At most
+    /// ``maxHints`` screens, within ``maxRows``.
     ///
     /// ```swift
     /// prefetcher.hint([nextMatch - screen / 2, count - screen])  // the next hit, and the end
