@@ -80,8 +80,7 @@ public final class LocalRows: ListModel {
     public func show(_ rows: Range<Int>, resting: Bool) {
         if resting { resortIfDue() }
         // The end (G) is where a list is most often jumped to: its screen warms in the background.
-        let end = [max(0, count.value - rows.count)]
-        if prefetcher.hints != end { prefetcher.hint(end) }
+        prefetcher.hint([max(0, count.value - rows.count)])
         prefetcher.show(rows)
     }
 

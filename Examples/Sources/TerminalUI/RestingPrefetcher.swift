@@ -35,7 +35,6 @@ public final class RestingPrefetcher<Key: Hashable & Sendable, Value: Sendable>:
     /// The screens (their first rows) the list expects to show soon: their details warm at
     /// background priority (``Avenues/RowPrefetcher/hint(_:)``), wherever the list is.
     public func hint(_ tops: [Int]) {
-        guard prefetcher.hints != tops else { return }
         prefetcher.hint(tops)
     }
 

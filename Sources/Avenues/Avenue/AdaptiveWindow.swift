@@ -17,8 +17,8 @@ import Foundation
 ///     second, or the rows that pass while the slow end of the loads runs (at most 2.5 screens),
 ///     whichever is most, at most four screens;
 ///   - at rest: as many screens as a burst usually crosses (an average of burst lengths, each
-///     scroll counting as one, from 2 before anything is known; at most 3); a quarter screen (an
-///     eighth behind) once most recent steps were jumps.
+///     scroll counting as one, from 2 before anything is known; at most 3); a quarter screen (a
+///     sixteenth behind) once most recent steps were jumps.
 ///   Loads already asked for rows ahead stay wanted up to four screens out, so a window that shrinks
 ///   as the list slows does not cancel work the list is heading for.
 /// - **Seek**: while a screen or more passes during one load of a scroll or fling (not a burst of
@@ -168,7 +168,9 @@ public struct AdaptiveWindow: Sendable {
 
     /// The rows whose loads are being timed.
     var waitingRows: [Int] {
-        Set(waiting.keys).union(waitingInWindow.keys).sorted()  // sorted: the samples kept must not depend on hashing
+        // Every visible row waiting is a window row waiting too (both are asked, filtered and
+        // arrive together). Sorted: the samples kept must not depend on hashing.
+        waitingInWindow.keys.sorted()
     }
 
     /// Rows seen loaded (or failed) at `time`.

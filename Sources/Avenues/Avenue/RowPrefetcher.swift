@@ -171,8 +171,13 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// prefetcher.hint([nextMatch - screen / 2, count - screen])  // the next hit, and the end
     /// ```
     public func hint(_ tops: [Int]) {
-        state.withLock { $0.hints = Array(tops.prefix(Self.maxHints)) }
-        submit(.replan)
+        let hints = Array(tops.prefix(Self.maxHints))
+        // The same hints again (an app hinting on every frame) change nothing: no replan.
+        let changed = state.withLock { state -> Bool in
+            defer { state.hints = hints }
+            return state.hints != hints
+        }
+        if changed { submit(.replan) }
     }
 
     /// The first rows of the hinted screens (see ``hint(_:)``).

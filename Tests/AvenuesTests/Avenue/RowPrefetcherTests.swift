@@ -223,6 +223,11 @@ struct RowPrefetcherTests {
         #expect(f.prefetcher.direction == .down)  // a hint is not a move
         f.prefetcher.hint([700])
         #expect(f.rows(.background) == Array(700..<705))
+        f.avenue.cancel(at: 700)  // as if the app let the row go: the same hint again must not replan
+        f.prefetcher.hint([700])
+        #expect(f.avenue.key(at: 700) == nil)
+        f.prefetcher.show(10..<15)  // the next show puts it back
+        #expect(f.avenue.key(at: 700) == "row700")
         #expect(f.assigned(in: 0..<1_000) == Array(8...17) + Array(700..<705))  // 500... and 990... cancelled
         f.prefetcher.show(11..<16)  // hints last across shows, a screen of the new height each
         #expect(f.rows(.background) == Array(700..<705))
