@@ -34,6 +34,7 @@ EXACT, THREADED = 1.25, 1.5
 SCENARIOS = [
     ("mutex-read", 100_000, None, None),
     ("avenue-item-at", 100_000, "mutex-read", EXACT),
+    ("prefetcher-show", 2_000, None, EXACT),
     ("asyncmux-a-hit", 100_000, None, None),
     ("asyncmux-a2-hit", 100_000, None, None),
     ("multiplexer-hit", 100_000, "asyncmux-a-hit", EXACT),

@@ -47,6 +47,22 @@ let scenarios: KeyValuePairs<String, Scenario> = [
         check((0..<1_000).allSatisfy { avenue.item(at: $0) == $0 * 2 }, "the avenue's rows are loaded")
         return { operations in for index in 0..<operations { keep(avenue.item(at: index % 1_000)) } }
     },
+    "prefetcher-show": {
+        // A list at rest redrawn: each frame shows the same 40 rows, and the prefetcher prepares its
+        // whole window again (40 visible, 40 ahead, 10 behind), every row already loaded.
+        let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: AutoProcessor<Int, Int>(maxConcurrent: 1) { $0 * 2 })
+        let prefetcher = RowPrefetcher(avenue: avenue, ahead: 40, behind: 10) { $0 }
+        let changes = avenue.subscribe()
+        prefetcher.show(100 ..< 140)
+        var seen = 0
+        for await _ in changes {
+            seen += 1
+            if seen == 90 { break }
+        }
+        while avenue.tableSizes.loads > 0 { await Task.yield() }
+        check((90 ..< 180).allSatisfy { avenue.item(at: $0) == $0 * 2 }, "the window's rows are loaded")
+        return { operations in for _ in 0..<operations { prefetcher.show(100 ..< 140) } }
+    },
     "asyncmux-a-hit": {
         let reference = AsyncMuxHitReference(count: 100)
         check(await reference.request(key: 99) == 99, "reference (a) hits")

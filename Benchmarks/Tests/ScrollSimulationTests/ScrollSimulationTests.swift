@@ -1,6 +1,24 @@
 import Foundation
 import ScrollSimulation
+import Synchronization
 import Testing
+
+/// Simulations of named workloads, each run once per process: several tests judge the same runs
+/// (the standard script's 40/10 window is in three), and a run is deterministic, so a second one
+/// would only cost CI time.
+let simulations = Mutex<[String: SimulationResult]>([:])
+
+/// `strategy` on `workload`, simulated once per process.
+func simulated(_ strategy: Strategy, on workload: Workload) -> SimulationResult {
+    let key = "\(strategy) on \(workload.name)"
+    if let known = simulations.withLock({ $0[key] }) { return known }
+    let result = simulate(strategy, script: workload.script, latency: workload.latency)
+    simulations.withLock { $0[key] = result }
+    return result
+}
+
+/// The standard script with standard latencies (named as in `Workload.all`, so its runs are shared).
+let standard = Workload(name: "standard", script: .standard, latency: .standard)
 
 @Suite("Scroll simulation")
 struct ScrollSimulationTests {
@@ -13,8 +31,8 @@ struct ScrollSimulationTests {
     }
 
     @Test func rowPrefetcherMeetsItsTargetsAgainstVisibleOnlyWithoutCancel() {
-        let baseline = simulate(.visibleOnly(cancelling: false))
-        let prefetcher = simulate(.prefetcher(ahead: 40, behind: 10))
+        let baseline = simulated(.visibleOnly(cancelling: false), on: standard)
+        let prefetcher = simulated(.prefetcher(ahead: 40, behind: 10), on: standard)
         // Targets: at most a third of the placeholder row-frames and a third of the wasted work.
         #expect(prefetcher.placeholderRowFrames * 3 <= baseline.placeholderRowFrames,
                 "placeholders \(prefetcher.placeholderRowFrames) vs \(baseline.placeholderRowFrames)")
@@ -56,18 +74,19 @@ struct AdaptivePrefetchTests {
     /// Hints: on jumps each hinted a second before, adaptive shows at most 2× the placeholder
     /// row-frames of the clairvoyant bound (standard latencies; unhinted, 27×).
     @Test func hintedJumpsComeWithinTwiceTheBound() {
-        let adaptive = simulate(.adaptive, script: .hintedJumps)
-        let bound = simulate(.clairvoyant, script: .hintedJumps)
+        let hinted = Workload(name: "hinted-jumps", script: .hintedJumps, latency: .standard)
+        let adaptive = simulated(.adaptive, on: hinted)
+        let bound = simulated(.clairvoyant, on: hinted)
         #expect(adaptive.placeholderRowFrames <= 2 * bound.placeholderRowFrames, "adaptive \(adaptive.placeholderRowFrames), bound \(bound.placeholderRowFrames)")
-        #expect(simulate(.adaptive, script: .jumps).placeholderRowFrames > 10 * bound.placeholderRowFrames)  // the hints did it
+        #expect(simulated(.adaptive, on: Workload(name: "jumps", script: .jumps, latency: .standard)).placeholderRowFrames > 10 * bound.placeholderRowFrames)  // the hints did it
     }
 
     /// On the standard script: at least half of the gap between 40/10 and the clairvoyant bound is
     /// closed, and the mean time-to-visible is at most 0.8× that of 40/10.
     @Test func onTheStandardScriptAdaptiveClosesHalfTheGapToTheBound() {
-        let fixed = simulate(.prefetcher(ahead: 40, behind: 10))
-        let adaptive = simulate(.adaptive)
-        let bound = simulate(.clairvoyant)
+        let fixed = simulated(.prefetcher(ahead: 40, behind: 10), on: standard)
+        let adaptive = simulated(.adaptive, on: standard)
+        let bound = simulated(.clairvoyant, on: standard)
         let gap = fixed.placeholderRowFrames - bound.placeholderRowFrames
         #expect(gap > 0)
         #expect((fixed.placeholderRowFrames - adaptive.placeholderRowFrames) * 2 >= gap,
@@ -150,8 +169,8 @@ struct RecordedTraceTests {
             try expectAdaptiveMeetsItsTargets(on: workload)
         }
         // What it does do there: fewer placeholders than the fixed 40/10 window (today's default).
-        let fixed = simulate(.prefetcher(ahead: 40, behind: 10), script: workload.script, latency: workload.latency)
-        let adaptive = simulate(.adaptive, script: workload.script, latency: workload.latency)
+        let fixed = simulated(.prefetcher(ahead: 40, behind: 10), on: workload)
+        let adaptive = simulated(.adaptive, on: workload)
         #expect(adaptive.placeholderRowFrames < fixed.placeholderRowFrames, "\(name): \(adaptive.placeholderRowFrames) vs \(fixed.placeholderRowFrames)")
     }
 
@@ -174,10 +193,10 @@ struct RecordedTraceTests {
 
 /// Checks adaptive against every fixed window on `workload`.
 func expectAdaptiveMeetsItsTargets(on workload: Workload, sourceLocation: SourceLocation = #_sourceLocation) throws {
-    let fixed = [(10, 2), (20, 5), (40, 10), (120, 20)].map { simulate(.prefetcher(ahead: $0.0, behind: $0.1), script: workload.script, latency: workload.latency) }
+    let fixed = [(10, 2), (20, 5), (40, 10), (120, 20)].map { simulated(.prefetcher(ahead: $0.0, behind: $0.1), on: workload) }
     let best = try #require(fixed.map(\.placeholderRowFrames).min())
     let window40 = fixed[2]
-    let adaptive = simulate(.adaptive, script: workload.script, latency: workload.latency)
+    let adaptive = simulated(.adaptive, on: workload)
     #expect(adaptive.placeholderRowFrames * 100 <= best * 105, "\(workload.name): placeholders \(adaptive.placeholderRowFrames), best fixed \(best)", sourceLocation: sourceLocation)
     #expect(adaptive.worksWasted * 2 <= window40.worksWasted * 3, "\(workload.name): wasted \(adaptive.worksWasted), 40/10 \(window40.worksWasted)", sourceLocation: sourceLocation)
 }

@@ -244,6 +244,28 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         prepare(key, at: index, priority: priority, force: true)
     }
 
+    /// Prepares rows in order, as a ``prepareItem(for:at:priority:)`` call for each would, with
+    /// one lock for the quick checks of them all: a prefetcher prepares its whole window (a few
+    /// hundred rows, most of them waiting or loaded) on every frame a list moves.
+    @inlinable
+    func prepare(_ requests: [(row: Index, key: Key, priority: LoadPriority)]) {
+        let checks = _state.withLock { machine in
+            requests.map { machine.quickCheck(at: $0.row, for: $0.key, priority: $0.priority) }
+        }
+        for (request, check) in zip(requests, checks) {
+            switch check {
+            case .waiting:
+                continue
+            case .settled:
+                // Read outside the lock, as `prepare(_:at:priority:force:)` does.
+                if let found = _read(request.key), !found.isStale { continue }
+            case .other:
+                break
+            }
+            prepare(request.key, at: request.row, priority: request.priority, force: false)
+        }
+    }
+
     @inlinable
     func prepare(_ key: Key, at index: Index, priority: LoadPriority, force: Bool) {
         var (waiting, settled, epoch) = _state.withLock { machine in

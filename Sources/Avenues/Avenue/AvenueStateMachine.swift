@@ -214,6 +214,28 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         return current == priority
     }
 
+    /// What a prepare of row `index` for `key` at `priority` may skip, from one lookup of the row.
+    @usableFromInline
+    enum QuickCheck {
+        /// Waiting for `key` at `priority`: nothing to do.
+        case waiting
+        /// Settled on `key` at `priority`: a fresh value in storage means nothing to do.
+        case settled
+        /// Anything else: the full prepare.
+        case other
+    }
+
+    /// ``isWaiting(at:for:priority:)`` and ``isSettled(at:on:priority:)`` in one lookup.
+    @inlinable
+    func quickCheck(at index: Index, for key: Key, priority: LoadPriority) -> QuickCheck {
+        guard let row = rows[index], row.key == key else { return .other }
+        switch row.phase {
+        case .waiting(let current) where current == priority: return .waiting
+        case .settled(let current) where current == priority: return .settled
+        default: return .other
+        }
+    }
+
     /// `true` when the row shows `key`, settled at `priority`, so a storage hit means done.
     @inlinable
     func isSettled(at index: Index, on key: Key, priority: LoadPriority) -> Bool {

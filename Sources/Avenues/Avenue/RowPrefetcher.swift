@@ -85,7 +85,8 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     private let now: @Sendable () -> ContinuousClock.Instant
     private let state: Locked<State>
 
-    private enum Request {
+    @usableFromInline
+    enum Request: Sendable {
         case show(Range<Int>)
         case stop
         /// The hints changed: plan the current window again (not a move of the list).
@@ -146,15 +147,22 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     }
 
     /// The list now shows `rows`: prepares them and the rows around them, and cancels the rest.
+    @inlinable
     public func show(_ rows: Range<Int>) {
         submit(.show(rows))
     }
 
     /// Cancels every row of the current window. A later ``show(_:)`` starts again. If another thread
     /// is applying a window right now, that thread cancels the window before it returns.
+    @inlinable
     public func stop() {
-        state.withLock { $0.hints = [] }
+        dropHints()
         submit(.stop)
+    }
+
+    @usableFromInline
+    func dropHints() {
+        state.withLock { $0.hints = [] }
     }
 
     /// The app expects to show these screens soon: each is the first row of a screen (as tall as the
@@ -170,23 +178,61 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// ```swift
     /// prefetcher.hint([nextMatch - screen / 2, count - screen])  // the next hit, and the end
     /// ```
+    @inlinable
     public func hint(_ tops: [Int]) {
+        if replaceHints(tops) { submit(.replan) }
+    }
+
+    /// Takes the hints; `false` when they are the ones already taken (an app hinting on every
+    /// frame changes nothing: no replan).
+    @usableFromInline
+    func replaceHints(_ tops: [Int]) -> Bool {
         let hints = Array(tops.prefix(Self.maxHints))
-        // The same hints again (an app hinting on every frame) change nothing: no replan.
-        let changed = state.withLock { state -> Bool in
+        return state.withLock { state -> Bool in
             defer { state.hints = hints }
             return state.hints != hints
         }
-        if changed { submit(.replan) }
     }
 
     /// The first rows of the hinted screens (see ``hint(_:)``).
     public var hints: [Int] { state.withLock { $0.hints } }
 
     /// Applies requests until none is pending. Only the applying caller changes the window, so keys
-    /// are looked up and the avenue is called outside the lock.
-    private func submit(_ request: Request) {
-        let isFirst = state.withLock { state -> Bool in
+    /// are looked up and the avenue is called outside the lock. Inlinable, like the avenue's calls
+    /// it makes for every row of the window on every frame: specialized in the app, they cost a
+    /// tenth of what they cost in generic code (see benchmark `prefetcher-show`).
+    @inlinable
+    func submit(_ request: Request) {
+        guard begin(request) else { return }
+        while let plan = nextPlan() {
+            for row in plan.cancel { avenue.cancel(at: row) }
+            avenue.prepare(plan.prepare)
+            guard let time = plan.adaptive else { continue }
+            var waiting: [(row: Int, visible: Bool)] = []
+            for (row, _, priority) in plan.prepare where priority != .background && avenue.item(at: row) == nil {
+                waiting.append((row, priority == .visible))
+            }
+            asked(waiting, at: time, window: plan.window)
+        }
+    }
+
+    /// What one pass of ``submit(_:)`` does to the avenue.
+    @usableFromInline
+    struct Plan {
+        /// Rows that left the window.
+        @usableFromInline var cancel: [Int]
+        /// The window's rows in the order they are prepared, each with its key and priority.
+        @usableFromInline var prepare: [(row: Int, key: Key, priority: LoadPriority)]
+        /// The window, by row.
+        @usableFromInline var window: [Int: LoadPriority]
+        /// When the adaptive policy planned it (`nil` for the fixed policy).
+        @usableFromInline var adaptive: ContinuousClock.Instant?
+    }
+
+    /// Leaves `request` pending; `true` when the caller is to apply it (nobody else is applying).
+    @usableFromInline
+    func begin(_ request: Request) -> Bool {
+        state.withLock { state -> Bool in
             // A show or stop already pending reads the new hints when it is applied; a replan must
             // not replace it.
             if case .replan = request, state.pending != nil {} else { state.pending = request }
@@ -194,32 +240,35 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
             state.applying = true
             return true
         }
-        guard isFirst else { return }
-        while true {
-            // The adaptive policy's latency samples and clock; the fixed policy needs neither.
-            let adaptive = state.withLock { $0.policy == .adaptive }
-            if adaptive { sampleLatencies() }
-            let time = now()
-            guard let wanted = state.withLock({ state in nextWindow(&state, at: time) }) else { return }
-            var next: [Int: LoadPriority] = [:]
-            var prepare: [(row: Int, key: Key, priority: LoadPriority)] = []
-            for (row, priority) in wanted where row >= 0 && next[row] == nil {
-                guard let key = key(row) else { continue }
-                next[row] = priority
-                prepare.append((row, key, priority))
-            }
-            let cancel = state.withLock { state -> [Int] in
-                defer { state.applied = next }
-                return state.applied.keys.filter { next[$0] == nil }.sorted()
-            }
-            for row in cancel { avenue.cancel(at: row) }
-            var waiting: [(row: Int, visible: Bool)] = []
-            for (row, key, priority) in prepare {
-                avenue.prepareItem(for: key, at: row, priority: priority)
-                if adaptive, priority != .background, avenue.item(at: row) == nil { waiting.append((row, priority == .visible)) }
-            }
-            if adaptive { state.withLock { $0.adaptive.asked(waiting, at: time, window: next) } }
+    }
+
+    /// The next pending request as a plan, the window taken as applied; `nil` when none is pending
+    /// (the caller then stops applying).
+    @usableFromInline
+    func nextPlan() -> Plan? {
+        // The adaptive policy's latency samples and clock; the fixed policy needs neither.
+        let adaptive = state.withLock { $0.policy == .adaptive }
+        if adaptive { sampleLatencies() }
+        let time = now()
+        guard let wanted = state.withLock({ state in nextWindow(&state, at: time) }) else { return nil }
+        var next: [Int: LoadPriority] = [:]
+        var prepare: [(row: Int, key: Key, priority: LoadPriority)] = []
+        for (row, priority) in wanted where row >= 0 && next[row] == nil {
+            guard let key = key(row) else { continue }
+            next[row] = priority
+            prepare.append((row, key, priority))
         }
+        let cancel = state.withLock { state -> [Int] in
+            defer { state.applied = next }
+            return state.applied.keys.filter { next[$0] == nil }.sorted()
+        }
+        return Plan(cancel: cancel, prepare: prepare, window: next, adaptive: adaptive ? time : nil)
+    }
+
+    /// Tells the adaptive policy which of the rows just asked for are waiting.
+    @usableFromInline
+    func asked(_ waiting: [(row: Int, visible: Bool)], at time: ContinuousClock.Instant, window: [Int: LoadPriority]) {
+        state.withLock { $0.adaptive.asked(waiting, at: time, window: window) }
     }
 
     /// Times the loads of visible rows asked earlier that have arrived since (the latency the
