@@ -290,7 +290,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
                 case .askOffline:
                     return (nil, true, Machine.Effects())
                 case .done(let effects):
-                    return (nil, false, apply(effects, to: &machine))
+                    return (nil, false, effects)
                 }
             }
             if outcome.askOffline {
@@ -298,7 +298,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
                 availableOffline = processor.isAvailableOffline(key)
                 continue
             }
-            finishOutsideTheLock(outcome.effects)
+            perform(outcome.effects)
             guard let newEpoch = outcome.retryAt else { return }
             (waiting, settled, epoch) = (false, false, newEpoch)
         }
@@ -357,20 +357,20 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     ///   callbacks take, or from inside a callback of this or another avenue.
     @inlinable
     public func cancel(at index: Index) {
-        finishCancelling(_state.withLock { machine in apply(machine.release(index), to: &machine) })
+        perform(_state.withLock { machine in machine.release(index) })
     }
 
     /// Stops loading `key` for every row of this avenue; those rows are forgotten. Other users of a
     /// shared processor keep their claims.
     @inlinable
     public func cancel(for key: Key) {
-        finishCancelling(_state.withLock { machine in apply(machine.cancelLoad(of: key), to: &machine) })
+        perform(_state.withLock { machine in machine.cancelLoad(of: key) })
     }
 
     /// Releases every row and claim of this avenue. The avenue stays usable.
     @inlinable
     public func cancelAll() {
-        finishCancelling(_state.withLock { machine in apply(machine.releaseAll(), to: &machine) })
+        perform(_state.withLock { machine in machine.releaseAll() })
     }
 
     /// Counters of what the avenue has done.
@@ -385,37 +385,38 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     // MARK: Internals
 
-    /// Makes the processor calls that are safe under the lock (they never call out) and returns
-    /// what is left for after it: claims to release, values to let go of.
+    /// Makes the processor calls `effects` asks for, after the lock: the processor is another
+    /// component, with a lock of its own. The claim of a load just started is recorded under the
+    /// lock again (the load may have ended or changed priority meanwhile: ``AvenueStateMachine/attach(_:to:loadID:askedAt:)``
+    /// says what to do then); claims are released (their work's cancellation handlers run here);
+    /// values rows let go of are dropped; the retry timer is armed if a visible row failed.
     @inlinable
-    func apply(_ effects: Machine.Effects, to machine: inout Machine) -> Machine.Effects {
+    func perform(_ effects: Machine.Effects) {
+        var effects = effects
         if let start = effects.start {
             let claim = processor.observe(start.key, priority: start.priority) { [weak self] result, cancelledForEveryone in
                 self?.finish(start.key, loadID: start.loadID, result: result, cancelledForEveryone: cancelledForEveryone)
             }
-            machine.attach(claim, to: start.key, loadID: start.loadID)
+            let attached = _state.withLock { $0.attach(claim, to: start.key, loadID: start.loadID, askedAt: start.priority) }
+            effects.release += attached.release
+            effects.reprioritize += attached.reprioritize
         }
-        for change in effects.reprioritize {
-            processor.setPriority(change.priority, for: change.claim)
-        }
-        var rest = effects
-        rest.start = nil
-        rest.reprioritize = []
-        return rest
-    }
-
-    /// Releases claims (their work's cancellation handlers run here) and the values rows let go of,
-    /// and arms the retry timer if a visible row failed.
-    @inlinable
-    func finishOutsideTheLock(_ effects: Machine.Effects) {
+        for change in effects.reprioritize { syncPriority(of: change.key, loadID: change.loadID, claim: change.claim) }
         for claim in effects.release { processor.release(claim) }
         if effects.failedVisibly { scheduleRetries() }
         _ = effects  // pins and rows dropped here, outside the lock
     }
 
+    /// Gives `claim` the priority its load wants. Called after the lock, two threads may set it out
+    /// of order (the older priority last), so each reads the wanted priority again after setting it
+    /// and sets it again if it moved: the last to set it sees the newest.
     @inlinable
-    func finishCancelling(_ effects: Machine.Effects) {
-        finishOutsideTheLock(effects)
+    func syncPriority(of key: Key, loadID: UInt64, claim: AutoProcessor<Key, Value>.Claim) {
+        var set: LoadPriority?
+        while let wanted = _state.withLock({ $0.claimedPriority(of: key, loadID: loadID) }), wanted != set {
+            processor.setPriority(wanted, for: claim)
+            set = wanted
+        }
     }
 
     /// A load finished on a processor worker.

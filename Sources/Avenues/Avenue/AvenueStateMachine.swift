@@ -6,7 +6,10 @@
 ///   retry, a release). A notification carries the ticket it was made for and is delivered only if
 ///   the row still has it, so a released or reassigned row is never told about an old load.
 /// - A **load** exists per key while it is in flight, with one processor claim for all of its rows;
-///   its priority is the highest of its rows'. The last row leaving releases the claim.
+///   its priority is the highest of its rows'. The last row leaving releases the claim. The claim
+///   is made after the lock (the processor is another component) and attached when it returns;
+///   until then a load has none, and what happened meanwhile (the load ended, its priority moved)
+///   is settled when it is attached.
 /// - `storeEpoch` counts completed loads, so `prepare` can tell whether a storage miss it saw
 ///   before taking the lock may be stale.
 /// - A **failure** record per key says when the key may load again (``RetryPolicy``); while the
@@ -107,12 +110,14 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         @inlinable init(index: Index, ticket: UInt64, change: Change) { (self.index, self.ticket, self.change) = (index, ticket, change) }
     }
 
-    /// Processor calls to make. `start`, `reprioritize` are made inside the lock (they never call
-    /// out); `release` after it (cancelling work runs its cancellation handlers).
+    /// Processor calls to make, all after the lock (the processor has its own lock, and cancelling
+    /// work runs its cancellation handlers): a claim for a load just started, to record with
+    /// ``attach(_:to:loadID:askedAt:)``; claims whose load's priority changed, to bring up to
+    /// ``claimedPriority(of:loadID:)``; claims to release.
     @usableFromInline
     struct Effects {
         @usableFromInline var start: (key: Key, loadID: UInt64, priority: LoadPriority)?
-        @usableFromInline var reprioritize: [(claim: Claim, priority: LoadPriority)] = []
+        @usableFromInline var reprioritize: [(key: Key, loadID: UInt64, claim: Claim)] = []
         @usableFromInline var release: [Claim] = []
         /// Pins no row holds any more: released after the lock, so a value's deinit never runs in it.
         @usableFromInline var dropped: [Value] = []
@@ -374,13 +379,26 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         }
     }
 
-    /// Records the processor claim made for a load just started.
+    /// Records the processor claim made, after the lock, for the load `start` asked for at
+    /// `priority`. Meanwhile the load may have ended (its rows released, or its value arrived): the
+    /// claim is then released; or its priority may have changed: the claim is then reprioritized.
     @inlinable
-    mutating func attach(_ claim: Claim, to key: Key, loadID: UInt64) {
+    mutating func attach(_ claim: Claim, to key: Key, loadID: UInt64, askedAt priority: LoadPriority) -> Effects {
+        var effects = Effects()
         guard let index = loads.index(forKey: key), loads.values[index].id == loadID else {
-            preconditionFailure("Invalid state: a load vanished while its claim was made under the lock")
+            effects.release.append(claim)
+            return effects
         }
         loads.values[index].claim = claim
+        if loads.values[index].claimed != priority { effects.reprioritize.append((key, loadID, claim)) }
+        return effects
+    }
+
+    /// The priority load `loadID` of `key` wants its claim to have now; `nil` once it ended.
+    @inlinable
+    func claimedPriority(of key: Key, loadID: UInt64) -> LoadPriority? {
+        guard let load = loads[key], load.id == loadID else { return nil }
+        return load.claimed
     }
 
     /// Row `index` no longer wants anything: it is forgotten, and its load released if it was the last row.
@@ -573,6 +591,9 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         let wanted = loads.values[loadIndex].wanted
         guard wanted != loads.values[loadIndex].claimed else { return }
         loads.values[loadIndex].claimed = wanted
-        if let claim = loads.values[loadIndex].claim { effects.reprioritize.append((claim, wanted)) }
+        // A load whose claim is not attached yet is reprioritized when it is.
+        if let claim = loads.values[loadIndex].claim {
+            effects.reprioritize.append((loads.keys[loadIndex], loads.values[loadIndex].id, claim))
+        }
     }
 }

@@ -40,6 +40,53 @@ struct AvenueStateMachineTests {
         #expect(machine.statistics.loadsStarted == 1 && machine.statistics.cacheHits == 1)
     }
 
+    /// The claim is made after the lock and attached when it returns; what happened to the load
+    /// meanwhile is settled then.
+    @Test func aClaimAttachedAfterTheLockFollowsWhatHappenedToItsLoadMeanwhile() throws {
+        // Nothing happened: attached, nothing to do.
+        var machine = Machine()
+        var start = try #require(done(machine.prepare("k", at: 0, priority: .prefetch, found: nil, epoch: machine.storeEpoch, now: now)).start)
+        let quiet = machine.attach(7, to: "k", loadID: start.loadID, askedAt: start.priority)
+        #expect(quiet.release.isEmpty && quiet.reprioritize.isEmpty)
+        #expect(machine.claimedPriority(of: "k", loadID: start.loadID) == .prefetch)
+        // Raised to visible once attached: the claim follows at once.
+        let raised = done(machine.prepare("k", at: 1, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now))
+        #expect(raised.reprioritize.map(\.claim) == [7])
+        #expect(machine.claimedPriority(of: "k", loadID: start.loadID) == .visible)
+
+        // Raised while the claim was being made: no claim to change then; attaching asks for it.
+        machine = Machine()
+        start = try #require(done(machine.prepare("k", at: 0, priority: .prefetch, found: nil, epoch: machine.storeEpoch, now: now)).start)
+        #expect(done(machine.prepare("k", at: 1, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).reprioritize.isEmpty)
+        let late = machine.attach(8, to: "k", loadID: start.loadID, askedAt: start.priority)
+        #expect(late.reprioritize.map(\.claim) == [8] && late.release.isEmpty)
+        #expect(machine.claimedPriority(of: "k", loadID: start.loadID) == .visible)
+
+        // Its only row released meanwhile: the load is gone, and so must the claim be.
+        machine = Machine()
+        start = try #require(done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start)
+        #expect(machine.release(0).release.isEmpty)  // no claim yet to release
+        #expect(machine.attach(9, to: "k", loadID: start.loadID, askedAt: start.priority).release == [9])
+        #expect(machine.claimedPriority(of: "k", loadID: start.loadID) == nil)
+
+        // Its value arrived meanwhile (the worker was quick): the claim is spent; releasing it is harmless.
+        machine = Machine()
+        start = try #require(done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start)
+        #expect(machine.complete("k", loadID: start.loadID, outcome: .loaded, now: now).deliveries.map(\.index) == [0])
+        #expect(machine.attach(10, to: "k", loadID: start.loadID, askedAt: start.priority).release == [10])
+
+        // Released, then the key asked for again before the first claim returned: the first claim
+        // goes, the new load keeps its own.
+        machine = Machine()
+        let first = try #require(done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start)
+        _ = machine.release(0)
+        let second = try #require(done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start)
+        #expect(second.loadID != first.loadID)
+        #expect(machine.attach(11, to: "k", loadID: first.loadID, askedAt: first.priority).release == [11])
+        #expect(machine.attach(12, to: "k", loadID: second.loadID, askedAt: second.priority).release.isEmpty)
+        #expect(machine.cancelLoad(of: "k").release == [12])
+    }
+
     @Test func aMissWhileTheKeyIsLoadingJoinsTheLoadWhateverTheEpoch() {
         var machine = Machine()
         let first = done(machine.prepare("k", at: 0, priority: .prefetch, found: nil, epoch: machine.storeEpoch, now: now))

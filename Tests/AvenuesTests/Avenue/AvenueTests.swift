@@ -608,6 +608,37 @@ struct AvenueTests {
         #expect(await screen.errors.count == 1)
     }
 
+    /// "Never call another component's lock while holding yours": the avenue asks its processor
+    /// for a claim after its own lock. The processor's executor is told of the new worker inside
+    /// that call, so it looks at the avenue's lock then.
+    @Test func theProcessorIsCalledOutsideTheAvenuesLock() async {
+        final class LockWatchingExecutor: TaskExecutor, Sendable {
+            let avenue = Mutex<Avenue<Int, Int, Int>?>(nil)
+            /// For each worker started: was the avenue's lock free?
+            let lockFree = Mutex<[Bool]>([])
+            let held = HeldExecutor()
+
+            func enqueue(_ job: consuming ExecutorJob) {
+                if let avenue = avenue.withLock({ $0 }) {
+                    let free = avenue._state.mutex.withLockIfAvailable { _ in true } ?? false
+                    lockFree.withLock { $0.append(free) }
+                }
+                held.enqueue(job)
+            }
+        }
+        let executor = LockWatchingExecutor()
+        let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: 2, executor: executor) { $0 * 2 })
+        executor.avenue.withLock { $0 = avenue }
+        avenue.prepareItem(for: 1, at: 0)
+        avenue.prepareItem(for: 2, at: 1, priority: .prefetch)
+        avenue.prepareItem(for: 2, at: 1)  // raised: the claim's priority changes
+        #expect(executor.lockFree.withLock { $0 } == [true, true])
+        avenue.cancel(at: 0)
+        avenue.cancel(at: 1)
+        executor.held.runAll()
+        executor.avenue.withLock { $0 = nil }
+    }
+
     @Test func changesDeliverEachRowOnceAndSkipRowsReleasedBeforeTheEventIsRead() async {
         let f = AvenueFixture()
         var iterator = f.avenue.subscribe().makeAsyncIterator()
