@@ -76,20 +76,12 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         @inlinable init() {}
     }
 
-    @usableFromInline
-    struct Deliveries {
-        /// Changes waiting to be told, oldest first.
-        @usableFromInline var pending: [Machine.Delivery] = []
-        /// Set while a thread is telling them; other threads leave theirs in `pending` for it.
-        @usableFromInline var draining = false
-        @inlinable init() {}
-    }
-
     @usableFromInline let _state: Locked<Machine>
     @usableFromInline let _handlers = Locked(Handlers())
     @usableFromInline let _subscribers = Locked(Subscribers())
-    /// Serializes callbacks without making any thread wait for another's callbacks.
-    @usableFromInline let _deliveries = Locked(Deliveries())
+    /// Serializes callbacks without making any thread wait for another's callbacks: changes waiting
+    /// to be told, oldest first.
+    @usableFromInline let _deliveries = SerialDrain<[Machine.Delivery]>()
     /// The task that retries failed visible rows when their wait is over, and when it wakes.
     @usableFromInline let _retryTimer = Locked<(task: Task<Void, Never>?, deadline: ContinuousClock.Instant?)>((nil, nil))
 
@@ -484,23 +476,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// no thread ever waits for another's callbacks.
     @inlinable
     func deliver(_ batch: [Machine.Delivery]) {
-        let isFirst = _deliveries.withLock { deliveries -> Bool in
-            deliveries.pending += batch
-            guard !deliveries.draining else { return false }
-            deliveries.draining = true
-            return true
-        }
-        guard isFirst else { return }
-        while let next = _deliveries.withLock({ deliveries -> [Machine.Delivery]? in
-            guard !deliveries.pending.isEmpty else {
-                deliveries.draining = false
-                return nil
-            }
-            defer { deliveries.pending = [] }
-            return deliveries.pending
-        }) {
-            tell(next)
-        }
+        _deliveries.submit({ pending in
+            var all = pending.take() ?? []
+            all += batch
+            pending = all
+        }, drain: tell)
     }
 
     @inlinable

@@ -84,6 +84,8 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     private let key: @Sendable (Int) -> Key?
     private let now: @Sendable () -> ContinuousClock.Instant
     private let state: Locked<State>
+    /// The newest request not applied yet; only the caller applying requests changes the window.
+    @usableFromInline let requests = SerialDrain<Request>()
 
     @usableFromInline
     enum Request: Sendable {
@@ -107,10 +109,6 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         /// The first rows of the screens the app expects to show soon.
         var hints: [Int] = []
         var direction = Direction.down
-        /// The newest request not applied yet.
-        var pending: Request?
-        /// Set while some caller is applying requests; others leave theirs in `pending`.
-        var applying = false
     }
 
     /// Creates a prefetcher.
@@ -203,17 +201,21 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// tenth of what they cost in generic code (see benchmark `prefetcher-show`).
     @inlinable
     func submit(_ request: Request) {
-        guard begin(request) else { return }
-        while let plan = nextPlan() {
+        requests.submit({ pending in
+            // A show or stop already pending reads the new hints when it is applied; a replan must
+            // not replace it.
+            if case .replan = request, pending != nil {} else { pending = request }
+        }, drain: { request in
+            let plan = self.plan(request)
             for row in plan.cancel { avenue.cancel(at: row) }
             avenue.prepare(plan.prepare)
-            guard let time = plan.adaptive else { continue }
+            guard let time = plan.adaptive else { return }
             var waiting: [(row: Int, visible: Bool)] = []
             for (row, _, priority) in plan.prepare where priority != .background && avenue.item(at: row) == nil {
                 waiting.append((row, priority == .visible))
             }
             asked(waiting, at: time, window: plan.window)
-        }
+        })
     }
 
     /// What one pass of ``submit(_:)`` does to the avenue.
@@ -229,28 +231,14 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         @usableFromInline var adaptive: ContinuousClock.Instant?
     }
 
-    /// Leaves `request` pending; `true` when the caller is to apply it (nobody else is applying).
+    /// `request` as a plan, the window taken as applied.
     @usableFromInline
-    func begin(_ request: Request) -> Bool {
-        state.withLock { state -> Bool in
-            // A show or stop already pending reads the new hints when it is applied; a replan must
-            // not replace it.
-            if case .replan = request, state.pending != nil {} else { state.pending = request }
-            guard !state.applying else { return false }
-            state.applying = true
-            return true
-        }
-    }
-
-    /// The next pending request as a plan, the window taken as applied; `nil` when none is pending
-    /// (the caller then stops applying).
-    @usableFromInline
-    func nextPlan() -> Plan? {
+    func plan(_ request: Request) -> Plan {
         // The adaptive policy's latency samples and clock; the fixed policy needs neither.
         let adaptive = state.withLock { $0.policy == .adaptive }
         if adaptive { sampleLatencies() }
         let time = now()
-        guard let wanted = state.withLock({ state in nextWindow(&state, at: time) }) else { return nil }
+        let wanted = state.withLock { state in nextWindow(request, &state, at: time) }
         var next: [Int: LoadPriority] = [:]
         var prepare: [(row: Int, key: Key, priority: LoadPriority)] = []
         for (row, priority) in wanted where row >= 0 && next[row] == nil {
@@ -289,14 +277,9 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
 
     // MARK: Planning
 
-    /// The rows wanted for the pending request, in the order they should be prepared: visible rows
-    /// top to bottom, then prefetches nearest first (empty for a stop). `nil` when nothing is pending.
-    private func nextWindow(_ state: inout State, at time: ContinuousClock.Instant) -> [(row: Int, priority: LoadPriority)]? {
-        guard let request = state.pending else {
-            state.applying = false
-            return nil
-        }
-        state.pending = nil
+    /// The rows wanted for `request`, in the order they should be prepared: visible rows top to
+    /// bottom, then prefetches nearest first (only hinted rows for a stop).
+    private func nextWindow(_ request: Request, _ state: inout State, at time: ContinuousClock.Instant) -> [(row: Int, priority: LoadPriority)] {
         let asked: Range<Int>
         switch request {
         case .stop:
