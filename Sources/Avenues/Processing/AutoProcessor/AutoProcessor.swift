@@ -9,7 +9,7 @@ import Synchronization
 /// - **Claims:** each request is a claim. A caller that leaves (its task is cancelled, or it calls
 ///   ``release(_:)``) drops only its own claim; the run is cancelled when no claim is left. Work
 ///   whose every claim left before a worker picked it up never starts (a free worker on the default
-///   executor may pick work up the moment it is queued; its task is then cancelled). ``cancel(_:)``
+///   executor may pick work up the moment it is queued; its task is then cancelled). ``cancel(for:)``
 ///   stops a key for everyone.
 /// - **Priorities:** at most ``maxConcurrent`` workers (6 by default) drain a queue in which
 ///   `.visible` work goes before `.prefetch` work, first come first served within a priority. A
@@ -216,7 +216,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// Claims `key` without suspending: `completion` is called once with the result, on the worker
     /// that produced it, unless the claim is released first (then it is never called).
     ///
-    /// If the key is cancelled for everyone (``cancel(_:)``, ``cancelAll()``), `completion` receives
+    /// If the key is cancelled for everyone (``cancel(for:)``, ``cancelAll()``), `completion` receives
     /// `CancellationError`. This is the building block for front ends that cannot await, such as
     /// ``Avenue``.
     @inlinable @discardableResult
@@ -285,7 +285,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         carryOut(_state.withLock { state in collect(state.machine.cancel(key), from: state) })
     }
 
-    /// Stops every key for which `isCancelled` is true, for everyone, as ``cancel(_:)`` does.
+    /// Stops every key for which `isCancelled` is true, for everyone, as ``cancel(for:)`` does.
     /// `isCancelled` runs inside the processor's lock: it must be quick and must not call back in.
     @inlinable
     func cancel(where isCancelled: @Sendable (Key) -> Bool) {
