@@ -260,12 +260,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     @inlinable
     func prepare(_ key: Key, at index: Index, priority: LoadPriority, force: Bool) {
-        var (waiting, settled, epoch) = _state.withLock { machine in
-            (machine.isWaiting(at: index, for: key, priority: priority),
-             machine.isSettled(at: index, on: key, priority: priority),
-             machine.storeEpoch)
+        let (check, firstEpoch) = _state.withLock { machine in
+            (machine.quickCheck(at: index, for: key, priority: priority), machine.storeEpoch)
         }
-        if waiting { return }
+        if case .waiting = check { return }
+        var (settled, epoch) = (check == .settled, firstEpoch)
         let now = _now()
         var availableOffline: Bool?
         while true {
@@ -292,7 +291,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             }
             perform(outcome.effects)
             guard let newEpoch = outcome.retryAt else { return }
-            (waiting, settled, epoch) = (false, false, newEpoch)
+            (settled, epoch) = (false, newEpoch)
         }
     }
 

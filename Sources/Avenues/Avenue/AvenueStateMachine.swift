@@ -212,13 +212,6 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         rows[index]?.key
     }
 
-    /// `true` when `prepare` would change nothing: the row already waits for `key` at `priority`.
-    @inlinable
-    func isWaiting(at index: Index, for key: Key, priority: LoadPriority) -> Bool {
-        guard let row = rows[index], row.key == key, case .waiting(let current) = row.phase else { return false }
-        return current == priority
-    }
-
     /// What a prepare of row `index` for `key` at `priority` may skip, from one lookup of the row.
     @usableFromInline
     enum QuickCheck {
@@ -230,7 +223,7 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         case other
     }
 
-    /// ``isWaiting(at:for:priority:)`` and ``isSettled(at:on:priority:)`` in one lookup.
+    /// Whether a prepare can stop early, from one lookup of the row.
     @inlinable
     func quickCheck(at index: Index, for key: Key, priority: LoadPriority) -> QuickCheck {
         guard let row = rows[index], row.key == key else { return .other }
@@ -239,13 +232,6 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         case .settled(let current) where current == priority: return .settled
         default: return .other
         }
-    }
-
-    /// `true` when the row shows `key`, settled at `priority`, so a storage hit means done.
-    @inlinable
-    func isSettled(at index: Index, on key: Key, priority: LoadPriority) -> Bool {
-        guard let row = rows[index], row.key == key, case .settled(let current) = row.phase else { return false }
-        return current == priority
     }
 
     /// The value row `index` pinned, if it still shows `key`.

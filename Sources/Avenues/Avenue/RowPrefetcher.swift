@@ -158,6 +158,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         submit(.stop)
     }
 
+    /// Forgets the hints (``stop()``).
     @usableFromInline
     func dropHints() {
         state.withLock { $0.hints = [] }
