@@ -222,6 +222,22 @@ struct DiskStorageTests {
 
     // MARK: Limits, reopening, expiry
 
+    /// A value replaced by one of the same size leaves the folder's totals as they were. They must
+    /// still be written back, clearing the "uncertain" mark set before the rename; otherwise every
+    /// later write lists and `lstat`s the whole folder (2,500 `lstat`s a write in a 5,000-entry
+    /// folder; the crash test spent 30 s on it).
+    @Test func aSameSizeReplacementLeavesTheTotalsCertain() throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        try storage.write(bytes("one"), for: "a")
+        try storage.write(bytes("two"), for: "a")
+        let lock = try Data(contentsOf: folder.child("cache").appendingPathComponent(CacheFolder.lockName))
+        #expect(lock.count == 40)
+        // Bytes 12..<16: the flags word; bit 0 marks the totals uncertain.
+        #expect(lock.count >= 16 && lock[12..<16].allSatisfy { $0 == 0 }, "the totals are still marked uncertain: \(Array(lock))")
+        #expect(storage.usage.count == 1)
+    }
+
     @Test func aCountLimitSweepsTheLeastRecentlyUsedDownToEightyPercent() throws {
         let folder = TemporaryFolder()
         let storage = DiskStorage<String>(directory: folder.child("cache"), countLimit: 10)

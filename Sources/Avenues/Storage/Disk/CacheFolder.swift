@@ -119,7 +119,9 @@ final class CacheFolder: Sendable {
     func commit(_ temporary: String, as name: String, size: Int) throws(DiskStorageError) {
         let now = FileSystem.wallClockNanoseconds()
         try state.withLock { (state: inout State) throws(DiskStorageError) in
-            try withFolderLock(&state) { (state: inout State, totals: inout Totals, lock: Int32) throws(DiskStorageError) in
+            // The totals are written back even when unchanged (a value replaced by one of the same
+            // size): that write clears the mark, which would otherwise make every later change recount.
+            try withFolderLock(&state, rewritingTotals: true) { (state: inout State, totals: inout Totals, lock: Int32) throws(DiskStorageError) in
                 let replaced = try? FileSystem.linkStatus(filePath(name))
                 // Marked first: a process killed between the rename and the new totals makes the
                 // next one recount instead of trusting totals that miss this entry.
@@ -198,11 +200,13 @@ final class CacheFolder: Sendable {
 
     // MARK: Internals
 
-    /// Runs `body` with the folder's totals under the cross-process lock and writes them back after.
+    /// Runs `body` with the folder's totals under the cross-process lock and writes them back after
+    /// if they changed, were recounted, or `rewritingTotals` (the body marked them uncertain).
     /// Throws when the folder is missing (and `creating` is false) or unsafe.
     private func withFolderLock<Result>(
         _ state: inout State,
         creating: Bool = true,
+        rewritingTotals: Bool = false,
         _ body: (inout State, inout Totals, Int32) throws(DiskStorageError) -> Result
     ) throws(DiskStorageError) -> Result {
         guard try secure(&state, creating: creating) else {
@@ -230,7 +234,7 @@ final class CacheFolder: Sendable {
         }
         let before = totals
         let result = try body(&state, &totals, lock)
-        if recounted || totals != before { writeTotals(totals, uncertain: false, to: lock) }
+        if recounted || rewritingTotals || totals != before { writeTotals(totals, uncertain: false, to: lock) }
         return result
     }
 
