@@ -1,6 +1,6 @@
 import Synchronization
 
-// Inlinable: `item(at:)`, `state(at:)` and `prepareItem` run specialized in the client (benchmark "item(at:) on 10,000 loaded rows": 364 ns unspecialized, 37 ns now), and with them the state machine, row table and storage reads they call.
+// Inlinable: `item(at:)`, `state(at:)` and `prepareItem` run specialized in the client (see benchmark "item(at:) on 10,000 loaded rows"), and with them the state machine, row table and storage reads they call.
 /// Loads values for the rows of a list by row index: shown rows first, each key once, stored by key.
 ///
 /// `Index` is where a value is shown (a row), `Key` says what to load (a URL, a path, an id), and
@@ -42,7 +42,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// Where results are kept, by key.
     public let storage: any Storage<Key, Value>
     /// `storage`'s read and write, captured where its type is known: a call through the existential
-    /// would run the storage's generic code unspecialized (about 1 µs instead of 70 ns per read).
+    /// would run the storage's generic code unspecialized, several times slower per read (the
+    /// `item(at:)` rows of "Instruction counts" in Benchmarks/README.md).
     @usableFromInline let _read: @Sendable (Key) -> StoredValue<Value>?
     @usableFromInline let _write: @Sendable (Value, Key) -> Void
     /// How failed keys are retried.

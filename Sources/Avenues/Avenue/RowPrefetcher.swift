@@ -116,8 +116,8 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// - Parameters:
     ///   - avenue: the avenue to drive; its rows are `Int` indices.
     ///   - ahead: rows to prefetch past the visible ones in the scroll direction; 40 by default
-    ///     (about a screen). In the scroll simulation (`Benchmarks/README.md`) 40/10 wastes 0.30× the
-    ///     work of loading visible rows only, 20/5 wastes 0.35× and 10/2 0.39×.
+    ///     (about a screen). What each window costs and saves, per kind of motion: "scroll-sim" in
+    ///     Benchmarks/README.md.
     ///   - behind: rows to prefetch on the other side; 10 by default.
     ///   - policy: `.fixed` (the default) uses `ahead` and `behind`; `.adaptive` sizes the window
     ///     from the scroll rate and the load latency.

@@ -1,4 +1,4 @@
-// Inlinable: `request` and the run path (benchmarks "Multiplexer.value() cache hit": 1,201 -> 75 ns; "100,000 distinct keys: MultiplexerMap.value(for:)": 442 -> 226 ms). The disk, save and clear paths are not.
+// Inlinable: `request` and the run path (see benchmarks "Multiplexer.value() cache hit" and "100,000 distinct keys: MultiplexerMap.value(for:)"). The disk, save and clear paths are not.
 /// A ``MuxCache`` and the fetching around it: each key is fetched by one run at a time, through an
 /// ``AutoProcessor``, however many callers ask.
 ///
@@ -28,7 +28,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
 
     /// ``run(_:cache:fetch:)`` bound to `fetch`. Inlinable so that a multiplexer's initializer,
     /// inlined in its client, makes it there: unspecialized, every miss spent a third of its time
-    /// looking up generic metadata (100,000 distinct keys through a map: 442 ms; specialized: see
+    /// looking up generic metadata (see the `multiplexer-map-miss` rows of "Instruction counts" in
     /// Benchmarks/README.md).
     @inlinable
     static func runner(fetch: @escaping @Sendable (Key) async throws -> Value) -> Runner {
@@ -37,8 +37,8 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
 
     /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at the
     /// priority of the avenue row asking, if one is. Inlinable, so the `AutoProcessor` it joins
-    /// runs specialized in the caller (unspecialized, 10,000 callers of one fetch took 2.7× a
-    /// plain continuation list).
+    /// runs specialized in the caller (unspecialized, many callers of one fetch took well over
+    /// twice a plain continuation list: see "Latest figures" in Benchmarks/README.md).
     @inlinable
     func request(_ key: Key) async throws -> Value {
         if let value = cache.freshValue(for: key) { return value }

@@ -1,4 +1,4 @@
-// Inlinable because `PagedRows.item(at:)` is (benchmark "PagedRows item(at:) on its resident rows": 288 -> 35 ns).
+// Inlinable because `PagedRows.item(at:)` is (see benchmark "PagedRows item(at:) on its resident rows").
 /// The pages a ``PagedRows`` holds in memory, as the ``Storage`` of its page avenue.
 ///
 /// One page per page number, with the generation it was loaded in: a page of an older generation
@@ -21,7 +21,7 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     }
 
     // Visible to inlinable code so that `PagedRows.item(at:)` is specialized in the caller's
-    // module (unspecialized, it cost 15× a mutex-guarded dictionary read).
+    // module (unspecialized, it costs many mutex-guarded dictionary reads; see the same benchmark).
     @usableFromInline let resident = Locked([Int: Resident]())
     @usableFromInline let cache: (any Storage<Int, Page<Cursor, Item>>)?
     private let stored = LateBound<(Key, Value), Void>()

@@ -52,7 +52,8 @@ extension Storage {
     /// The value for `key` with its freshness, or `nil` when there is none. Storages that do not know
     /// staleness (memory) report every value as fresh; ``DiskStorage`` reports expired entries as
     /// stale instead of missing. Inlinable: an ``Avenue`` reads through it on every `item(at:)`,
-    /// and unspecialized it cost 10× a dictionary read.
+    /// and unspecialized it costs several dictionary reads (see "Instruction counts" in
+    /// Benchmarks/README.md).
     @inlinable
     public func lookup(_ key: Key) -> StoredValue<Value>? {
         value(for: key).map { StoredValue($0) }

@@ -64,12 +64,10 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     /// `maxConcurrent − reservedForVisible` workers (and always on at least one).
     public let reservedForVisible: Int
 
-    /// The default of `reservedForVisible`: 0. In the scroll simulation (Benchmarks/README.md,
-    /// 6 workers, the 40/10 prefetcher) keeping 1, 2 or 3 workers from prefetch work changed nothing
-    /// that matters — placeholder row-frames 24,476 with none kept against 24,481–24,503, and 28,035
-    /// against 28,045–28,468 when 5 % of loads take 2 s; mean time-to-visible 87–88 ms and
-    /// 114–116 ms — because visible work is queued first and prefetches that leave the window are
-    /// cancelled. Keep workers back when prefetch work is long and stays wanted.
+    /// The default of `reservedForVisible`: 0. In the scroll simulation, keeping workers from
+    /// prefetch work changed neither placeholders nor time-to-visible (see "Admission control" in
+    /// Benchmarks/README.md), because visible work is queued first and prefetches that leave the
+    /// window are cancelled. Keep workers back when prefetch work is long and stays wanted.
     public static func defaultReservedForVisible(maxConcurrent: Int) -> Int {
         0
     }
