@@ -77,14 +77,23 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         @inlinable init() {}
     }
 
-    @usableFromInline let _state: Locked<Machine>
-    @usableFromInline let _handlers = Locked(Handlers())
-    @usableFromInline let _subscribers = Locked(Subscribers())
+    /// Everything the avenue keeps under its one lock: the rows (the pure state machine), the
+    /// handlers, the subscribers and the retry timer.
+    @usableFromInline
+    struct Guarded {
+        @usableFromInline var machine: Machine
+        @usableFromInline var handlers = Handlers()
+        @usableFromInline var subscribers = Subscribers()
+        /// The task that retries failed visible rows when their wait is over, and when it wakes.
+        @usableFromInline var retryTimer: (task: Task<Void, Never>?, deadline: ContinuousClock.Instant?) = (nil, nil)
+        @inlinable init(machine: Machine) { self.machine = machine }
+    }
+
+    /// The one lock. Other components (the processor, storage, callbacks) are called after it.
+    @usableFromInline let _state: Locked<Guarded>
     /// Serializes callbacks without making any thread wait for another's callbacks: changes waiting
     /// to be told, oldest first.
     @usableFromInline let _deliveries = SerialDrain<[Machine.Delivery]>()
-    /// The task that retries failed visible rows when their wait is over, and when it wakes.
-    @usableFromInline let _retryTimer = Locked<(task: Task<Void, Never>?, deadline: ContinuousClock.Instant?)>((nil, nil))
 
     /// Creates an avenue.
     ///
@@ -126,7 +135,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         self.retryPolicy = retryPolicy
         self._now = now
         self._sleep = sleep
-        self._state = Locked(Machine(retryPolicy: retryPolicy))
+        self._state = Locked(Guarded(machine: Machine(retryPolicy: retryPolicy)))
         if let shared = processor as? AutoProcessor<Key, Value> {
             self.processor = shared
         } else if processor is any SchedulingProcessor {
@@ -142,10 +151,10 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     deinit {
-        _retryTimer.withLock { $0.task }?.cancel()
-        let effects = _state.withLock { $0.releaseAll() }
+        _state.withLock { $0.retryTimer.task }?.cancel()
+        let effects = _state.withLock { $0.machine.releaseAll() }
         for claim in effects.release { processor.release(claim) }
-        let buffers = _subscribers.withLock { Array($0.buffers.values) }
+        let buffers = _state.withLock { Array($0.subscribers.buffers.values) }
         for buffer in buffers { buffer.finish() }
     }
 
@@ -154,21 +163,21 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// Called with a row whose state changed: loaded, failed, or cancelled by a shared processor.
     /// Never called for a row's own `prepareItem` that found its value stored (read it right away).
     public var onStateChange: StateChangeHandler? {
-        get { _handlers.withLock { $0.onStateChange } }
-        set { _handlers.withLock { $0.onStateChange = newValue } }
+        get { _state.withLock { $0.handlers.onStateChange } }
+        set { _state.withLock { $0.handlers.onStateChange = newValue } }
     }
 
     /// The handler of the component that owns this avenue (``PagedRows``' page loads), apart from
     /// ``onStateChange``.
     var ownerStateChange: StateChangeHandler? {
-        get { _handlers.withLock { $0.owner } }
-        set { _handlers.withLock { $0.owner = newValue } }
+        get { _state.withLock { $0.handlers.owner } }
+        set { _state.withLock { $0.handlers.owner = newValue } }
     }
 
     /// Called with the error and the row when a load fails, just before `onStateChange` for that row.
     public var onError: ErrorHandler? {
-        get { _handlers.withLock { $0.onError } }
-        set { _handlers.withLock { $0.onError = newValue } }
+        get { _state.withLock { $0.handlers.onError } }
+        set { _state.withLock { $0.handlers.onError = newValue } }
     }
 
     /// Sets ``onStateChange`` to a closure isolated to the main actor, for a front end whose state
@@ -192,15 +201,15 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// per row is buffered), and an event for a row released before it is read is skipped.
     public func subscribe() -> AvenueChanges<Index> {
         let buffer = ChangeSubscription<Index> { [weak self] index, ticket in
-            self?._state.withLock { $0.isCurrent(index, ticket: ticket) } ?? false
+            self?._state.withLock { $0.machine.isCurrent(index, ticket: ticket) } ?? false
         }
-        let id = _subscribers.withLock { subscribers in
-            subscribers.next &+= 1
-            subscribers.buffers[subscribers.next] = buffer
-            return subscribers.next
+        let id = _state.withLock { state in
+            state.subscribers.next &+= 1
+            state.subscribers.buffers[state.subscribers.next] = buffer
+            return state.subscribers.next
         }
         return AvenueChanges(subscription: .init(buffer: buffer) { [weak self] in
-            _ = self?._subscribers.withLock { $0.buffers.removeValue(forKey: id) }
+            _ = self?._state.withLock { $0.subscribers.buffers.removeValue(forKey: id) }
             buffer.finish()
         })
     }
@@ -229,9 +238,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// "try again" key in a front end.
     @inlinable
     public func retry(at index: Index) {
-        guard let (key, priority) = _state.withLock({ machine -> (Key, LoadPriority)? in
-            guard let row = machine.rows[index] else { return nil }
-            machine.forgetFailure(of: row.key)
+        guard let (key, priority) = _state.withLock({ state -> (Key, LoadPriority)? in
+            guard let row = state.machine.rows[index] else { return nil }
+            state.machine.forgetFailure(of: row.key)
             return (row.key, row.phase.priority)
         }) else { return }
         prepare(key, at: index, priority: priority, force: true)
@@ -242,8 +251,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// hundred rows, most of them waiting or loaded) on every frame a list moves.
     @inlinable
     func prepare(_ requests: [(row: Index, key: Key, priority: LoadPriority)]) {
-        let checks = _state.withLock { machine in
-            requests.map { machine.quickCheck(at: $0.row, for: $0.key, priority: $0.priority) }
+        let checks = _state.withLock { state in
+            requests.map { state.machine.quickCheck(at: $0.row, for: $0.key, priority: $0.priority) }
         }
         for (request, check) in zip(requests, checks) {
             switch check {
@@ -261,8 +270,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     @inlinable
     func prepare(_ key: Key, at index: Index, priority: LoadPriority, force: Bool) {
-        let (check, firstEpoch) = _state.withLock { machine in
-            (machine.quickCheck(at: index, for: key, priority: priority), machine.storeEpoch)
+        let (check, firstEpoch) = _state.withLock { state in
+            (state.machine.quickCheck(at: index, for: key, priority: priority), state.machine.storeEpoch)
         }
         if case .waiting = check { return }
         var (settled, epoch) = (check == .settled, firstEpoch)
@@ -272,13 +281,13 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             // Read outside the lock: a storage may be slow (a disk layer) and `item(at:)` must not wait.
             let found = _read(key)
             if settled, let found, !found.isStale { return }
-            let outcome: (retryAt: UInt64?, askOffline: Bool, effects: Machine.Effects) = _state.withLock { machine in
-                let answer = machine.prepare(
+            let outcome: (retryAt: UInt64?, askOffline: Bool, effects: Machine.Effects) = _state.withLock { state in
+                let answer = state.machine.prepare(
                     key, at: index, priority: priority, found: found, epoch: epoch, now: now, force: force, availableOffline: availableOffline
                 )
                 switch answer {
                 case .retry:
-                    return (machine.storeEpoch, false, Machine.Effects())
+                    return (state.machine.storeEpoch, false, Machine.Effects())
                 case .askOffline:
                     return (nil, true, Machine.Effects())
                 case .done(let effects):
@@ -303,13 +312,13 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     public func item(at index: Index) -> Value? {
         guard let key = key(at: index) else { return nil }
         if let found = _read(key) { return found.value }
-        return _state.withLock { $0.pin(at: index, for: key) }
+        return _state.withLock { $0.machine.pin(at: index, for: key) }
     }
 
     /// The key row `index` is assigned to, if any.
     @inlinable
     public func key(at index: Index) -> Key? {
-        _state.withLock { $0.key(at: index) }
+        _state.withLock { $0.machine.key(at: index) }
     }
 
     /// What row `index` shows now: nothing, a load, a value (fresh or stale), or a failure with when
@@ -317,9 +326,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @inlinable
     public func state(at index: Index) -> ItemState {
         let now = _now()
-        guard let (row, retryAt) = _state.withLock({ machine -> (Machine.Row, ContinuousClock.Instant?)? in
-            guard let row = machine.rows[index] else { return nil }
-            return (row, machine.retryAt(of: row.key, now: now))
+        guard let (row, retryAt) = _state.withLock({ state -> (Machine.Row, ContinuousClock.Instant?)? in
+            guard let row = state.machine.rows[index] else { return nil }
+            return (row, state.machine.retryAt(of: row.key, now: now))
         }) else { return .empty }
         // Storage first; a visible row's pin stands in for a value storage let go of.
         let found = _read(row.key) ?? row.pin.map { StoredValue($0, isStale: !row.phase.isSettled) }
@@ -349,30 +358,30 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     ///   callbacks take, or from inside a callback of this or another avenue.
     @inlinable
     public func cancel(at index: Index) {
-        perform(_state.withLock { machine in machine.release(index) })
+        perform(_state.withLock { state in state.machine.release(index) })
     }
 
     /// Stops loading `key` for every row of this avenue; those rows are forgotten. Other users of a
     /// shared processor keep their claims.
     @inlinable
     public func cancel(for key: Key) {
-        perform(_state.withLock { machine in machine.cancelLoad(of: key) })
+        perform(_state.withLock { state in state.machine.cancelLoad(of: key) })
     }
 
     /// Releases every row and claim of this avenue. The avenue stays usable.
     @inlinable
     public func cancelAll() {
-        perform(_state.withLock { machine in machine.releaseAll() })
+        perform(_state.withLock { state in state.machine.releaseAll() })
     }
 
     /// Counters of what the avenue has done.
     public var statistics: AvenueStatistics {
-        _state.withLock { $0.statistics }
+        _state.withLock { $0.machine.statistics }
     }
 
     /// Sizes of the avenue's tables: assigned rows and loads in flight.
     public var tableSizes: AvenueTableSizes {
-        _state.withLock { AvenueTableSizes(rows: $0.rows.count, loads: $0.loads.count) }
+        _state.withLock { AvenueTableSizes(rows: $0.machine.rows.count, loads: $0.machine.loads.count) }
     }
 
     // MARK: Internals
@@ -389,7 +398,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             let claim = processor.observe(start.key, priority: start.priority) { [weak self] result, cancelledForEveryone in
                 self?.finish(start.key, loadID: start.loadID, result: result, cancelledForEveryone: cancelledForEveryone)
             }
-            let attached = _state.withLock { $0.attach(claim, to: start.key, loadID: start.loadID, askedAt: start.priority) }
+            let attached = _state.withLock { $0.machine.attach(claim, to: start.key, loadID: start.loadID, askedAt: start.priority) }
             effects.release += attached.release
             effects.reprioritize += attached.reprioritize
         }
@@ -405,7 +414,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @inlinable
     func syncPriority(of key: Key, loadID: UInt64, claim: AutoProcessor<Key, Value>.Claim) {
         var set: LoadPriority?
-        while let wanted = _state.withLock({ $0.claimedPriority(of: key, loadID: loadID) }), wanted != set {
+        while let wanted = _state.withLock({ $0.machine.claimedPriority(of: key, loadID: loadID) }), wanted != set {
             processor.setPriority(wanted, for: claim)
             set = wanted
         }
@@ -431,7 +440,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         }
         let now = _now()
         let random = Double.random(in: 0...1)
-        let completion = _state.withLock { $0.complete(key, loadID: loadID, outcome: outcome, value: loaded, now: now, random: random) }
+        let completion = _state.withLock { $0.machine.complete(key, loadID: loadID, outcome: outcome, value: loaded, now: now, random: random) }
         if completion.retriesChanged { scheduleRetries() }
         guard !completion.deliveries.isEmpty else { return }
         let deliveries = completion.deliveries
@@ -445,13 +454,13 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @usableFromInline
     func scheduleRetries() {
         let now = _now()
-        guard let deadline = _state.withLock({ $0.nextRetry(now: now) }) else { return }
-        let replaced = _retryTimer.withLock { timer -> Task<Void, Never>?? in
-            if let armed = timer.deadline, armed <= deadline, timer.task != nil { return .none }
-            let previous = timer.task
+        guard let deadline = _state.withLock({ $0.machine.nextRetry(now: now) }) else { return }
+        let replaced = _state.withLock { state -> Task<Void, Never>?? in
+            if let armed = state.retryTimer.deadline, armed <= deadline, state.retryTimer.task != nil { return .none }
+            let previous = state.retryTimer.task
             let sleep = _sleep
-            timer.deadline = deadline
-            timer.task = Task.detached { [weak self] in
+            state.retryTimer.deadline = deadline
+            state.retryTimer.task = Task.detached { [weak self] in
                 if deadline > now { do { try await sleep(deadline) } catch { return } }
                 self?.retryDueRows()
             }
@@ -463,9 +472,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// Prepares again every failed visible row whose wait is over, then arms the timer for the rest.
     @usableFromInline
     func retryDueRows() {
-        _retryTimer.withLock { $0 = (nil, nil) }
+        _state.withLock { $0.retryTimer = (nil, nil) }
         let now = _now()
-        let due = _state.withLock { $0.dueRetries(now: now) }
+        let due = _state.withLock { $0.machine.dueRetries(now: now) }
         for (index, key) in due { prepare(key, at: index, priority: .visible, force: false) }
         scheduleRetries()
     }
@@ -485,12 +494,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     @inlinable
     func tell(_ batch: [Machine.Delivery]) {
-        let handlers = _handlers.withLock { $0 }
-        let subscribers = _subscribers.withLock { Array($0.buffers.values) }
+        let (handlers, subscribers) = _state.withLock { ($0.handlers, Array($0.subscribers.buffers.values)) }
         for delivery in batch {
             // Checked before each callback: an earlier callback may have released the row.
             func isCurrent() -> Bool {
-                _state.withLock { $0.isCurrent(delivery.index, ticket: delivery.ticket) }
+                _state.withLock { $0.machine.isCurrent(delivery.index, ticket: delivery.ticket) }
             }
             let event: AvenueEvent<Index>.Change
             switch delivery.change {

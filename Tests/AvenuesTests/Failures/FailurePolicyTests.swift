@@ -181,7 +181,7 @@ struct FailurePolicyTests {
         f.avenue.prepareItem(for: "k", at: 0, priority: .prefetch)  // it scrolled out of view
         f.clock.advance(by: .seconds(5))
         // The timer woke and found nothing to retry: it is not armed again.
-        await eventually("the timer is done") { f.clock.sleepers == 0 && f.avenue._retryTimer.withLock { $0.task == nil } }
+        await eventually("the timer is done") { f.clock.sleepers == 0 && f.avenue._state.withLock { $0.retryTimer.task == nil } }
         #expect(f.work.starts(of: "k") == 1 && f.work.starts(of: "off") == 1)
     }
 
