@@ -151,10 +151,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     deinit {
-        _state.withLock { $0.retryTimer.task }?.cancel()
-        let effects = _state.withLock { $0.machine.releaseAll() }
+        let (timer, effects, buffers) = _state.withLock { state in
+            (state.retryTimer.task, state.machine.releaseAll(), Array(state.subscribers.buffers.values))
+        }
+        timer?.cancel()
         for claim in effects.release { processor.release(claim) }
-        let buffers = _state.withLock { Array($0.subscribers.buffers.values) }
         for buffer in buffers { buffer.finish() }
     }
 
@@ -454,8 +455,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @usableFromInline
     func scheduleRetries() {
         let now = _now()
-        guard let deadline = _state.withLock({ $0.machine.nextRetry(now: now) }) else { return }
+        // The deadline and the timer under one lock: no other thread arms the timer in between.
         let replaced = _state.withLock { state -> Task<Void, Never>?? in
+            guard let deadline = state.machine.nextRetry(now: now) else { return .none }
             if let armed = state.retryTimer.deadline, armed <= deadline, state.retryTimer.task != nil { return .none }
             let previous = state.retryTimer.task
             let sleep = _sleep
@@ -472,9 +474,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// Prepares again every failed visible row whose wait is over, then arms the timer for the rest.
     @usableFromInline
     func retryDueRows() {
-        _state.withLock { $0.retryTimer = (nil, nil) }
         let now = _now()
-        let due = _state.withLock { $0.machine.dueRetries(now: now) }
+        let due = _state.withLock { state in
+            state.retryTimer = (nil, nil)
+            return state.machine.dueRetries(now: now)
+        }
         for (index, key) in due { prepare(key, at: index, priority: .visible, force: false) }
         scheduleRetries()
     }
