@@ -152,3 +152,88 @@ public struct TraceError: Error, CustomStringConvertible {
     /// What is wrong.
     public var description: String { "trace line \(line): \(reason)" }
 }
+
+/// Two scripts that are the same up to a frame and part there: the user goes on the way they were
+/// going, or turns back. A policy that cannot see the future does the same in both until that
+/// frame, so what it started ahead by then is shown in one and wasted in the other.
+public struct Fork: Sendable {
+    /// The name in tables.
+    public let name: String
+    /// The script that goes on.
+    public let onward: UserScript
+    /// The script that turns back.
+    public let back: UserScript
+    /// The first frame where the two differ.
+    public let frame: Int
+
+    /// The fork of `prefix` into `onward` and `back`.
+    public init(name: String, prefix: [UserScript.Step], onward: [UserScript.Step], back: [UserScript.Step]) {
+        self.name = name
+        self.onward = UserScript(rows: 100_000, viewport: 40, steps: prefix + onward)
+        self.back = UserScript(rows: 100_000, viewport: 40, steps: prefix + back)
+        frame = zip(self.onward.tops, self.back.tops).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            ?? min(self.onward.tops.count, self.back.tops.count)
+    }
+
+    /// A held ↓ key (20 rows/s for 3 s) and a rest of 1.25 s, then a burst of three PgDn or the key
+    /// held ↑; a burst of three PgDn and a rest of 2 s, then another burst or the key held ↑. Both
+    /// happen in the recorded `*-mixed` sessions.
+    public static let all: [Fork] = [
+        Fork(
+            name: "held-then",
+            prefix: [.pause(seconds: 1), .scroll(rowsPerSecond: 20, seconds: 3), .pause(seconds: 1.25)],
+            onward: [.press(rows: 40, times: 3, every: 0.17), .pause(seconds: 2)],
+            back: [.scroll(rowsPerSecond: -20, seconds: 3), .pause(seconds: 1)]
+        ),
+        Fork(
+            name: "burst-then",
+            prefix: [.pause(seconds: 1), .press(rows: 40, times: 3, every: 0.17), .pause(seconds: 2)],
+            onward: [.press(rows: 40, times: 3, every: 0.17), .pause(seconds: 2)],
+            back: [.scroll(rowsPerSecond: -20, seconds: 3), .pause(seconds: 1)]
+        ),
+    ]
+}
+
+/// The targets on both sides of a ``Fork``, and whether a policy that cannot see the future can
+/// meet both.
+///
+/// A policy meets the back script's waste budget (1.5× 40/10's) only if it started no more than
+/// that many rows ahead before the fork: the back script never shows them. The onward script's
+/// target is the best fixed window's placeholder row-frames + 5 %. The bound is the clairvoyant
+/// scheduler's on the onward script, knowing the future only from the fork on, with at most the
+/// budget started early past the screen's edges: the best block of that many rows, starting 0, 10,
+/// 20… rows past the edge, up to three screens.
+public struct ForkAnalysis: Sendable {
+    /// The fixed windows 10/2, 20/5, 40/10, 120/20 and the adaptive policy on the onward script.
+    public let onward: [SimulationResult]
+    /// The same strategies on the back script.
+    public let back: [SimulationResult]
+    /// The onward script's target: the best fixed window's placeholder row-frames + 5 %.
+    public let onwardTarget: Int
+    /// The most rows a policy may have started ahead before the fork and still meet the back
+    /// script's waste budget (1.5× 40/10's waste there).
+    public let backBudget: Int
+    /// The fewest placeholder row-frames on the onward script of a scheduler that starts at most
+    /// ``backBudget`` rows past the screen before the fork (the clairvoyant scheduler's, which is
+    /// the simulation's practical bound, not a proven optimum).
+    public let boundWithinBudget: Int
+
+    /// Simulates both sides of `fork` under `latency`.
+    public init(_ fork: Fork, latency: WorkLatency, maxConcurrent: Int = 6) {
+        let strategies: [Strategy] = [
+            .prefetcher(ahead: 10, behind: 2), .prefetcher(ahead: 20, behind: 5), .prefetcher(ahead: 40, behind: 10),
+            .prefetcher(ahead: 120, behind: 20), .adaptive,
+        ]
+        onward = strategies.map { simulate($0, script: fork.onward, maxConcurrent: maxConcurrent, latency: latency) }
+        back = strategies.map { simulate($0, script: fork.back, maxConcurrent: maxConcurrent, latency: latency) }
+        let bestFixed = onward.prefix(4).map(\.placeholderRowFrames).min() ?? 0
+        onwardTarget = bestFixed * 105 / 100
+        let budget = back[2].worksWasted * 3 / 2
+        backBudget = budget
+        let screen = fork.onward.viewport
+        boundWithinBudget = stride(from: 0, through: max(0, 3 * screen - budget), by: 10).map { skipping in
+            clairvoyant(fork.onward, latency: latency, maxConcurrent: maxConcurrent,
+                        foresight: Foresight(frame: fork.frame, rows: budget, skipping: skipping)).placeholderRowFrames
+        }.min() ?? 0
+    }
+}

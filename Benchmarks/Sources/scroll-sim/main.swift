@@ -8,6 +8,8 @@ import ScrollSimulation
 //   scroll-sim --json          one JSON object per line, per workload and strategy
 //   scroll-sim --trace FILE    a recorded session (see Benchmarks/README.md) under every strategy
 //   scroll-sim --traces DIR    every recorded session in DIR (Benchmarks/Traces)
+//   scroll-sim --forks         pairs of scripts that part after the same start (Fork): both sides'
+//                              targets, and the bound for a policy that cannot see the future
 //   scroll-sim --workload NAME only that workload (e.g. standard, jumps/heavy-tail)
 //   scroll-sim --strategies fixed-40-10,adaptive,clairvoyant   only those strategies (any fixed-A-B)
 
@@ -35,6 +37,26 @@ if let folder = option("--traces") {
         FileHandle.standardError.write(Data("scroll-sim: \(folder): \(error)\n".utf8))
         exit(1)
     }
+}
+if arguments.contains("--forks") {
+    // Each fork under both latency profiles: what each strategy does on either side; the onward
+    // script's target (the best fixed window + 5 %) and the back script's waste budget (1.5× 40/10's);
+    // and the bound on the onward script for a policy that started no more than the budget ahead.
+    for fork in Fork.all {
+        for (profile, latency) in [("", WorkLatency.standard), ("/heavy-tail", .heavyTail)] {
+            let analysis = ForkAnalysis(fork, latency: latency)
+            print("\(fork.name)\(profile): the scripts part at frame \(fork.frame)")
+            var table = [["strategy", "onward placeholders", "onward wasted", "back placeholders", "back wasted"]]
+            for (onward, back) in zip(analysis.onward, analysis.back) {
+                table.append([onward.strategy.description, String(onward.placeholderRowFrames), String(onward.worksWasted),
+                              String(back.placeholderRowFrames), String(back.worksWasted)])
+            }
+            printTable(table)
+            print("onward target (best fixed + 5 %): \(analysis.onwardTarget); back waste budget (1.5× 40/10): \(analysis.backBudget)")
+            print("bound on onward, started at most the budget ahead before the fork: \(analysis.boundWithinBudget) (\(analysis.boundWithinBudget > analysis.onwardTarget ? "over the target: no policy meets both" : "within the target"))\n")
+        }
+    }
+    exit(0)
 }
 if let name = option("--workload") {
     workloads = workloads.filter { $0.name == name }

@@ -165,6 +165,8 @@ struct RecordedTraceTests {
         let workload = try #require(Self.workloads.first { $0.name == name })
         let session = String(name.split(separator: "/")[0])
         guard Self.heldOut.contains(session) else { return try expectAdaptiveMeetsItsTargets(on: workload) }
+        // Partly unavoidable: no policy meets the targets on both sides of a held key, a rest, then a
+        // burst of PgDn or not (`ForkTests`).
         withKnownIssue("adaptive misses its targets on sessions it was not tuned on: bursts of PgDn right after a held key") {
             try expectAdaptiveMeetsItsTargets(on: workload)
         }
@@ -188,6 +190,44 @@ struct RecordedTraceTests {
         // Without the hints, the same jumps cost several times more.
         let unhinted = UserScript(rows: hinted.rows, viewport: hinted.viewport, tops: hinted.tops)
         #expect(simulate(.adaptive, script: unhinted, latency: workload.latency).placeholderRowFrames > 3 * adaptive.placeholderRowFrames)
+    }
+}
+
+@Suite("Forks: where the targets cannot all be met")
+struct ForkTests {
+    @Test func theScriptsOfAForkAreTheSameUpToItsFrameAndDifferThere() throws {
+        for fork in Fork.all {
+            #expect(fork.frame > 0)
+            #expect(Array(fork.onward.tops.prefix(fork.frame)) == Array(fork.back.tops.prefix(fork.frame)), "\(fork.name)")
+            #expect(fork.onward.tops[fork.frame] > fork.back.tops[fork.frame], "\(fork.name): onward goes down, back goes up")
+        }
+    }
+
+    @Test func foresightFromTheFirstFrameOrOfEveryRowIsTheBound() throws {
+        let fork = try #require(Fork.all.first)
+        let bound = clairvoyant(fork.onward, latency: .standard, maxConcurrent: 6)
+        let everyRow = clairvoyant(fork.onward, latency: .standard, maxConcurrent: 6, foresight: Foresight(frame: fork.frame, rows: fork.onward.rows))
+        let fromTheStart = clairvoyant(fork.onward, latency: .standard, maxConcurrent: 6, foresight: Foresight(frame: 0, rows: 0))
+        #expect(everyRow == bound && fromTheStart == bound)
+        // Knowing less can only cost placeholders, never save them.
+        let none = clairvoyant(fork.onward, latency: .standard, maxConcurrent: 6, foresight: Foresight(frame: fork.frame, rows: 0))
+        #expect(none.placeholderRowFrames > bound.placeholderRowFrames)
+    }
+
+    /// A held key, a rest, then a burst of PgDn (onward) or the key held the other way (back): a
+    /// policy that stays within the back script's waste budget started at most that many rows ahead
+    /// before the scripts part, and then even the clairvoyant scheduler shows more placeholders on
+    /// the onward script than its target allows. So no policy that cannot see the future meets the
+    /// targets on every script (issue 28), under either latency profile.
+    @Test(arguments: ["standard", "heavy-tail"])
+    func noPolicyMeetsTheTargetsOnBothSidesOfAHeldKeyThenARest(profile: String) throws {
+        let fork = try #require(Fork.all.first { $0.name == "held-then" })
+        let analysis = ForkAnalysis(fork, latency: profile == "standard" ? .standard : .heavyTail)
+        #expect(analysis.boundWithinBudget > analysis.onwardTarget, "bound \(analysis.boundWithinBudget), target \(analysis.onwardTarget)")
+        // With three screens early it would be met: the budget is what forbids it.
+        let generous = clairvoyant(fork.onward, latency: profile == "standard" ? .standard : .heavyTail, maxConcurrent: 6,
+                                   foresight: Foresight(frame: fork.frame, rows: 3 * fork.onward.viewport))
+        #expect(generous.placeholderRowFrames <= analysis.onwardTarget)
     }
 }
 
