@@ -10,6 +10,9 @@ let package = Package(
         // A Storage in one SQLite database: a product of its own, so that depending on Avenues
         // alone needs no SQLite headers.
         .library(name: "AvenuesSQLite", targets: ["AvenuesSQLite"]),
+        // The names renames replaced (AsyncMux's among them), deprecated: code written for AsyncMux
+        // compiles with this one more import, and `import Avenues` alone shows one dialect.
+        .library(name: "AvenuesAsyncMuxCompat", targets: ["AvenuesAsyncMuxCompat"]),
     ],
     targets: [
         .target(name: "Avenues", dependencies: ["CAvenuesNetwork"]),
@@ -17,6 +20,7 @@ let package = Package(
         .target(name: "CAvenuesNetwork", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         .target(name: "AvenuesSQLite", dependencies: ["Avenues", "CSQLite"]),
+        .target(name: "AvenuesAsyncMuxCompat", dependencies: ["Avenues"]),
         .testTarget(
             name: "AvenuesTests",
             dependencies: ["Avenues", "DiskStorageCrashWriter"],

@@ -10,7 +10,8 @@ link (``Type/member`` or ``member``) in a public symbol's `///` comment or in an
 - it names a member by itself (``request()``) and every symbol of that name is deprecated (a name
   that is also a current member, like `clear()`, is the current one).
 
-Docs teach one dialect; the old names live in CHANGELOG.md's rename table and in `Compat/`.
+Docs teach one dialect; the old names live in CHANGELOG.md's rename table and in the migration
+module `AvenuesAsyncMuxCompat` (tested by `Compat/`).
 """
 import glob
 import json

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 import Avenues
+import AvenuesAsyncMuxCompat
 
-/// Every name a rename replaced (CONTRIBUTING.md, "One dialect") still works and does what its
-/// replacement does. Each call below warns that it is deprecated: that is expected here.
+/// Every name a rename replaced (CONTRIBUTING.md, "One dialect") still works, with
+/// `import AvenuesAsyncMuxCompat`, and does what its replacement does. Each call below warns that it is deprecated: that is expected here.
 @Suite("Seed names", .serialized, .timeLimit(.minutes(1)))
 struct SeedNamesTests {
     @Test func autoProcessorAndAvenueKeyLabels() async throws {

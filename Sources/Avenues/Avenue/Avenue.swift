@@ -102,8 +102,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     ///   - processor: what makes values. An ``AutoProcessor`` is used as it is (so avenues can share
     ///     one). A ``SchedulingProcessor`` chain (``AsyncMedia``, ``MultiplexerMap``, their transforms)
     ///     keeps the one queue and limit it has: the avenue adds only its claims, with no limit, and
-    ///     passes each row's priority down to that queue. Any other processor is wrapped in a new
-    ///     `AutoProcessor` with its default settings.
+    ///     asks through ``SchedulingProcessor/process(_:priority:)`` with each row's priority, which
+    ///     follows the row. Any other processor is wrapped in a new `AutoProcessor` with its default
+    ///     settings (6 workers).
     ///   - callbackMode: where callbacks run; `.completingThread` by default.
     ///   - retryPolicy: how long a failed key waits before it loads again; ``RetryPolicy/default`` by
     ///     default (waits from 1 s doubling to 60 s, offline detection).
@@ -138,11 +139,11 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         self._state = Locked(Guarded(machine: Machine(retryPolicy: retryPolicy)))
         if let shared = processor as? AutoProcessor<Key, Value> {
             self.processor = shared
-        } else if processor is any SchedulingProcessor {
+        } else if let scheduling = processor as? any SchedulingProcessor<Key, Value> {
             // Claims only: the chain's own scheduler orders and limits the work.
             self.processor = AutoProcessor(
                 maxConcurrent: .max, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
-                work: { try await processor.process($0) }, availableOffline: { processor.isAvailableOffline($0) }
+                work: AutoProcessor.work(of: scheduling), availableOffline: { processor.isAvailableOffline($0) }
             )
         } else {
             self.processor = AutoProcessor(processor)
@@ -520,15 +521,4 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             }
         }
     }
-
-    // MARK: Earlier names
-
-    /// ``cancel(for:)``: a key is labelled `for:` and a row `at:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "cancel(for:)")
-    public func cancelProcessing(of key: Key) { cancel(for: key) }
-
-    /// ``subscribe()``: a property that made a new subscription on every access read as if it
-    /// returned one shared sequence.
-    @available(*, deprecated, renamed: "subscribe()")
-    public var changes: AvenueChanges<Index> { subscribe() }
 }

@@ -196,6 +196,11 @@ public final class AsyncMedia: SchedulingProcessor {
     ///   `Error.isSilenceable`), or `CancellationError` if the caller's task is cancelled or
     ///   ``clear()-swift.method`` runs meanwhile.
     public func file(for url: URL) async throws -> URL {
+        try await file(for: url, priority: nil)
+    }
+
+    /// ``file(for:)``, its download queued at `priority` (`.visible` without one).
+    func file(for url: URL, priority: RunPriority?) async throws -> URL {
         if url.isFileURL { return url }
         let url = try Self.canonical(url)
         let generation = folder.generation
@@ -205,7 +210,7 @@ public final class AsyncMedia: SchedulingProcessor {
         // At the priority of the avenue row asking, if one is (`.visible` otherwise).
         let file: URL
         do {
-            file = try await downloader.process(url)
+            file = try await downloader.value(for: url, priority: priority?.value ?? .visible, following: priority)
         } catch {
             gate.note(error, for: url)
             throw error
@@ -214,10 +219,15 @@ public final class AsyncMedia: SchedulingProcessor {
         return file
     }
 
-    /// Same as ``file(for:)``, so AsyncMedia can serve an ``Avenue`` (at the priority of the row
-    /// asking).
+    /// Same as ``file(for:)``, so AsyncMedia can serve an ``Avenue``.
     public func process(_ url: URL) async throws -> URL {
         try await file(for: url)
+    }
+
+    /// ``file(for:)`` for a run at `priority`: the download waits for a slot at the run's priority and
+    /// follows its changes, so an ``Avenue`` over AsyncMedia shares its queue.
+    public func process(_ url: URL, priority: RunPriority) async throws -> URL {
+        try await file(for: url, priority: priority)
     }
 
     /// The cached file for `url`, if it was downloaded (however old); never downloads. A `file:` URL
@@ -268,33 +278,6 @@ public final class AsyncMedia: SchedulingProcessor {
 
     /// Downloads queued and running now.
     public var activity: AutoProcessorActivity { downloader.activity }
-
-    // MARK: Earlier names
-
-    /// ``file(for:)``: a URL is a key, labelled `for:` everywhere (CONTRIBUTING.md); AsyncMux's name.
-    @available(*, deprecated, renamed: "file(for:)")
-    public func request(url: URL) async throws -> URL { try await file(for: url) }
-
-    /// ``cachedFile(for:)``: a URL is a key, labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "cachedFile(for:)")
-    public func cachedValue(url: URL) -> URL? { cachedFile(for: url) }
-
-    /// ``progress(for:)``: a URL is a key, labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "progress(for:)")
-    public func progress(url: URL) -> AsyncStream<DownloadProgress> { progress(for: url) }
-
-    /// Downloads through ``shared``, as AsyncMux spells it: `AsyncMedia.shared.file(for: url)`.
-    @available(*, deprecated, message: "use AsyncMedia.shared.file(for:), or an instance with a folder of your own")
-    public static func request(url: URL) async throws -> URL { try await shared.file(for: url) }
-
-    /// The file ``shared`` holds for `url`, as AsyncMux spells it: `AsyncMedia.shared.cachedFile(for: url)`.
-    @available(*, deprecated, message: "use AsyncMedia.shared.cachedFile(for:)")
-    public static func cachedValue(url: URL) -> URL? { shared.cachedFile(for: url) }
-
-    /// Deletes every file ``shared`` downloaded and cancels its downloads, as AsyncMux spells it:
-    /// `AsyncMedia.shared.clear()`.
-    @available(*, deprecated, message: "use AsyncMedia.shared.clear()")
-    public static func clear() { shared.clear() }
 
     // MARK: Downloading
 

@@ -91,9 +91,4 @@ public final class MultiRequester<Key: LosslessStringConvertible & Hashable & Se
         if !fetching.isEmpty { cache.unregister(batch, for: fetching) }
         return Outcome(values: values, error: firstError, missing: unique.filter { values[$0] == nil })
     }
-
-    /// ``values(for:)``: keys are labelled `for:` and values asked for with `value` everywhere
-    /// (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "values(for:)")
-    public func request(keys: [Key]) async -> Outcome { await values(for: keys) }
 }

@@ -112,16 +112,6 @@ public final class Multiplexer<Value: Codable & Sendable>: Sendable {
     }
 }
 
-extension Multiplexer {
-    /// ``value()``: a value is asked for with `value` everywhere (CONTRIBUTING.md); AsyncMux's name.
-    @available(*, deprecated, renamed: "value()")
-    public func request() async throws -> Value { try await value() }
-
-    /// ``set(_:)``: a value is put with `set` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "set(_:)")
-    public func store(_ value: Value) { set(value) }
-}
-
 extension Multiplexer: Hashable {
     /// Multiplexers are equal when they are the same object.
     public static func == (lhs: Multiplexer, rhs: Multiplexer) -> Bool { lhs === rhs }

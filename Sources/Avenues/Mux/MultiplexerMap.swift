@@ -9,9 +9,10 @@ import Foundation
 /// ```
 ///
 /// The policy is ``Multiplexer``'s, per key. Any key is safe on disk (`/`, `..`, long or unicode
-/// keys are hashed into file names). Memory copies are bounded (`countLimit`, least recently used
-/// out). A map is a ``SchedulingProcessor``, so an ``Avenue`` can load rows through it and share its
-/// cache, with one queue: its `maxConcurrentFetches`, ordered by the priority of the rows asking.
+/// keys are hashed into file names). Memory copies are bounded (`countLimit`; those not used
+/// recently go first, as in ``MemoryStorage``). A map is a ``SchedulingProcessor``, so an ``Avenue``
+/// can load rows through it and share its cache, with one queue: its `maxConcurrentFetches`, ordered
+/// by the priority of the rows asking.
 public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Sendable, Value: Codable & Sendable>: SchedulingProcessor {
     /// The name of the disk copies, if values are kept on disk.
     public let cacheKey: String?
@@ -76,6 +77,12 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
         try await value(for: key)
     }
 
+    /// ``value(for:)`` for a run at `priority`: a fetch waits for its turn at the run's priority and
+    /// follows its changes, so an ``Avenue`` over the map (or an ``AutoProcessor``) shares its queue.
+    public func process(_ key: Key, priority: RunPriority) async throws -> Value {
+        try await _core.request(key, priority: priority)
+    }
+
     /// Soft refresh of every key: each key's next request fetches; old values stay as fallbacks.
     @discardableResult
     public func refresh() -> MultiplexerMap<Key, Value> {
@@ -129,46 +136,6 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
     public func set(_ value: Value, for key: Key) {
         _core.cache.store(value, for: key)
     }
-}
-
-extension MultiplexerMap {
-    /// Creates a map; ``init(cacheKey:timeToLive:countLimit:maxConcurrentFetches:rateLimit:directory:clock:onFetch:)``
-    /// with `memoryLimit` for `countLimit` (a count is a `countLimit` everywhere, CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "init(cacheKey:timeToLive:countLimit:maxConcurrentFetches:rateLimit:directory:clock:onFetch:)")
-    @inlinable
-    public convenience init(
-        cacheKey: String? = nil,
-        timeToLive: Duration = .seconds(30 * 60),
-        memoryLimit: Int,
-        maxConcurrentFetches: Int = 16,
-        rateLimit: RateLimit? = nil,
-        directory: URL? = nil,
-        clock: MuxClock = .system,
-        onFetch: @escaping @Sendable (Key) async throws -> Value
-    ) {
-        self.init(
-            cacheKey: cacheKey, timeToLive: timeToLive, countLimit: memoryLimit, maxConcurrentFetches: maxConcurrentFetches,
-            rateLimit: rateLimit, directory: directory, clock: clock, onFetch: onFetch
-        )
-    }
-
-    /// ``value(for:)``: a value is asked for with `value(for:)` everywhere (CONTRIBUTING.md);
-    /// AsyncMux's name.
-    @available(*, deprecated, renamed: "value(for:)")
-    public func request(key: Key) async throws -> Value { try await value(for: key) }
-
-    /// ``refresh(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "refresh(for:)")
-    @discardableResult
-    public func refresh(key: Key) -> MultiplexerMap<Key, Value> { refresh(for: key) }
-
-    /// ``clear(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "clear(for:)")
-    public func clear(key: Key) { clear(for: key) }
-
-    /// ``set(_:for:)``: a value is put with `set` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "set(_:for:)")
-    public func store(_ value: Value, for key: Key) { set(value, for: key) }
 }
 
 extension MultiplexerMap {

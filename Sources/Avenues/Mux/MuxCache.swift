@@ -5,7 +5,8 @@ import Foundation
 /// The caching policy shared by ``Multiplexer`` and ``MultiplexerMap``:
 ///
 /// - a **memory copy** is fresh for the time-to-live after it was fetched (monotonic clock), unless a
-///   soft refresh marked it stale; memory copies are bounded (least recently used out);
+///   soft refresh marked it stale; memory copies are bounded, evicted as ``MemoryStorage`` evicts
+///   (the same CLOCK table: entries not used recently go first);
 /// - a **disk copy** (written by `save()`, with the time its value was fetched) serves a cold start
 ///   while it is within the time-to-live (wall clock) and no refresh happened since it was written;
 /// - after a **silenceable failure** the memory copy, else the disk copy, of any age, is served;
@@ -29,7 +30,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     @usableFromInline
     struct State {
-        @usableFromInline var memory = LRUTable<Key, Entry>()
+        @usableFromInline var memory = ClockTable<Key, Entry>()
         @usableFromInline var generation: UInt64 = 0
         /// Disk copies written before this are not fresh: a refresh of every key happened then.
         var refreshedAt: Date?
@@ -255,7 +256,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         guard let disk else { return [] }
         let monotonicNow = clock.monotonic()
         let wallNow = clock.wall()
-        let entries = state.withLock { $0.memory.entries }
+        let entries = state.withLock { $0.memory.entries.map { ($0.key, $0.value) } }
         var failures: [DiskStorageError] = []
         let encoder = JSONEncoder()
         for (key, entry) in entries {
@@ -294,7 +295,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     @usableFromInline
     func insert(_ entry: Entry, for key: Key, in state: inout State) {
         state.memory.set(entry, for: key, cost: 1)
-        while state.memory.count > countLimit { _ = state.memory.removeLeastRecentlyUsed() }
+        while state.memory.count > countLimit { _ = state.memory.evict() }
     }
 
     private func diskCopy(for key: Key) -> (value: Value, storedAt: Date)? {
@@ -302,12 +303,5 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
               let value = try? JSONDecoder().decode(Value.self, from: entry.data)
         else { return nil }
         return (value, entry.storedAt)
-    }
-}
-
-extension LRUTable {
-    /// Every entry, most recently used first.
-    var entries: [(key: Key, value: Value)] {
-        keysByRecency.compactMap { key in peek(key).map { (key, $0) } }
     }
 }

@@ -35,12 +35,13 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
         { run, cache in try await Self.run(run, cache: cache, fetch: fetch) }
     }
 
-    /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at the
-    /// priority of the avenue row asking, if one is. Inlinable, so the `AutoProcessor` it joins
-    /// runs specialized in the caller (unspecialized, many callers of one fetch took well over
-    /// twice a plain continuation list: see "Latest figures" in Benchmarks/README.md).
+    /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at
+    /// `priority` (the avenue row's run asking, if one is; `.visible` otherwise). Inlinable, so the
+    /// `AutoProcessor` it joins runs specialized in the caller (unspecialized, many callers of one
+    /// fetch took well over twice a plain continuation list: see "Latest figures" in
+    /// Benchmarks/README.md).
     @inlinable
-    func request(_ key: Key) async throws -> Value {
+    func request(_ key: Key, priority: RunPriority? = nil) async throws -> Value {
         if let value = cache.freshValue(for: key) { return value }
         if let error = gate.blocked(key) {
             // The back end asked to wait: the cached copy of any age, else its answer, without asking.
@@ -48,7 +49,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
             throw error
         }
         do {
-            let value = try await fetcher.process(runKey(for: key))
+            let value = try await fetcher.value(for: runKey(for: key), priority: priority?.value ?? .visible, following: priority)
             gate.open(key)
             return value
         } catch {

@@ -67,24 +67,6 @@ public enum MuxRepository {
         return duplicates
     }
 
-    /// AsyncMux's spelling, `MuxRepository.shared.saveAll()`: the same operations.
-    @available(*, deprecated, message: "call MuxRepository.saveAll(), clearAll() and clearMemory() directly")
-    public static let shared = Shared()
-
-    /// Forwards to ``MuxRepository``'s static operations, under the names of AsyncMux's actor-based API.
-    public struct Shared: Sendable {
-        /// Saves every registered multiplexer's memory copies to disk and returns the failures — the
-        /// same as ``MuxRepository/saveAll()``, spelled as AsyncMux's actor-based API spells it.
-        @discardableResult
-        public func saveAll() -> [DiskStorageError] { MuxRepository.saveAll() }
-        /// Deletes every registered multiplexer's memory and disk copies and cancels their fetches —
-        /// the same as ``MuxRepository/clearAll()``.
-        public func clearAll() { MuxRepository.clearAll() }
-        /// Drops every registered multiplexer's memory copies, keeping the disk copies — the same as
-        /// ``MuxRepository/clearMemory()``.
-        public func clearMemory() { MuxRepository.clearMemory() }
-    }
-
     // MARK: Internals
 
     /// Registers `member` unless it already is (registration by `cacheKey` and an explicit

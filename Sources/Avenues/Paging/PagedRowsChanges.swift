@@ -54,9 +54,4 @@ extension PagedRows {
             self?.count ?? .atLeast(0)
         }
     }
-
-    /// ``subscribe()``: a property that made a new subscription on every access read as if it
-    /// returned one shared sequence.
-    @available(*, deprecated, renamed: "subscribe()")
-    public var changes: PagedRowsChanges { subscribe() }
 }

@@ -24,8 +24,4 @@ public enum ProcessingState: Sendable, Hashable, CustomStringConvertible {
         case .failed: "failed"
         }
     }
-
-    /// The former name of ``idle``, which read ambiguously beside `Optional.none`.
-    @available(*, deprecated, renamed: "idle")
-    public static var none: ProcessingState { .idle }
 }

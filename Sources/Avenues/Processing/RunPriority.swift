@@ -1,21 +1,25 @@
-/// The priority of the run a piece of work belongs to, as it changes: how an ``AutoProcessor``
-/// running a chain tells a scheduler *inside* that chain (``AsyncMedia``'s downloads, a
-/// ``MultiplexerMap``'s fetches) how urgently the row that asked is wanted.
+/// The priority of one run of work, as it changes: what one scheduler tells the next one down a
+/// chain.
 ///
-/// An outer processor that propagates priorities runs each job with ``current`` set; a scheduler
-/// asked from inside that job claims at ``value`` and follows ``observe(_:)`` — so a prefetch stays a
-/// prefetch down to the download slot, and a row raised to visible moves its download forward.
-@usableFromInline
-final class RunPriority: Sendable {
-    @TaskLocal private static var local: RunPriority?
-
-    /// The run the current task works for, if an outer processor set one.
-    @usableFromInline static var current: RunPriority? { local }
-
-    /// Runs `body` with ``current`` set to `run`.
-    @usableFromInline
-    static func running<Result: Sendable>(_ run: RunPriority, _ body: () async throws -> Result) async rethrows -> Result {
-        try await $local.withValue(run, operation: body)
+/// An ``AutoProcessor`` whose work is a ``SchedulingProcessor`` — an ``Avenue`` over ``AsyncMedia``
+/// or a ``MultiplexerMap``, or their transforms — hands each job's `RunPriority` to
+/// ``SchedulingProcessor/process(_:priority:)``. The inner scheduler claims at ``value`` and follows
+/// ``observe(_:)`` until its value is made, so a prefetch stays a prefetch down to the download slot,
+/// and a row scrolled into view moves its download forward. A scheduling processor of your own does
+/// the same:
+///
+/// ```swift
+/// func process(_ key: Key, priority: RunPriority) async throws -> Value {
+///     let ticket = queue.enqueue(key, at: priority.value)
+///     let observation = priority.observe { queue.move(ticket, to: $0) }
+///     defer { priority.stopObserving(observation) }
+///     return try await ticket.value
+/// }
+/// ```
+public final class RunPriority: Sendable {
+    /// What ``observe(_:)`` returns, to stop observing with ``stopObserving(_:)``.
+    public struct Observation: Hashable, Sendable {
+        let id: UInt64
     }
 
     private struct State {
@@ -26,17 +30,17 @@ final class RunPriority: Sendable {
 
     private let state: Locked<State>
 
-    @usableFromInline
-    init(_ priority: LoadPriority) {
+    /// A run at `priority`; its owner raises or lowers it with ``update(_:)``.
+    public init(_ priority: LoadPriority) {
         state = Locked(State(priority: priority))
     }
 
     /// The run's priority now.
-    @usableFromInline var value: LoadPriority { state.withLock { $0.priority } }
+    public var value: LoadPriority { state.withLock { $0.priority } }
 
-    /// Changes the run's priority and tells the observers (outside the lock) if it changed.
-    @usableFromInline
-    func update(_ priority: LoadPriority) {
+    /// Changes the run's priority and, if it changed, calls the observers (outside the lock, in no
+    /// particular order).
+    public func update(_ priority: LoadPriority) {
         let observers = state.withLock { state -> [@Sendable (LoadPriority) -> Void] in
             guard state.priority != priority else { return [] }
             state.priority = priority
@@ -45,18 +49,18 @@ final class RunPriority: Sendable {
         for observer in observers { observer(priority) }
     }
 
-    /// Calls `observer` with every later change until ``stopObserving(_:)``.
-    @usableFromInline
-    func observe(_ observer: @escaping @Sendable (LoadPriority) -> Void) -> UInt64 {
+    /// Calls `observer` with every later change of the priority, until ``stopObserving(_:)``. Read
+    /// ``value`` after observing: a change made in between is not reported.
+    public func observe(_ observer: @escaping @Sendable (LoadPriority) -> Void) -> Observation {
         state.withLock { state in
             state.nextObserver &+= 1
             state.observers[state.nextObserver] = observer
-            return state.nextObserver
+            return Observation(id: state.nextObserver)
         }
     }
 
-    @usableFromInline
-    func stopObserving(_ id: UInt64) {
-        _ = state.withLock { $0.observers.removeValue(forKey: id) }
+    /// Stops calling the observer that `observation` names; a call under way may still finish.
+    public func stopObserving(_ observation: Observation) {
+        _ = state.withLock { $0.observers.removeValue(forKey: observation.id) }
     }
 }

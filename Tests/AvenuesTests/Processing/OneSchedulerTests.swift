@@ -132,4 +132,42 @@ final class OneSchedulerTests: Sendable {
         outer.release(visible)
         outer.release(prefetched)
     }
+
+    /// A scheduling processor written by a user: the avenue asks it with each row's priority, and
+    /// tells it when a row scrolled into view raised that priority.
+    @Test func anAvenueAsksAUsersSchedulingProcessorAtEachRowsPriorityAndItsRaises() async throws {
+        let recorder = PriorityRecorder()
+        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: recorder)
+        avenue.prepareItem(for: "far", at: 40, priority: .prefetch)
+        await eventually("the prefetch is asked at .prefetch") { recorder.seen["far"] == [.prefetch] }
+        avenue.prepareItem(for: "far", at: 40, priority: .visible)  // scrolled into view
+        await eventually("the raise reaches the processor") { recorder.seen["far"] == [.prefetch, .visible] }
+        avenue.prepareItem(for: "near", at: 0, priority: .visible)
+        await eventually("a visible row is asked at .visible") { recorder.seen["near"] == [.visible] }
+        #expect(recorder.plainCalls == 0)  // never asked without its priority
+        avenue.cancelAll()
+        await eventually("the runs ended") { avenue.processor.tableSizes.isIdle }
+    }
+}
+
+/// A ``SchedulingProcessor`` of a user's own that records the priorities it is asked at and their
+/// changes, and never finishes a value (the test cancels).
+final class PriorityRecorder: SchedulingProcessor {
+    private let state = Shared(([String: [LoadPriority]](), 0))
+
+    var seen: [String: [LoadPriority]] { state.value.0 }
+    var plainCalls: Int { state.value.1 }
+
+    func process(_ key: String) async throws -> Int {
+        state.withLock { $0.1 += 1 }
+        return try await process(key, priority: RunPriority(.visible))
+    }
+
+    func process(_ key: String, priority: RunPriority) async throws -> Int {
+        let observation = priority.observe { [state] changed in state.withLock { $0.0[key, default: []].append(changed) } }
+        defer { priority.stopObserving(observation) }
+        state.withLock { $0.0[key, default: []].append(priority.value) }
+        try await Task.sleep(for: .seconds(3_600))  // until cancelled
+        return key.count
+    }
 }

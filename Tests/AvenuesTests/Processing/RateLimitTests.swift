@@ -77,8 +77,8 @@ struct RateLimitTests {
         let processor = AutoProcessor<String, String>(
             maxConcurrent: 2, reservedForVisible: 0, rateLimit: RateLimit(runsPerSecond: 1, clock: clock), executor: nil,
             propagatesPriority: true
-        ) { key in
-            let priority = RunPriority.current?.value
+        ) { key, run in
+            let priority = run?.value
             seen.withLock { $0[key] = priority }
             return key
         }

@@ -114,38 +114,6 @@ struct MemoryStorageTests {
         }
     }
 
-    @Test func theLRUTableMatchesAReferenceModelUnderRandomOperations() {
-        // A slow but obvious model: an array ordered from most to least recently used.
-        var rng = SplitMix64(seed: 7)
-        var table = LRUTable<Int, Int>()
-        var model: [(key: Int, value: Int)] = []
-        for step in 0..<20_000 {
-            let key = Int(rng.next() % 64)
-            switch rng.next() % 4 {
-            case 0, 1:
-                table.set(step, for: key, cost: 1)
-                model.removeAll { $0.key == key }
-                model.insert((key, step), at: 0)
-            case 2:
-                let expected = model.firstIndex { $0.key == key }.map { model.remove(at: $0) }
-                if let expected { model.insert(expected, at: 0) }
-                #expect(table.value(for: key) == expected?.value)
-            default:
-                if rng.next() % 8 == 0 {
-                    let expected = model.popLast()
-                    #expect(table.removeLeastRecentlyUsed()?.key == expected?.key)
-                } else {
-                    let expected = model.firstIndex { $0.key == key }.map { model.remove(at: $0) }
-                    #expect(table.removeValue(for: key) == expected?.value)
-                }
-            }
-            if step.isMultiple(of: 97) {
-                #expect(table.keysByRecency == model.map(\.key))
-            }
-        }
-        #expect(table.count == model.count)
-    }
-
     @Test func concurrentUseFromEightTasksKeepsTheLimit() async {
         let storage = MemoryStorage<Int, Int>(countLimit: 100)
         await withTaskGroup(of: Void.self) { group in

@@ -17,9 +17,10 @@ import Synchronization
 ///   prefetch work holds at most `maxConcurrent − reservedForVisible` workers (admission control),
 ///   so a row that scrolls into view never waits behind prefetches that already started.
 /// - **One scheduler per chain:** when the work is itself a ``SchedulingProcessor`` (downloads
-///   through ``AsyncMedia``, say), each job tells it the priority of the claims it runs for, and
-///   follows their raises; and `process(_:)` — how such a chain asks — follows the priority of the
-///   job that calls it.
+///   through ``AsyncMedia``, say), each job asks it through
+///   ``SchedulingProcessor/process(_:priority:)`` with a ``RunPriority`` that follows the priority of
+///   the claims the job runs for; and an `AutoProcessor` asked that way claims at that priority and
+///   follows it.
 /// - **Bounded bookkeeping:** a finished run leaves the tables once its result is handed out, and a
 ///   processor whose claims were all released holds nothing. Failures are never cached: the next
 ///   request runs the work again. Work that throws `CancellationError` although nobody cancelled it
@@ -34,7 +35,7 @@ import Synchronization
 /// let checksums = AutoProcessor(maxConcurrent: 4) { (path: String) in try await checksum(of: path) }
 /// let sum = try await checksums.value(for: "/etc/hosts")
 /// ```
-public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Processor {
+public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: SchedulingProcessor {
     /// A claim on a key made with ``claim(_:priority:completion:)``; give it back with
     /// ``release(_:)`` or change its priority with ``setPriority(_:for:)``.
     public struct Claim: Hashable, Sendable {
@@ -75,7 +76,9 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     @usableFromInline let _maxConcurrentCount: Int
     /// Whether jobs tell their work the priority they run at (the work contains a scheduler).
     @usableFromInline let _propagatesPriority: Bool
-    @usableFromInline let _work: @Sendable (Key) async throws -> Value
+    /// What a job runs: the key, and the job's ``RunPriority`` when priorities propagate.
+    @usableFromInline typealias Work = @Sendable (Key, RunPriority?) async throws -> Value
+    @usableFromInline let _work: Work
     /// The wrapped processor's ``Processor/isAvailableOffline(_:)``, if it has one.
     @usableFromInline let _availableOffline: (@Sendable (Key) -> Bool)?
     @usableFromInline let _executor: (any TaskExecutor)?
@@ -95,8 +98,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///     A dedicated executor keeps heavy work off the shared pool; a single-threaded one that runs
     ///     jobs only when asked makes the processor deterministic (the scroll simulator uses one).
-    ///   - processor: what makes each value. If it is a ``SchedulingProcessor``, each job tells it
-    ///     the priority it runs at.
+    ///   - processor: what makes each value. If it is a ``SchedulingProcessor``, each job asks it
+    ///     through ``SchedulingProcessor/process(_:priority:)`` with the job's ``RunPriority``.
     @inlinable
     public convenience init(
         maxConcurrent: Int = 6,
@@ -105,11 +108,23 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         executor: (any TaskExecutor)? = nil,
         _ processor: some Processor<Key, Value>
     ) {
+        let work: Work
+        if let scheduling = processor as? any SchedulingProcessor<Key, Value> {
+            work = Self.work(of: scheduling)
+        } else {
+            work = { key, _ in try await processor.process(key) }
+        }
         self.init(
             maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, rateLimit: rateLimit, executor: executor,
-            propagatesPriority: processor is any SchedulingProcessor, work: { try await processor.process($0) },
+            propagatesPriority: processor is any SchedulingProcessor<Key, Value>, work: work,
             availableOffline: { processor.isAvailableOffline($0) }
         )
+    }
+
+    /// A job's work that asks `processor` at the job's priority (`.visible` for a job without one).
+    @inlinable
+    static func work(of processor: some SchedulingProcessor<Key, Value>) -> Work {
+        { key, run in try await processor.process(key, priority: run ?? RunPriority(.visible)) }
     }
 
     /// Creates a processor running `work` for each key.
@@ -131,7 +146,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
     ) {
         self.init(
             maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, rateLimit: rateLimit, executor: executor,
-            propagatesPriority: false, work: work
+            propagatesPriority: false, work: { key, _ in try await work(key) }
         )
     }
 
@@ -142,7 +157,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         rateLimit: RateLimit?,
         executor: (any TaskExecutor)?,
         propagatesPriority: Bool,
-        work: @escaping @Sendable (Key) async throws -> Value,
+        work: @escaping Work,
         availableOffline: (@Sendable (Key) -> Bool)? = nil
     ) {
         let reserved = reservedForVisible ?? Self.defaultReservedForVisible(maxConcurrent: maxConcurrent)
@@ -177,13 +192,19 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         _availableOffline?(key) ?? false
     }
 
-    /// The value for `key` at the priority of the run asking for it — ``value(for:priority:)`` at
-    /// `.visible` when no outer processor runs the caller — so an `AutoProcessor` can stand wherever a
-    /// ``Processor`` is expected and still be one scheduler with the avenue above it.
+    /// The value for `key` at `.visible`: ``value(for:priority:)``, so an `AutoProcessor` can stand
+    /// wherever a ``Processor`` is expected.
     @inlinable
     public func process(_ key: Key) async throws -> Value {
-        let run = RunPriority.current
-        return try await value(for: key, priority: run?.value ?? .visible, following: run)
+        try await value(for: key, priority: .visible, following: nil)
+    }
+
+    /// The value for `key`, claimed at `priority`'s value and following its changes, so an
+    /// `AutoProcessor` under another scheduler (an ``Avenue``, an outer `AutoProcessor`) is one
+    /// scheduler with it.
+    @inlinable
+    public func process(_ key: Key, priority: RunPriority) async throws -> Value {
+        try await value(for: key, priority: priority.value, following: priority)
     }
 
     /// Claims `key` for the calling task; with `run`, the claim follows that run's priority changes.
@@ -379,11 +400,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
             let result: Result<Value, any Error>
             do {
                 if let _startGate { try await _startGate.waitForTurn() }
-                if let context {
-                    result = .success(try await RunPriority.running(context) { try await _work(job.key) })
-                } else {
-                    result = .success(try await _work(job.key))
-                }
+                result = .success(try await _work(job.key, context))
             } catch {
                 result = .failure(error)
             }
@@ -421,14 +438,4 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Pro
         }
         return (step, context)
     }
-
-    // MARK: Earlier names
-
-    /// ``cancel(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "cancel(for:)")
-    public func cancel(_ key: Key) { cancel(for: key) }
-
-    /// ``state(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "state(for:)")
-    public func state(of key: Key) -> ProcessingState { state(for: key) }
 }

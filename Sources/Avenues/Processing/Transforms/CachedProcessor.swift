@@ -14,10 +14,15 @@ where Cache.Key == Base.Key, Cache.Value == Base.Value {
 
     /// The cached value for `key`, or `base`'s value, which is then cached.
     public func process(_ key: Base.Key) async throws -> Base.Value {
+        try await process(key) { try await base.process($0) }
+    }
+
+    /// The cached value for `key`, or `work`'s, which is then cached.
+    func process(_ key: Base.Key, work: (Base.Key) async throws -> Base.Value) async throws -> Base.Value {
         // This runs in the processor's task, not the caller's: a slow cache (a disk) is read off the
         // thread that asked (under an AutoProcessor, on one of its workers).
         if let cached = cache.value(for: key) { return cached }
-        let value = try await base.process(key)
+        let value = try await work(key)
         cache.set(value, for: key)
         return value
     }

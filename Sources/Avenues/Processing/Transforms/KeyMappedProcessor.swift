@@ -15,6 +15,11 @@ public struct KeyMappedProcessor<Base: Processor, Key: Sendable>: Processor {
         try await base.process(transform(key))
     }
 
+    /// `base`'s key for `key`.
+    func baseKey(for key: Key) -> Base.Key {
+        transform(key)
+    }
+
     /// Whether `base` makes `transform(key)` without the network.
     public func isAvailableOffline(_ key: Key) -> Bool {
         base.isAvailableOffline(transform(key))

@@ -16,6 +16,11 @@ public struct ValueMappedProcessor<Base: Processor, Value: Sendable>: Processor 
         try await transform(base.process(key))
     }
 
+    /// `value`, transformed.
+    func transformed(_ value: Base.Value) async throws -> Value {
+        try await transform(value)
+    }
+
     /// Whether `base` makes `key` without the network (the transform is local).
     public func isAvailableOffline(_ key: Base.Key) -> Bool {
         base.isAvailableOffline(key)
