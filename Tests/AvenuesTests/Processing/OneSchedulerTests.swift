@@ -171,3 +171,20 @@ final class PriorityRecorder: SchedulingProcessor {
         return key.count
     }
 }
+
+@Suite("RunPriority")
+struct RunPriorityTests {
+    @Test func observersHearEachChangeOnceUntilTheyStop() {
+        let run = RunPriority(.prefetch)
+        let heard = Shared([LoadPriority]())
+        let observation = run.observe { priority in heard.withLock { $0.append(priority) } }
+        run.update(.prefetch)  // no change: nobody is told
+        run.update(.visible)
+        run.update(.background)
+        #expect(run.value == .background)
+        run.stopObserving(observation)
+        run.update(.visible)
+        #expect(heard.value == [.visible, .background])
+        #expect(run.value == .visible)
+    }
+}
