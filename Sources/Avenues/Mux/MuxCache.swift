@@ -72,7 +72,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     func freshValue(for key: Key) -> Value? {
         let now = clock.monotonic()
         return state.withLock { state in
-            guard let entry = state.memory.value(for: key), isFresh(entry, in: state, now: now) else { return nil }
+            guard let entry = state.memory.value(for: key), isFresh(entry, generation: state.generation, now: now) else { return nil }
             return entry.value
         }
     }
@@ -106,7 +106,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     func runStart(for key: Key, epoch: UInt64) -> RunStart {
         let now = clock.monotonic()
         let start = state.withLock { state -> RunStart in
-            if let entry = state.memory.value(for: key), isFresh(entry, in: state, now: now) {
+            if let entry = state.memory.value(for: key), isFresh(entry, generation: state.generation, now: now) {
                 return .fresh(entry.value)
             }
             return state.batches[key].map { .batch($0) } ?? .fetch
@@ -147,7 +147,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     func lookup(_ key: Key) -> (value: Value, isStale: Bool)? {
         let now = clock.monotonic()
         if let found = state.withLock({ state -> (Value, Bool)? in
-            state.memory.peek(key).map { ($0.value, !isFresh($0, in: state, now: now)) }
+            state.memory.peek(key).map { ($0.value, !isFresh($0, generation: state.generation, now: now)) }
         }) {
             return found
         }
@@ -287,9 +287,13 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     // MARK: Helpers
 
-    @usableFromInline
-    func isFresh(_ entry: Entry, in state: State, now: ContinuousClock.Instant) -> Bool {
-        !entry.stale && entry.generation == state.generation && now - entry.fetchedAt < timeToLive
+    /// Whether `entry` is fresh at `now` in refresh generation `generation`. Given the generation,
+    /// not the whole state: passed the state, a call from another module copied it (retaining its
+    /// tables), and the hit's mark on the entry then copied the table (a `malloc` per hit that
+    /// `gate-multiplexer-hit` caught).
+    @inlinable
+    func isFresh(_ entry: Entry, generation: UInt64, now: ContinuousClock.Instant) -> Bool {
+        !entry.stale && entry.generation == generation && now - entry.fetchedAt < timeToLive
     }
 
     @usableFromInline

@@ -36,13 +36,24 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     }
 
     /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at
-    /// `priority` (the avenue row's run asking, if one is; `.visible` otherwise). Inlinable, so the
-    /// `AutoProcessor` it joins runs specialized in the caller (unspecialized, many callers of one
-    /// fetch took well over twice a plain continuation list: see "Latest figures" in
-    /// Benchmarks/README.md).
+    /// `.visible`, or at `priority` (an avenue row's run, through ``MultiplexerMap``'s
+    /// `process(_:priority:)`), following its changes. Inlinable, so a hit runs specialized in the
+    /// caller.
     @inlinable
     func request(_ key: Key, priority: RunPriority? = nil) async throws -> Value {
         if let value = cache.freshValue(for: key) { return value }
+        return try await fetch(key, priority: priority)
+    }
+
+    /// The miss path of ``request(_:priority:)``: the back end's Retry-After gate, then the key's run
+    /// of this epoch, in the `AutoProcessor` specialized here (unspecialized, many callers of one
+    /// fetch took well over twice a plain continuation list: see "Latest figures" in
+    /// Benchmarks/README.md). Never inlined into the hit path: with its claim's cancellation handler
+    /// and continuation inlined, a hit's async frame outgrew a task's first slab, and each batch of
+    /// hits allocated one (`gate-multiplexer-hit`). The price: a hit is an async call of its own,
+    /// about 100 instructions ("Instruction counts" in Benchmarks/README.md).
+    @inlinable @inline(never)
+    func fetch(_ key: Key, priority: RunPriority?) async throws -> Value {
         if let error = gate.blocked(key) {
             // The back end asked to wait: the cached copy of any age, else its answer, without asking.
             if let fallback = cache.fallbackValue(for: key) { return fallback }
