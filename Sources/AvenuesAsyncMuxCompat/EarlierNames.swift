@@ -4,38 +4,10 @@ import Foundation
 // The names that renames replaced (CHANGELOG.md, "One dialect"): AsyncMux's spellings, and earlier
 // spellings of this library. Each is deprecated and forwards to its replacement, so code written for
 // AsyncMux compiles with one more import, `import AvenuesAsyncMuxCompat`, while `import Avenues` alone
-// shows one dialect. Only public API is used: this module adds no behaviour.
+// shows the current names — and, deprecated, the seeds' names DESIGN.md lists as contract
+// (Avenues/SeedNames.swift). Only public API is used: this module adds no behaviour.
 
-// MARK: Processing
-
-extension ProcessingState {
-    /// The former name of ``Avenues/ProcessingState/idle``, which read ambiguously beside `Optional.none`.
-    @available(*, deprecated, renamed: "idle")
-    public static var none: ProcessingState { .idle }
-}
-
-extension AutoProcessor {
-    /// ``Avenues/AutoProcessor/cancel(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "cancel(for:)")
-    public func cancel(_ key: Key) { cancel(for: key) }
-
-    /// ``Avenues/AutoProcessor/state(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "state(for:)")
-    public func state(of key: Key) -> ProcessingState { state(for: key) }
-}
-
-// MARK: Avenue and paging
-
-extension Avenue {
-    /// ``Avenues/Avenue/cancel(for:)``: a key is labelled `for:` and a row `at:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "cancel(for:)")
-    public func cancelProcessing(of key: Key) { cancel(for: key) }
-
-    /// ``Avenues/Avenue/subscribe()``: a property that made a new subscription on every access read
-    /// as if it returned one shared sequence.
-    @available(*, deprecated, renamed: "subscribe()")
-    public var changes: AvenueChanges<Index> { subscribe() }
-}
+// MARK: Paging
 
 extension PagedRows {
     /// ``Avenues/PagedRows/subscribe()``: a property that made a new subscription on every access
@@ -47,11 +19,6 @@ extension PagedRows {
 // MARK: Multiplexers
 
 extension Multiplexer {
-    /// ``Avenues/Multiplexer/value()``: a value is asked for with `value` everywhere
-    /// (CONTRIBUTING.md); AsyncMux's name.
-    @available(*, deprecated, renamed: "value()")
-    public func request() async throws -> Value { try await value() }
-
     /// ``Avenues/Multiplexer/set(_:)``: a value is put with `set` everywhere (CONTRIBUTING.md).
     @available(*, deprecated, renamed: "set(_:)")
     public func store(_ value: Value) { set(value) }
@@ -76,20 +43,6 @@ extension MultiplexerMap {
             rateLimit: rateLimit, directory: directory, clock: clock, onFetch: onFetch
         )
     }
-
-    /// ``Avenues/MultiplexerMap/value(for:)``: a value is asked for with `value(for:)` everywhere
-    /// (CONTRIBUTING.md); AsyncMux's name.
-    @available(*, deprecated, renamed: "value(for:)")
-    public func request(key: Key) async throws -> Value { try await value(for: key) }
-
-    /// ``Avenues/MultiplexerMap/refresh(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "refresh(for:)")
-    @discardableResult
-    public func refresh(key: Key) -> MultiplexerMap<Key, Value> { refresh(for: key) }
-
-    /// ``Avenues/MultiplexerMap/clear(for:)``: a key is labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "clear(for:)")
-    public func clear(key: Key) { clear(for: key) }
 
     /// ``Avenues/MultiplexerMap/set(_:for:)``: a value is put with `set` everywhere (CONTRIBUTING.md).
     @available(*, deprecated, renamed: "set(_:for:)")
@@ -127,15 +80,6 @@ extension MuxRepository {
 // MARK: Media
 
 extension AsyncMedia {
-    /// ``Avenues/AsyncMedia/file(for:)``: a URL is a key, labelled `for:` everywhere
-    /// (CONTRIBUTING.md); AsyncMux's name.
-    @available(*, deprecated, renamed: "file(for:)")
-    public func request(url: URL) async throws -> URL { try await file(for: url) }
-
-    /// ``Avenues/AsyncMedia/cachedFile(for:)``: a URL is a key, labelled `for:` everywhere (CONTRIBUTING.md).
-    @available(*, deprecated, renamed: "cachedFile(for:)")
-    public func cachedValue(url: URL) -> URL? { cachedFile(for: url) }
-
     /// ``Avenues/AsyncMedia/progress(for:)``: a URL is a key, labelled `for:` everywhere (CONTRIBUTING.md).
     @available(*, deprecated, renamed: "progress(for:)")
     public func progress(url: URL) -> AsyncStream<DownloadProgress> { progress(for: url) }
