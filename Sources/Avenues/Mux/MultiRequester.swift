@@ -52,7 +52,7 @@ public final class MultiRequester<Key: LosslessStringConvertible & Hashable & Se
         }
 
         let batch = MuxBatch<Key, Value>()
-        if !fetching.isEmpty { cache.register(batch, for: fetching) }
+        if !fetching.isEmpty { map._core.batches.register(batch, for: fetching) }
         var firstError: (any Error)?
         await withTaskGroup(of: (Key, Result<Value, any Error>)?.self) { group in
             if !fetching.isEmpty {
@@ -88,7 +88,7 @@ public final class MultiRequester<Key: LosslessStringConvertible & Hashable & Se
         }
         // Only now: a run of these keys that started late must still find the batch (its failure, or
         // its missing keys), not fetch the key again on its own.
-        if !fetching.isEmpty { cache.unregister(batch, for: fetching) }
+        if !fetching.isEmpty { map._core.batches.unregister(batch, for: fetching) }
         return Outcome(values: values, error: firstError, missing: unique.filter { values[$0] == nil })
     }
 }

@@ -102,7 +102,7 @@ public final class Multiplexer<Value: Codable & Sendable>: Sendable {
 
     /// The cached value of any age — memory, else disk — without fetching.
     public var cachedValue: Value? {
-        _core.cache.cachedValue(for: .only)
+        _core.cache.anyCopy(for: .only)
     }
 
     /// Makes `value` the fresh memory copy, as if it had just been fetched (a value pushed by a

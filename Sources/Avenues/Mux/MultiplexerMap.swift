@@ -124,7 +124,7 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
 
     /// The cached value for `key` of any age — memory, else disk — without fetching.
     public func cachedValue(for key: Key) -> Value? {
-        _core.cache.cachedValue(for: key)
+        _core.cache.anyCopy(for: key)
     }
 
     /// Whether a value for `key` is cached: offline, ``value(for:)`` answers with it.

@@ -68,3 +68,29 @@ final class MuxBatch<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return try result.get()
     }
 }
+
+/// The batches fetching keys now, by key (``MultiRequester`` registers them; a run finds its key's).
+@usableFromInline
+final class MuxBatches<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private let batches = Locked([Key: MuxBatch<Key, Value>]())
+
+    init() {}
+
+    /// The batch fetching `key`, if one is.
+    @usableFromInline
+    func batch(for key: Key) -> MuxBatch<Key, Value>? {
+        batches.withLock { $0[key] }
+    }
+
+    func register(_ batch: MuxBatch<Key, Value>, for keys: [Key]) {
+        batches.withLock { batches in
+            for key in keys { batches[key] = batch }
+        }
+    }
+
+    func unregister(_ batch: MuxBatch<Key, Value>, for keys: [Key]) {
+        batches.withLock { batches in
+            for key in keys where batches[key] === batch { batches[key] = nil }
+        }
+    }
+}

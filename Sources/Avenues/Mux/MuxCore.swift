@@ -9,30 +9,34 @@
 final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendable {
     @usableFromInline let cache: MuxCache<Key, Value>
     @usableFromInline let fetcher: AutoProcessor<MuxRunKey<Key>, Value>
+    /// Keys a multi-key request is fetching; their runs wait for it instead of fetching alone.
+    @usableFromInline let batches: MuxBatches<Key, Value>
     /// Keys whose back end asked to wait (a ``RetryAfterError``).
     @usableFromInline let gate = RetryGate<Key>()
 
-    /// What the fetcher runs for each run key: ``run(_:cache:fetch:)`` bound to a fetch.
+    /// What the fetcher runs for each run key: ``run(_:cache:batches:fetch:)`` bound to a fetch.
     @usableFromInline
-    typealias Runner = @Sendable (MuxRunKey<Key>, MuxCache<Key, Value>) async throws -> Value
+    typealias Runner = @Sendable (MuxRunKey<Key>, MuxCache<Key, Value>, MuxBatches<Key, Value>) async throws -> Value
 
     /// A core whose runs are `runner`: pass ``runner(fetch:)`` made in the client's inlined
     /// initializer, so the miss path runs specialized there too.
     @usableFromInline
     init(cache: MuxCache<Key, Value>, maxConcurrent: Int, rateLimit: RateLimit? = nil, runner: @escaping Runner) {
         self.cache = cache
+        let batches = MuxBatches<Key, Value>()
+        self.batches = batches
         fetcher = AutoProcessor(maxConcurrent: maxConcurrent, rateLimit: rateLimit) { [cache] run in
-            try await runner(run, cache)
+            try await runner(run, cache, batches)
         }
     }
 
-    /// ``run(_:cache:fetch:)`` bound to `fetch`. Inlinable so that a multiplexer's initializer,
+    /// ``run(_:cache:batches:fetch:)`` bound to `fetch`. Inlinable so that a multiplexer's initializer,
     /// inlined in its client, makes it there: unspecialized, every miss spent a third of its time
     /// looking up generic metadata (see the `multiplexer-map-miss` rows of "Instruction counts" in
     /// Benchmarks/README.md).
     @inlinable
     static func runner(fetch: @escaping @Sendable (Key) async throws -> Value) -> Runner {
-        { run, cache in try await Self.run(run, cache: cache, fetch: fetch) }
+        { run, cache, batches in try await Self.run(run, cache: cache, batches: batches, fetch: fetch) }
     }
 
     /// A fresh memory copy at once; otherwise joins (or starts) the key's run of this epoch, at
@@ -56,7 +60,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     func fetch(_ key: Key, priority: RunPriority?) async throws -> Value {
         if let error = gate.blocked(key) {
             // The back end asked to wait: the cached copy of any age, else its answer, without asking.
-            if let fallback = cache.fallbackValue(for: key) { return fallback }
+            if let fallback = cache.anyCopy(for: key) { return fallback }
             throw error
         }
         do {
@@ -91,17 +95,18 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
         }
     }
 
-    /// One run: a copy still fresh (memory, or disk on a cold start), else the fetch (or the batch
-    /// fetching this key), else — after a silenceable failure — the fallback copy.
+    /// One run: a copy still fresh (stored by another run while this one was queued, or on disk on a
+    /// cold start), else the fetch (or the batch fetching this key), else — after a silenceable
+    /// failure — the fallback copy. The disk is read here, off the callers' threads, once for all
+    /// callers of the key.
     @inlinable
-    static func run(_ run: MuxRunKey<Key>, cache: MuxCache<Key, Value>, fetch: @Sendable (Key) async throws -> Value) async throws -> Value {
+    static func run(
+        _ run: MuxRunKey<Key>, cache: MuxCache<Key, Value>, batches: MuxBatches<Key, Value>,
+        fetch: @Sendable (Key) async throws -> Value
+    ) async throws -> Value {
         let key = run.key
-        let batch: MuxBatch<Key, Value>?
-        switch cache.runStart(for: key, epoch: run.epoch) {
-        case .fresh(let value): return value
-        case .batch(let found): batch = found
-        case .fetch: batch = nil
-        }
+        if let value = cache.freshCopy(for: key) { return value }
+        let batch = batches.batch(for: key)
         do {
             let value: Value
             if let batch {
@@ -115,7 +120,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
         } catch {
             if error is CancellationError || Task.isCancelled { throw error }
             guard error.isSilenceable else { throw error }
-            if let fallback = cache.fallbackValue(for: key) { return fallback }
+            if let fallback = cache.anyCopy(for: key) { return fallback }
             throw error.unwrappingSilenceable
         }
     }

@@ -13,7 +13,7 @@ public struct MuxStorage<Key: LosslessStringConvertible & Hashable & Sendable, V
 
     /// The fresh copy of `key`, if there is one.
     public func value(for key: Key) -> Value? {
-        core.cache.lookup(key).flatMap { $0.isStale ? nil : $0.value }
+        core.cache.freshCopy(for: key)
     }
 
     /// The copy of `key` of any age, marked stale when it is past its time-to-live or was refreshed.

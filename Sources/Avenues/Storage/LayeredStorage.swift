@@ -5,11 +5,19 @@ where Front.Key == Back.Key, Front.Value == Back.Value {
     public let front: Front
     /// The storage read on a miss in front.
     public let back: Back
+    /// Whether writes stay in front until their owner copies them back (write-back: a multiplexer's
+    /// memory over its disk copies, written by `save()`), instead of going to both (write-through).
+    let writesBack: Bool
 
     /// Creates `front` layered over `back`.
     public init(front: Front, back: Back) {
+        self.init(front: front, back: back, writesBack: false)
+    }
+
+    init(front: Front, back: Back, writesBack: Bool) {
         self.front = front
         self.back = back
+        self.writesBack = writesBack
     }
 
     /// The front's value; on a miss, the back's value, which is then copied into the front.
@@ -33,10 +41,10 @@ where Front.Key == Back.Key, Front.Value == Back.Value {
         return front ?? back
     }
 
-    /// Stores `value` in both layers.
+    /// Stores `value` in both layers (in front only, when the layering writes back).
     public func set(_ value: Front.Value, for key: Front.Key) {
         front.set(value, for: key)
-        back.set(value, for: key)
+        if !writesBack { back.set(value, for: key) }
     }
 
     /// Removes the value from both layers.

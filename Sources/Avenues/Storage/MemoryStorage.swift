@@ -84,6 +84,22 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
         _ = old
     }
 
+    /// Removes the value for `key` if `matches` says it is still the one the caller means (a
+    /// multiplexer takes back a copy a concurrent clear made stale, not a newer one stored since).
+    @usableFromInline
+    func removeValue(for key: Key, if matches: (Value) -> Bool) {
+        let removed = _table.withLock { table -> Value? in
+            guard let value = table.peek(key), matches(value) else { return nil }
+            return table.removeValue(for: key)
+        }
+        _ = removed
+    }
+
+    /// Every entry held now, without marking any used; O(n) (a multiplexer's `save()`).
+    func snapshot() -> [(key: Key, value: Value)] {
+        _table.withLock { table in table.entries.map { ($0.key, $0.value) } }
+    }
+
     /// The number of entries held now.
     public var count: Int { _table.withLock { $0.count } }
 
