@@ -139,7 +139,7 @@ public func simulate(
     let executor = ManualExecutor()
     let clock = VirtualClock()
     let log = WorkLog()
-    let processor = AutoProcessor<Int, Int>(maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, executor: executor) { row in
+    let processor = AutoProcessor<Int, Int>(maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible ?? 0, executor: executor) { row in
         log.started(row)
         do {
             try await clock.sleep(for: latency.latency(of: row))

@@ -99,12 +99,15 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     ///
     /// - Parameters:
     ///   - storage: where values are kept, by key. Read synchronously by ``item(at:)``.
-    ///   - processor: what makes values. An ``AutoProcessor`` is used as it is (so avenues can share
-    ///     one). A ``SchedulingProcessor`` chain (``AsyncMedia``, ``MultiplexerMap``, their transforms)
-    ///     keeps the one queue and limit it has: the avenue adds only its claims, with no limit, and
-    ///     asks through ``SchedulingProcessor/process(_:priority:)`` with each row's priority, which
-    ///     follows the row. Any other processor is wrapped in a new `AutoProcessor` with its default
-    ///     settings (6 workers).
+    ///   - processor: what makes values.
+    ///   - maxConcurrent: how many values are made at once. `nil` (the default) leaves it to the
+    ///     processor: an ``AutoProcessor`` is used as it is, with its limit (avenues given one share
+    ///     its de-duplication and workers); a ``SchedulingProcessor`` (``AsyncMedia``,
+    ///     ``MultiplexerMap``, their transforms) keeps its one queue and limit — the avenue only
+    ///     claims, asking through ``SchedulingProcessor/process(_:priority:)`` with each row's
+    ///     priority, which follows the row; any other processor runs in a new `AutoProcessor` of 6
+    ///     workers. A number runs any processor in a new `AutoProcessor` of that many workers (at
+    ///     least 1; priorities still reach a scheduling processor inside it).
     ///   - callbackMode: where callbacks run; `.completingThread` by default.
     ///   - retryPolicy: how long a failed key waits before it loads again; ``RetryPolicy/default`` by
     ///     default (waits from 1 s doubling to 60 s, offline detection).
@@ -112,19 +115,36 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     public convenience init(
         storage: some Storage<Key, Value>,
         processor: some Processor<Key, Value>,
+        maxConcurrent: Int? = nil,
         callbackMode: CallbackMode = .completingThread,
         retryPolicy: RetryPolicy = .default
     ) {
         self.init(
-            storage: storage, processor: processor, callbackMode: callbackMode, retryPolicy: retryPolicy,
+            storage: storage, processor: Self.scheduler(for: processor, maxConcurrent: maxConcurrent),
+            callbackMode: callbackMode, retryPolicy: retryPolicy,
             now: { .now }, sleep: { try await Saturating.sleep(until: $0, on: ContinuousClock()) }
         )
+    }
+
+    /// The `AutoProcessor` an avenue runs `processor` through (see ``init(storage:processor:maxConcurrent:callbackMode:retryPolicy:)``).
+    @inlinable
+    static func scheduler(for processor: some Processor<Key, Value>, maxConcurrent: Int?) -> AutoProcessor<Key, Value> {
+        if let maxConcurrent { return AutoProcessor(maxConcurrent: maxConcurrent, processor) }
+        if let shared = processor as? AutoProcessor<Key, Value> { return shared }
+        if let scheduling = processor as? any SchedulingProcessor<Key, Value> {
+            // Claims only: the chain's own scheduler orders and limits the work.
+            return AutoProcessor(
+                maxConcurrent: .max, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
+                work: AutoProcessor.work(of: scheduling), availableOffline: { processor.isAvailableOffline($0) }
+            )
+        }
+        return AutoProcessor(processor)
     }
 
     @inlinable
     init(
         storage: some Storage<Key, Value>,
-        processor: some Processor<Key, Value>,
+        processor: AutoProcessor<Key, Value>,
         callbackMode: CallbackMode,
         retryPolicy: RetryPolicy,
         now: @escaping @Sendable () -> ContinuousClock.Instant,
@@ -137,17 +157,7 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         self._now = now
         self._sleep = sleep
         self._state = Locked(Guarded(machine: Machine(retryPolicy: retryPolicy)))
-        if let shared = processor as? AutoProcessor<Key, Value> {
-            self.processor = shared
-        } else if let scheduling = processor as? any SchedulingProcessor<Key, Value> {
-            // Claims only: the chain's own scheduler orders and limits the work.
-            self.processor = AutoProcessor(
-                maxConcurrent: .max, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
-                work: AutoProcessor.work(of: scheduling), availableOffline: { processor.isAvailableOffline($0) }
-            )
-        } else {
-            self.processor = AutoProcessor(processor)
-        }
+        self.processor = processor
         self.callbackMode = callbackMode
     }
 

@@ -291,13 +291,17 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// let stats = commits.detail(storage: MemoryStorage(), processor: numstat) { $0.hash }
     /// let stat = stats.item(at: row)
     /// ```
+    ///
+    /// `storage`, `processor` and `maxConcurrent` are the detail avenue's, as in
+    /// ``Avenue/init(storage:processor:maxConcurrent:callbackMode:retryPolicy:)``.
     public func detail<Key: Hashable & Sendable, Value: Sendable>(
         storage: some Storage<Key, Value>,
         processor: some Processor<Key, Value>,
+        maxConcurrent: Int? = nil,
         ahead: Int = 0,
         key: @escaping @Sendable (Item) -> Key?
     ) -> Avenue<Int, Key, Value> {
-        let avenue = Avenue<Int, Key, Value>(storage: storage, processor: processor)
+        let avenue = Avenue<Int, Key, Value>(storage: storage, processor: processor, maxConcurrent: maxConcurrent)
         let prefetcher = RowPrefetcher(avenue: avenue, ahead: ahead, behind: 0) { [weak self] row in
             self?.item(at: row).flatMap(key)
         }

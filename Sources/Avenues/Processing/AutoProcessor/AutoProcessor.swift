@@ -62,16 +62,13 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     public var maxConcurrent: Int { _maxConcurrentCount }
 
     /// Workers kept from prefetch work, so visible work finds one free: prefetch work runs on at most
-    /// `maxConcurrent − reservedForVisible` workers (and always on at least one).
+    /// `maxConcurrent − reservedForVisible` workers (and always on at least one); 0 by default.
+    ///
+    /// Keep workers back when prefetch work is long and stays wanted. In the scroll simulation, where
+    /// prefetches that leave the window are cancelled and visible work is queued first, keeping
+    /// workers back changed neither placeholders nor time-to-visible ("Admission control" in
+    /// Benchmarks/README.md), hence the default.
     public let reservedForVisible: Int
-
-    /// The default of `reservedForVisible`: 0. In the scroll simulation, keeping workers from
-    /// prefetch work changed neither placeholders nor time-to-visible (see "Admission control" in
-    /// Benchmarks/README.md), because visible work is queued first and prefetches that leave the
-    /// window are cancelled. Keep workers back when prefetch work is long and stays wanted.
-    public static func defaultReservedForVisible(maxConcurrent: Int) -> Int {
-        0
-    }
 
     @usableFromInline let _maxConcurrentCount: Int
     /// Whether jobs tell their work the priority they run at (the work contains a scheduler).
@@ -91,8 +88,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     ///
     /// - Parameters:
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
-    ///   - reservedForVisible: workers prefetch work may not take; by default
-    ///     ``defaultReservedForVisible(maxConcurrent:)`` (0).
+    ///   - reservedForVisible: workers prefetch work may not take; 0 by default.
     ///   - rateLimit: how many runs may start per second; `nil` (the default) for no limit. A job
     ///     waiting for its turn holds its worker.
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
@@ -103,7 +99,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     @inlinable
     public convenience init(
         maxConcurrent: Int = 6,
-        reservedForVisible: Int? = nil,
+        reservedForVisible: Int = 0,
         rateLimit: RateLimit? = nil,
         executor: (any TaskExecutor)? = nil,
         _ processor: some Processor<Key, Value>
@@ -131,15 +127,14 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     ///
     /// - Parameters:
     ///   - maxConcurrent: the most work items running at once; 6 by default, at least 1.
-    ///   - reservedForVisible: workers prefetch work may not take; by default
-    ///     ``defaultReservedForVisible(maxConcurrent:)``.
+    ///   - reservedForVisible: workers prefetch work may not take; 0 by default.
     ///   - rateLimit: how many runs may start per second; `nil` (the default) for no limit.
     ///   - executor: where the workers run; `nil` (the default) for the global concurrent executor.
     ///   - work: what makes each value; should honour task cancellation.
     @inlinable
     public convenience init(
         maxConcurrent: Int = 6,
-        reservedForVisible: Int? = nil,
+        reservedForVisible: Int = 0,
         rateLimit: RateLimit? = nil,
         executor: (any TaskExecutor)? = nil,
         _ work: @escaping @Sendable (Key) async throws -> Value
@@ -153,14 +148,14 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     @inlinable
     init(
         maxConcurrent: Int,
-        reservedForVisible: Int?,
+        reservedForVisible: Int,
         rateLimit: RateLimit?,
         executor: (any TaskExecutor)?,
         propagatesPriority: Bool,
         work: @escaping Work,
         availableOffline: (@Sendable (Key) -> Bool)? = nil
     ) {
-        let reserved = reservedForVisible ?? Self.defaultReservedForVisible(maxConcurrent: maxConcurrent)
+        let reserved = reservedForVisible
         self._maxConcurrentCount = maxConcurrent
         self.reservedForVisible = reserved
         self._executor = executor
