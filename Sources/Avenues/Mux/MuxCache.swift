@@ -38,7 +38,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     }
 
     @usableFromInline var timeToLive: Duration { freshness.timeToLive }
-    var disk: DiskStorage<Key>? { copies.back.disk }
+    @usableFromInline var disk: DiskStorage<Key>? { copies.back.disk }
 
     // MARK: Reading
 
@@ -46,10 +46,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     /// so it runs specialized in the caller.
     @inlinable
     func freshValue(for key: Key) -> Value? {
-        guard let copy = copies.front.table.value(for: key),
-              freshness.isFresh(copy, for: key, now: freshness.clock.monotonic())
-        else { return nil }
-        return copy.value
+        copies.front.freshValue(for: key)
     }
 
     /// The epoch a request for `key` belongs to now.
@@ -60,19 +57,19 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
 
     /// The freshest copy — memory, else disk — and whether it is stale, without fetching. A fresh
     /// disk copy becomes the memory copy.
-    @usableFromInline
+    @inlinable
     func lookup(_ key: Key) -> (value: Value, isStale: Bool)? {
         copies.lookup(key).map { ($0.value.value, $0.isStale) }
     }
 
     /// A fresh copy, memory's or disk's.
-    @usableFromInline
+    @inlinable
     func freshCopy(for key: Key) -> Value? {
         lookup(key).flatMap { $0.isStale ? nil : $0.value }
     }
 
     /// A copy of any age: served after a silenceable failure, and as `cachedValue`.
-    @usableFromInline
+    @inlinable
     func anyCopy(for key: Key) -> Value? {
         lookup(key)?.value
     }
@@ -90,12 +87,12 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     func store(_ value: Value, for key: Key, epoch: UInt64?) {
         let current = freshness.epochs.number(for: key)
         if let epoch, epoch < current { return }
-        copies.set(MuxCopy(value: value, fetchedAt: freshness.clock.monotonic(), epoch: current), for: key)
+        copies.set(MuxCopy(value: value, fetchedAt: freshness.now(), epoch: current), for: key)
     }
 
     /// Soft refresh: the next request of `key` (or of every key) fetches; copies stay as fallbacks.
     func refresh(_ key: Key?) {
-        freshness.epochs.advance(key, now: freshness.clock.monotonic(), timeToLive: timeToLive)
+        freshness.epochs.advance(key, now: freshness.now(), timeToLive: timeToLive)
     }
 
     /// Drops memory copies; disk copies stay.

@@ -6,13 +6,16 @@ import Foundation
 @usableFromInline
 struct MuxCopy<Value: Sendable>: Sendable {
     @usableFromInline var value: Value
-    /// When it was fetched, on the multiplexer's monotonic clock: it is fresh for the time-to-live.
-    @usableFromInline var fetchedAt: ContinuousClock.Instant
+    /// When it was fetched (``MuxFreshness/now()``): it is fresh for the time-to-live. A `Duration`,
+    /// not a `ContinuousClock.Instant`, whose layout is not known outside the standard library: a
+    /// copy holding one is handled through value witnesses and boxed in async frames (a miss took a
+    /// quarter more instructions).
+    @usableFromInline var fetchedAt: Duration
     /// The epoch it was fetched in (``MuxEpochs``): stale once its key's epoch is a later one.
     @usableFromInline var epoch: UInt64
 
     @inlinable
-    init(value: Value, fetchedAt: ContinuousClock.Instant, epoch: UInt64) {
+    init(value: Value, fetchedAt: Duration, epoch: UInt64) {
         (self.value, self.fetchedAt, self.epoch) = (value, fetchedAt, epoch)
     }
 
@@ -29,9 +32,22 @@ struct MuxFreshness<Key: Hashable & Sendable>: Sendable {
     @usableFromInline let timeToLive: Duration
     @usableFromInline let clock: MuxClock
     @usableFromInline let epochs: MuxEpochs<Key>
+    /// The instant times are counted from.
+    @usableFromInline let origin: ContinuousClock.Instant
+
+    init(timeToLive: Duration, clock: MuxClock, epochs: MuxEpochs<Key>) {
+        (self.timeToLive, self.clock, self.epochs) = (timeToLive, clock, epochs)
+        origin = clock.monotonic()
+    }
+
+    /// Now, on the multiplexer's monotonic clock, as the time since `origin`.
+    @inlinable
+    func now() -> Duration {
+        clock.monotonic() - origin
+    }
 
     @inlinable
-    func isFresh<Value>(_ copy: MuxCopy<Value>, for key: Key, now: ContinuousClock.Instant) -> Bool {
+    func isFresh<Value>(_ copy: MuxCopy<Value>, for key: Key, now: Duration) -> Bool {
         copy.epoch >= epochs.number(for: key) && now - copy.fetchedAt < timeToLive
     }
 }
@@ -54,11 +70,24 @@ struct MuxMemoryCopies<Key: Hashable & Sendable, Value: Sendable>: Storage {
         table.value(for: key)
     }
 
+    /// The value of the copy of `key` if it is fresh, judged inside the table's lock: a copy never
+    /// leaves it (a copy returned as an optional cost a hit a third more: see
+    /// "Instruction counts" in Benchmarks/README.md).
+    @inlinable
+    func freshValue(for key: Key) -> Value? {
+        let epoch = freshness.epochs.number(for: key)
+        let now = freshness.now()
+        let timeToLive = freshness.timeToLive
+        return table.read(key) { copy in
+            copy.epoch >= epoch && now - copy.fetchedAt < timeToLive ? copy.value : nil
+        }
+    }
+
     /// The copy, stale when its epoch or its age says so.
     @inlinable
     func lookup(_ key: Key) -> StoredValue<MuxCopy<Value>>? {
         guard let copy = table.value(for: key) else { return nil }
-        return StoredValue(copy, isStale: !freshness.isFresh(copy, for: key, now: freshness.clock.monotonic()))
+        return StoredValue(copy, isStale: !freshness.isFresh(copy, for: key, now: freshness.now()))
     }
 
     /// Keeps `copy` — unless its key moved to a later epoch meanwhile (a hard clear racing a fetch's
@@ -71,9 +100,9 @@ struct MuxMemoryCopies<Key: Hashable & Sendable, Value: Sendable>: Storage {
         }
     }
 
-    @usableFromInline func removeValue(for key: Key) { table.removeValue(for: key) }
+    @inlinable func removeValue(for key: Key) { table.removeValue(for: key) }
 
-    @usableFromInline func removeAll() { table.removeAll() }
+    @inlinable func removeAll() { table.removeAll() }
 }
 
 /// A multiplexer's disk layer: its values as JSON in a ``DiskStorage``, each dated by when it was
@@ -81,26 +110,37 @@ struct MuxMemoryCopies<Key: Hashable & Sendable, Value: Sendable>: Storage {
 /// disk layer: every read misses and writes are dropped.
 @usableFromInline
 struct MuxDiskCopies<Key: Hashable & Sendable, Value: Codable & Sendable>: Storage {
-    let disk: DiskStorage<Key>?
+    @usableFromInline let disk: DiskStorage<Key>?
     @usableFromInline let freshness: MuxFreshness<Key>
 
+    init(disk: DiskStorage<Key>?, freshness: MuxFreshness<Key>) {
+        (self.disk, self.freshness) = (disk, freshness)
+    }
+
     /// The copy of any age.
-    @usableFromInline
+    @inlinable
     func value(for key: Key) -> MuxCopy<Value>? {
         lookup(key)?.value
     }
 
     /// The copy, fresh when it is younger than the time-to-live and was fetched after its key's epoch
     /// began (disk dates have millisecond resolution: a copy must be later by more than that).
-    @usableFromInline
+    /// Inlinable only to miss at once, specialized, without a disk (a map without a `cacheKey`).
+    @inlinable
     func lookup(_ key: Key) -> StoredValue<MuxCopy<Value>>? {
-        guard let disk, let entry = try? disk.entry(for: key, includingExpired: true),
+        guard let disk else { return nil }
+        return read(key, from: disk)
+    }
+
+    @usableFromInline
+    func read(_ key: Key, from disk: DiskStorage<Key>) -> StoredValue<MuxCopy<Value>>? {
+        guard let entry = try? disk.entry(for: key, includingExpired: true),
               let value = try? JSONDecoder().decode(Value.self, from: entry.data)
         else { return nil }
         let clock = freshness.clock
         // The date is read from a file: any value, so the age is clamped (a huge double traps `.seconds`).
         let age = Saturating.duration(seconds: max(0, clock.wall().timeIntervalSince(entry.storedAt)))
-        let fetchedAt = clock.monotonic() - age
+        let fetchedAt = freshness.now() - age
         let epoch = freshness.epochs.epoch(for: key)
         let afterEpoch = epoch.began.map { fetchedAt - $0 > .milliseconds(1) } ?? true
         let fresh = afterEpoch && age < freshness.timeToLive
@@ -108,15 +148,16 @@ struct MuxDiskCopies<Key: Hashable & Sendable, Value: Codable & Sendable>: Stora
     }
 
     /// Writes `copy`; a failure leaves the disk copy as it was.
-    @usableFromInline
+    @inlinable
     func set(_ copy: MuxCopy<Value>, for key: Key) {
-        try? write(copy, for: key)
+        if disk != nil { try? write(copy, for: key) }
     }
 
     /// Writes `copy` dated by when it was fetched.
     ///
     /// - Throws: ``DiskStorageError``: `.notEncodable` for a value JSON cannot encode, or why the write
     ///   failed.
+    @usableFromInline
     func write(_ copy: MuxCopy<Value>, for key: Key) throws(DiskStorageError) {
         guard let disk else { return }
         let data: Data
@@ -125,11 +166,11 @@ struct MuxDiskCopies<Key: Hashable & Sendable, Value: Codable & Sendable>: Stora
         } catch {
             throw DiskStorageError(.notEncodable, path: "\(key)", call: "JSONEncoder", detail: "\(error)")
         }
-        let age = freshness.clock.monotonic() - copy.fetchedAt
+        let age = freshness.now() - copy.fetchedAt
         try disk.write(data, for: key, storedAt: freshness.clock.wall().addingTimeInterval(-max(0, age.seconds)))
     }
 
-    @usableFromInline func removeValue(for key: Key) { disk?.removeValue(for: key) }
+    @inlinable func removeValue(for key: Key) { disk?.removeValue(for: key) }
 
-    @usableFromInline func removeAll() { disk?.removeAll() }
+    @inlinable func removeAll() { disk?.removeAll() }
 }

@@ -16,10 +16,10 @@ final class MuxEpochs<Key: Hashable & Sendable>: Sendable {
     struct Epoch: Sendable {
         /// Later epochs have larger numbers.
         @usableFromInline let number: UInt64
-        /// When it began on the multiplexer's monotonic clock; `nil` for the first one (nothing was
-        /// refreshed or cleared yet).
-        @usableFromInline let began: ContinuousClock.Instant?
-        @inlinable init(number: UInt64, began: ContinuousClock.Instant?) { (self.number, self.began) = (number, began) }
+        /// When it began (``MuxFreshness/now()``); `nil` for the first one (nothing was refreshed or
+        /// cleared yet).
+        @usableFromInline let began: Duration?
+        @inlinable init(number: UInt64, began: Duration?) { (self.number, self.began) = (number, began) }
     }
 
     @usableFromInline
@@ -61,7 +61,7 @@ final class MuxEpochs<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Moves `key` (or, for `nil`, every key) to a new epoch beginning `now`.
-    func advance(_ key: Key?, now: ContinuousClock.Instant, timeToLive: Duration) {
+    func advance(_ key: Key?, now: Duration, timeToLive: Duration) {
         state.withLock { state in
             state.latest &+= 1
             let epoch = Epoch(number: state.latest, began: now)

@@ -37,6 +37,15 @@ struct ClockTable<Key: Hashable, Value> {
         return entries[slot].value
     }
 
+    /// What `body` makes of the value for `key`, read in place (never copied into an optional),
+    /// marking it used.
+    @inlinable
+    mutating func read<Result>(_ key: Key, _ body: (Value) -> Result?) -> Result? {
+        guard let slot = slots[key] else { return nil }
+        if !entries[slot].referenced { entries[slot].referenced = true }
+        return body(entries[slot].value)
+    }
+
     /// The value for `key` without marking it used.
     @inlinable
     func peek(_ key: Key) -> Value? {

@@ -84,6 +84,13 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
         _ = old
     }
 
+    /// What `body` makes of the value for `key` (which becomes the most recently used entry), under
+    /// the lock: the value is not copied out.
+    @inlinable
+    func read<Result: Sendable>(_ key: Key, _ body: @Sendable (Value) -> Result?) -> Result? {
+        _table.withLock { table in table.read(key, body) }
+    }
+
     /// Removes the value for `key` if `matches` says it is still the one the caller means (a
     /// multiplexer takes back a copy a concurrent clear made stale, not a newer one stored since).
     @usableFromInline

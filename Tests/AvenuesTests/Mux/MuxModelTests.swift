@@ -228,7 +228,7 @@ extension MuxTests {
         let cache = MuxCache<String, Int>(timeToLive: .seconds(60), clock: clock.muxClock, countLimit: 4, disk: nil)
         let epochBeforeTheClear = cache.epoch(for: "k")
         cache.clear("k")
-        cache.copies.set(MuxCopy(value: 1, fetchedAt: clock.muxClock.monotonic(), epoch: epochBeforeTheClear), for: "k")
+        cache.copies.set(MuxCopy(value: 1, fetchedAt: cache.freshness.now(), epoch: epochBeforeTheClear), for: "k")
         #expect(cache.anyCopy(for: "k") == nil)
         // A copy of the current epoch stays, and one of another key is untouched by the clear.
         cache.store(2, for: "k", epoch: cache.epoch(for: "k"))
