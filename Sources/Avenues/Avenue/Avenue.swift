@@ -60,30 +60,33 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     @usableFromInline typealias Machine = AvenueStateMachine<Index, Key, Value, AutoProcessor<Key, Value>.Claim>
     @usableFromInline typealias Tagged = AvenueChanges<Index>.Tagged
 
+    /// One of the avenue's listeners: each is told every change, in the order they were added.
     @usableFromInline
-    struct Handlers {
-        /// The component built on this avenue (``PagedRows``), told before the public handler: the
-        /// public one stays the user's, and setting it cannot unhook the component.
-        @usableFromInline var owner: StateChangeHandler?
-        @usableFromInline var onStateChange: StateChangeHandler?
-        @usableFromInline var onError: ErrorHandler?
-        @inlinable init() {}
+    enum Listener {
+        /// Added with ``observe(_:)``.
+        case observer(@Sendable (AvenueEvent<Index>) -> Void)
+        /// A ``subscribe()`` reader's buffer.
+        case subscription(ChangeSubscription<Index>)
+        /// ``onStateChange`` and ``onError``: an adapter that calls whatever they hold when told.
+        case properties
     }
 
+    /// What ``onStateChange`` and ``onError`` hold, and their adapter's place among the listeners.
     @usableFromInline
-    struct Subscribers {
-        @usableFromInline var next: UInt64 = 0
-        @usableFromInline var buffers: [UInt64: ChangeSubscription<Index>] = [:]
+    struct Properties {
+        @usableFromInline var onStateChange: StateChangeHandler?
+        @usableFromInline var onError: ErrorHandler?
+        @usableFromInline var listenerID: UInt64?
         @inlinable init() {}
     }
 
     /// Everything the avenue keeps under its one lock: the rows (the pure state machine), the
-    /// handlers, the subscribers and the retry timer.
+    /// listeners and the retry timer.
     @usableFromInline
     struct Guarded {
         @usableFromInline var machine: Machine
-        @usableFromInline var handlers = Handlers()
-        @usableFromInline var subscribers = Subscribers()
+        @usableFromInline var listeners = ListenerList<Listener>()
+        @usableFromInline var properties = Properties()
         /// The task that retries failed visible rows when their wait is over, and when it wakes.
         @usableFromInline var retryTimer: (task: Task<Void, Never>?, deadline: ContinuousClock.Instant?) = (nil, nil)
         @inlinable init(machine: Machine) { self.machine = machine }
@@ -162,34 +165,62 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     }
 
     deinit {
-        let (timer, effects, buffers) = _state.withLock { state in
-            (state.retryTimer.task, state.machine.releaseAll(), Array(state.subscribers.buffers.values))
+        let (timer, effects, listeners) = _state.withLock { state in
+            (state.retryTimer.task, state.machine.releaseAll(), state.listeners.entries)
         }
         timer?.cancel()
         for claim in effects.release { processor.release(claim) }
-        for buffer in buffers { buffer.finish() }
+        for case .subscription(let buffer) in listeners.map(\.listener) { buffer.finish() }
     }
 
     // MARK: Callbacks
 
     /// Called with a row whose state changed: loaded, failed, or cancelled by a shared processor.
     /// Never called for a row's own `prepareItem` that found its value stored (read it right away).
+    ///
+    /// One slot, for the simple case: setting it replaces the handler before. It is an adapter over
+    /// the avenue's listeners (``observe(_:)`` adds any number of them): with ``onError``, it is
+    /// told in the place the first of the two was set.
     public var onStateChange: StateChangeHandler? {
-        get { _state.withLock { $0.handlers.onStateChange } }
-        set { _state.withLock { $0.handlers.onStateChange = newValue } }
-    }
-
-    /// The handler of the component that owns this avenue (``PagedRows``' page loads), apart from
-    /// ``onStateChange``.
-    var ownerStateChange: StateChangeHandler? {
-        get { _state.withLock { $0.handlers.owner } }
-        set { _state.withLock { $0.handlers.owner = newValue } }
+        get { _state.withLock { $0.properties.onStateChange } }
+        set { _state.withLock { state in
+            state.properties.onStateChange = newValue
+            Self.placeProperties(in: &state)
+        } }
     }
 
     /// Called with the error and the row when a load fails, just before `onStateChange` for that row.
+    /// One slot, like ``onStateChange``.
     public var onError: ErrorHandler? {
-        get { _state.withLock { $0.handlers.onError } }
-        set { _state.withLock { $0.handlers.onError = newValue } }
+        get { _state.withLock { $0.properties.onError } }
+        set { _state.withLock { state in
+            state.properties.onError = newValue
+            Self.placeProperties(in: &state)
+        } }
+    }
+
+    /// Keeps the properties' adapter among the listeners while either property holds a handler.
+    static func placeProperties(in state: inout Guarded) {
+        let wanted = state.properties.onStateChange != nil || state.properties.onError != nil
+        if wanted, state.properties.listenerID == nil {
+            state.properties.listenerID = state.listeners.add(.properties)
+        } else if !wanted, let id = state.properties.listenerID {
+            state.listeners.remove(id)
+            state.properties.listenerID = nil
+        }
+    }
+
+    /// Tells `observer` every change of the rows from now on — a row loaded, failed (with the
+    /// error), or cancelled by a shared processor — until the returned observation is cancelled or
+    /// the avenue is gone. Any number of observers may be added; they are told in the order they were
+    /// added, on the thread ``callbackMode`` says, never concurrently, and may call back into the
+    /// avenue. An event for a row released before it is told is not told.
+    @discardableResult
+    public func observe(_ observer: @escaping @Sendable (AvenueEvent<Index>) -> Void) -> ChangeObservation {
+        let id = _state.withLock { $0.listeners.add(.observer(observer)) }
+        return ChangeObservation { [weak self] in
+            _ = self?._state.withLock { $0.listeners.remove(id) }
+        }
     }
 
     /// Sets ``onStateChange`` to a closure isolated to the main actor, for a front end whose state
@@ -215,13 +246,9 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         let buffer = ChangeSubscription<Index> { [weak self] index, ticket in
             self?._state.withLock { $0.machine.isCurrent(index, ticket: ticket) } ?? false
         }
-        let id = _state.withLock { state in
-            state.subscribers.next &+= 1
-            state.subscribers.buffers[state.subscribers.next] = buffer
-            return state.subscribers.next
-        }
+        let id = _state.withLock { $0.listeners.add(.subscription(buffer)) }
         return AvenueChanges(subscription: .init(buffer: buffer) { [weak self] in
-            _ = self?._state.withLock { $0.subscribers.buffers.removeValue(forKey: id) }
+            _ = self?._state.withLock { $0.listeners.remove(id) }
             buffer.finish()
         })
     }
@@ -509,25 +536,29 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
 
     @inlinable
     func tell(_ batch: [Machine.Delivery]) {
-        let (handlers, subscribers) = _state.withLock { ($0.handlers, Array($0.subscribers.buffers.values)) }
+        let (listeners, properties) = _state.withLock { ($0.listeners.entries, $0.properties) }
         for delivery in batch {
-            // Checked before each callback: an earlier callback may have released the row.
+            // Checked before each listener: an earlier one may have released the row.
             func isCurrent() -> Bool {
                 _state.withLock { $0.machine.isCurrent(delivery.index, ticket: delivery.ticket) }
             }
-            let event: AvenueEvent<Index>.Change
+            let change: AvenueEvent<Index>.Change
             switch delivery.change {
-            case .loaded: event = .loaded
-            case .cancelled: event = .cancelled
-            case .failed(let error):
-                event = .failed(error)
-                if let onError = handlers.onError, isCurrent() { onError(error, delivery.index) }
+            case .loaded: change = .loaded
+            case .cancelled: change = .cancelled
+            case .failed(let error): change = .failed(error)
             }
-            if let owner = handlers.owner, isCurrent() { owner(delivery.index) }
-            if let onStateChange = handlers.onStateChange, isCurrent() { onStateChange(delivery.index) }
-            if !subscribers.isEmpty, isCurrent() {
-                let tagged = Tagged(event: AvenueEvent(index: delivery.index, change: event), ticket: delivery.ticket)
-                for subscriber in subscribers { subscriber.yield(tagged) }
+            let event = AvenueEvent(index: delivery.index, change: change)
+            for (_, listener) in listeners {
+                switch listener {
+                case .observer(let observer):
+                    if isCurrent() { observer(event) }
+                case .subscription(let buffer):
+                    if isCurrent() { buffer.yield(Tagged(event: event, ticket: delivery.ticket)) }
+                case .properties:
+                    if case .failed(let error) = change, let onError = properties.onError, isCurrent() { onError(error, delivery.index) }
+                    if let onStateChange = properties.onStateChange, isCurrent() { onStateChange(delivery.index) }
+                }
             }
         }
     }

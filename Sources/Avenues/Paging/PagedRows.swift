@@ -25,7 +25,7 @@
 ///   ``follow(every:)`` polls it, without moving the window.
 /// - **Caching.** A `pageCache` (a ``MemoryStorage``, or a ``DiskStorage`` through `codable`) keeps
 ///   pages across runs: a second run shows the pages it saw at once, as stale, and loads them again.
-/// - **Details.** ``detail(storage:processor:ahead:key:)`` gives each visible row's detail (a diff
+/// - **Details.** ``detail(storage:processor:maxConcurrent:ahead:key:)`` gives each visible row's detail (a diff
 ///   stat, a thumbnail) its own avenue, loaded for the rows on screen only and cancelled off screen.
 ///
 /// ```swift
@@ -61,13 +61,22 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// The kinds of contract breach already reported (each is reported once).
     let breachesReported = Locked(Set<String>())
 
+    /// One of the rows' listeners: each is told every change, in the order they were added.
+    enum Listener {
+        /// Added with ``observe(_:)``.
+        case observer(@Sendable (PagedRowsChange) -> Void)
+        /// A ``subscribe()`` reader's buffer, by page number.
+        case subscription(ChangeSubscription<Int>)
+        /// ``onChange``: an adapter that calls whatever it holds when told.
+        case onChange
+    }
+
     struct Listeners {
+        var list = ListenerList<Listener>()
         var onChange: (@Sendable (PagedRowsChange) -> Void)?
+        var onChangeID: UInt64?
         var details: [UInt64: @Sendable (Range<Int>?) -> Void] = [:]
         var nextDetail: UInt64 = 0
-        /// The ``subscribe()`` subscriptions, by page number.
-        var subscriptions: [UInt64: ChangeSubscription<Int>] = [:]
-        var nextSubscription: UInt64 = 0
         /// The errors to hand subscribers with their page's change, newest per page.
         var errors: [Int: any Error] = [:]
     }
@@ -125,13 +134,14 @@ public final class PagedRows<Source: PageSource>: Sendable {
         resolver.set { [weak self] number in self?.machine.withLock { $0.key(for: number) } }
         store.onStore { [weak self] key, page in self?.stored(page, for: key) }
         breaches.set { [weak self] breach in self?.report(breach) }
-        // Not `onStateChange`: that slot is the user's (setting it once unhooked the paging).
-        pages.ownerStateChange = { [weak self] number in self?.pageChanged(number) }
+        // A listener of its own, the first: `onStateChange` is the user's slot (setting it once
+        // unhooked the paging).
+        pages.observe { [weak self] event in self?.pageChanged(event.index) }
     }
 
     deinit {
         following.withLock { $0 }?.cancel()
-        for subscription in listeners.withLock({ Array($0.subscriptions.values) }) { subscription.finish() }
+        for case .subscription(let buffer) in listeners.withLock({ $0.list.entries.map(\.listener) }) { buffer.finish() }
     }
 
     // MARK: Reading
@@ -274,10 +284,34 @@ public final class PagedRows<Source: PageSource>: Sendable {
 
     /// Called with the rows whose page changed (loaded, failed, cancelled) and the new count, and
     /// with a page source's contract breach (``PagedRowsChange/error``).
-    /// Runs where the page avenue's callbacks run; never concurrently with itself.
+    /// Runs where the page avenue's callbacks run. One slot, for the simple case: setting it
+    /// replaces the handler before; it is an adapter over the rows' listeners (``observe(_:)`` adds
+    /// any number), told in the place it was first set.
     public var onChange: (@Sendable (PagedRowsChange) -> Void)? {
         get { listeners.withLock { $0.onChange } }
-        set { listeners.withLock { $0.onChange = newValue } }
+        set {
+            listeners.withLock { listeners in
+                listeners.onChange = newValue
+                if newValue != nil, listeners.onChangeID == nil {
+                    listeners.onChangeID = listeners.list.add(.onChange)
+                } else if newValue == nil, let id = listeners.onChangeID {
+                    listeners.list.remove(id)
+                    listeners.onChangeID = nil
+                }
+            }
+        }
+    }
+
+    /// Tells `observer` every change from now on — the rows whose page loaded, failed or was
+    /// cancelled with the count then, or a page source's contract breach — until the returned
+    /// observation is cancelled or the rows are gone. Any number of observers may be added; they are
+    /// told in the order they were added, where the page avenue's callbacks run.
+    @discardableResult
+    public func observe(_ observer: @escaping @Sendable (PagedRowsChange) -> Void) -> ChangeObservation {
+        let id = listeners.withLock { $0.list.add(.observer(observer)) }
+        return ChangeObservation { [weak self] in
+            _ = self?.listeners.withLock { $0.list.remove(id) }
+        }
     }
 
     // MARK: Details
@@ -399,18 +433,23 @@ public final class PagedRows<Source: PageSource>: Sendable {
         notify(breach.page, error: breach)
     }
 
-    /// Tells the ``onChange`` callback and every ``subscribe()`` reader that page `number` changed.
+    /// Tells every listener (``observe(_:)``, ``onChange``, ``subscribe()``) that page `number` changed.
     private func notify(_ number: Int, error: (any Error)? = nil) {
         let size = configuration.pageSize
         let start = Saturating.multiply(number, size)
         let change = PagedRowsChange(rows: start ..< Saturating.add(start, size), count: count, error: error)
-        let (onChange, subscriptions) = listeners.withLock { listeners in
+        let (list, onChange) = listeners.withLock { listeners in
             if let error { listeners.errors[number] = error } else { listeners.errors[number] = nil }
-            return (listeners.onChange, Array(listeners.subscriptions.values))
+            return (listeners.list.entries, listeners.onChange)
         }
-        onChange?(change)
         let event = AvenueChanges<Int>.Tagged(event: AvenueEvent(index: number, change: .loaded), ticket: 0)
-        for subscription in subscriptions { subscription.yield(event) }
+        for (_, listener) in list {
+            switch listener {
+            case .observer(let observer): observer(change)
+            case .subscription(let buffer): buffer.yield(event)
+            case .onChange: onChange?(change)
+            }
+        }
     }
 
     /// The error last reported with page `number`'s change, for ``subscribe()``'s readers.

@@ -42,13 +42,9 @@ extension PagedRows {
     /// rows are released. Subscribe before showing rows, so no change is missed.
     public func subscribe() -> PagedRowsChanges {
         let buffer = ChangeSubscription<Int> { _, _ in true }  // pages are told whether shown or not
-        let id = listeners.withLock { listeners -> UInt64 in
-            listeners.nextSubscription &+= 1
-            listeners.subscriptions[listeners.nextSubscription] = buffer
-            return listeners.nextSubscription
-        }
+        let id = listeners.withLock { $0.list.add(.subscription(buffer)) }
         let subscription = AvenueChanges<Int>.Subscription(buffer: buffer) { [weak self] in
-            _ = self?.listeners.withLock { $0.subscriptions.removeValue(forKey: id) }
+            _ = self?.listeners.withLock { $0.list.remove(id) }
         }
         return PagedRowsChanges(pages: AvenueChanges(subscription: subscription), pageSize: configuration.pageSize) { [weak self] in
             self?.count ?? .atLeast(0)
