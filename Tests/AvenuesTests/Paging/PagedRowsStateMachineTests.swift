@@ -1,0 +1,103 @@
+import Testing
+@testable import Avenues
+
+/// `PagedRowsStateMachine` as a plain value: events in, plans and keys out, no threads, no loads.
+@Suite("Paged rows state machine")
+struct PagedRowsStateMachineTests {
+    typealias Machine = PagedRowsStateMachine<Int>
+
+    /// 100-row pages, prefetch 100 rows ahead (25 behind), initial load 300 rows.
+    func machine(jumps: Bool, maxResident: Int? = nil) -> Machine {
+        let configuration = PagingConfiguration(pageSize: 100, prefetchDistance: 100, initialLoadSize: 300, maxResident: maxResident, jumpThreshold: 1_000)
+        return Machine(settings: .init(configuration, jumps: jumps))
+    }
+
+    /// Stores page `number` as a full page whose cursor leads to the next (`itemsAfter` if given).
+    func store(_ number: Int, in machine: inout Machine, items: Int = 100, last: Bool = false, itemsAfter: Int? = nil) -> Machine.Stored {
+        let key = machine.key(for: number) ?? PageKey(generation: 0, number: number, origin: .offset)
+        return machine.stored(key, itemCount: items, cursorAfter: last ? nil : (number + 1) * 100, itemsAfter: itemsAfter)
+    }
+
+    @Test func theFirstScreenPlansItsInitialLoadAndOnlyPageZeroHasAKeyAtFirst() {
+        var m = machine(jumps: false)
+        #expect(m.plan().prefetch == nil)  // nothing shown yet
+        m.show(0..<40)
+        let plan = m.plan()
+        #expect(plan.visiblePages == 0..<3)  // 300 rows of initial load
+        #expect(plan.prefetch == 0..<3)
+        #expect(plan.visibleRows == 0..<40)
+        if case .start = m.key(for: 0)?.origin {} else { Issue.record("page 0 is not loaded from the start") }
+        #expect(m.key(for: 1) == nil)  // a cursor source: reached only through page 0's cursor
+        #expect(m.count == .atLeast(0))
+    }
+
+    @Test func storedPagesTeachCursorsAndTheCountAndSayWhenItChanged() {
+        var m = machine(jumps: false)
+        m.show(0..<40)
+        #expect(store(0, in: &m).countChanged)
+        if case .after(let cursor) = m.key(for: 1)?.origin { #expect(cursor == 100) } else { Issue.record("page 1 has no cursor key") }
+        #expect(m.count == .atLeast(100))
+        #expect(store(1, in: &m, itemsAfter: 50).countChanged)
+        #expect(m.count == .exact(250))
+        #expect(!store(1, in: &m, itemsAfter: 50).countChanged)  // the same page again changes nothing
+        #expect(m.isPastTheEnd(3) && !m.isPastTheEnd(2))
+    }
+
+    @Test func aFarWindowOfACursorSourceIsWalkedToOnePageAtATimeFromTheNearestKnownPage() {
+        var m = machine(jumps: false)
+        m.show(0..<40)
+        _ = store(0, in: &m)
+        _ = store(1, in: &m)
+        m.show(5_000..<5_040)  // page 50: no cursor known for it
+        #expect(m.plan().prefetch == 2..<3)  // the walk goes on from page 2, the frontier
+        _ = store(2, in: &m)
+        #expect(m.plan().prefetch == 3..<4)
+    }
+
+    @Test func aFarWindowOfAnOffsetSourceLoadsDirectlyAndANearOneWalksFromTheNearestIsland() {
+        var m = machine(jumps: true)
+        m.show(0..<40)
+        _ = m.plan()
+        _ = store(0, in: &m)
+        m.show(50_000..<50_040)  // page 500: far beyond the reach (10 pages) of page 1
+        #expect(m.plan().prefetch == 500..<501)
+        if case .offset = m.key(for: 500)?.origin {} else { Issue.record("page 500 is not loaded by offset") }
+        _ = store(500, in: &m)  // an island: page 501's cursor is known now
+        m.show(50_500..<50_540)  // page 505: near that island, walked from it
+        #expect(m.key(for: 505) == nil)
+        #expect(m.plan().prefetch == 501..<502)
+    }
+
+    @Test func aRefreshStartsANewGenerationFromItsPageAndForgetsTheEndAfterIt() {
+        var m = machine(jumps: true)
+        m.show(0..<40)
+        _ = store(0, in: &m)
+        _ = store(1, in: &m, items: 30, last: true)
+        #expect(m.count == .exact(130))
+        m.refresh(fromPage: 1)
+        #expect(m.key(for: 0)?.generation == 0)
+        #expect(m.key(for: 1)?.generation == 1)
+        #expect(m.count == .atLeast(130))  // the end after page 1 may have moved
+        for page in 2...200 { m.refresh(fromPage: page) }
+        #expect(m.generations.count <= Machine.maxGenerations)
+        // The oldest ranges merged into newer ones (their pages load again when shown); the newest
+        // range keeps the newest generation.
+        #expect((m.key(for: 0)?.generation ?? 0) > 0)
+        #expect(m.key(for: 0).map { $0.generation < m.key(for: 200)?.generation ?? 0 } == true)
+    }
+
+    @Test func hostileWindowsAndCountsNeverOverflow() {
+        var m = machine(jumps: true, maxResident: 1_000)
+        m.show(0..<Int.max)
+        let plan = m.plan()
+        #expect(plan.visiblePages.count <= 10)  // within maxResident, whatever the window
+        m.show(Int.max - 10 ..< Int.max)
+        _ = m.plan()
+        #expect(m.key(for: Int.max) == nil)
+        _ = m.stored(PageKey(generation: 0, number: Int.max, origin: .offset), itemCount: 100, cursorAfter: nil, itemsAfter: nil)
+        _ = m.stored(PageKey(generation: 0, number: 3, origin: .offset), itemCount: 100, cursorAfter: 400, itemsAfter: Int.max)
+        #expect(m.count == .exact(Int.max))
+        m.show(-5 ..< -1)
+        #expect(m.plan().visibleRows == 0..<0)
+    }
+}
