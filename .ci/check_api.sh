@@ -2,10 +2,8 @@
 # The public API of the library products against the baseline commit in .ci/api-baseline:
 # a change that removes or changes a public declaration fails here (added ones are fine).
 #
-# Before 1.0.0 the API may still change on purpose: such a change adds the exact message this check
-# prints to .ci/api-breakage-allowlist.txt, in the same commit, and says why in CHANGELOG.md. At
-# 1.0.0 the baseline becomes the 1.0.0 commit and the allow-list is emptied; from then on a break
-# means a new major version (CONTRIBUTING.md, "Versions").
+# The baseline is the 1.0.0 commit and the allow-list is empty: a break means a new major version,
+# whose first commit becomes the baseline (CONTRIBUTING.md, "The public API and versions").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 baseline="$(tr -d '[:space:]' < .ci/api-baseline)"
