@@ -237,3 +237,33 @@ extension MuxTests {
         #expect(cache.freshValue(for: "other") == 3)
     }
 }
+
+extension MuxTests {
+    /// Durations beyond Int64 seconds (as `HostileDurationTests`), here because a map with a
+    /// `cacheKey` registers with the global `MuxRepository`: the multiplexers' time-to-live reaches
+    /// their freshness test, the bound on per-key epochs (a
+    /// full table drops epochs older than the time-to-live) and their disk copies' dates.
+    @Test func aMultiplexerTimeToLiveOfForeverServesItsCopiesWithoutTrapping() async throws {
+        let folder = TemporaryFolder("forever-mux")
+        for timeToLive in HostileDurationTests.forever {
+            let fetches = Shared(0)
+            let map = MultiplexerMap<Int, Int>(cacheKey: "forever", timeToLive: timeToLive, countLimit: 1, directory: folder.child("mux")) { key in
+                fetches.withLock { $0 += 1 }
+                return key
+            }
+            #expect(try await map.value(for: 1) == 1)
+            #expect(try await map.value(for: 1) == 1)
+            #expect(fetches.value == 1)
+            #expect(map.save().isEmpty)
+            map.clearMemory()
+            #expect(try await map.value(for: 1) == 1)  // the disk copy, fresh for ever
+            #expect(fetches.value == 1)
+            for key in 0..<200 { map.refresh(for: key) }  // past the epochs' bound (4 × 1 + 64)
+            #expect(try await map.value(for: 1) == 1)  // refreshed: fetched again, once
+            #expect(try await map.value(for: 1) == 1)
+            #expect(fetches.value == 2)
+            map.clear()
+            map.unregister()
+        }
+    }
+}
