@@ -16,10 +16,17 @@ struct ListenerList<Listener> {
         return lastID
     }
 
-    /// Removes the listener `id`, returning it (`nil` if it was removed already).
+    /// Removes the listener `id`, returning it (`nil` if it was removed already). Ids only grow, so
+    /// the entries are sorted by id and found by bisection (100,000 observers cancelled one by one
+    /// were a quadratic search).
     @inlinable @discardableResult
     mutating func remove(_ id: UInt64) -> Listener? {
-        guard let position = entries.firstIndex(where: { $0.id == id }) else { return nil }
-        return entries.remove(at: position).listener
+        var low = 0, high = entries.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if entries[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        guard low < entries.count, entries[low].id == id else { return nil }
+        return entries.remove(at: low).listener
     }
 }

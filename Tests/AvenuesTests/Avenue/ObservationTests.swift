@@ -87,3 +87,36 @@ struct ObservationTests {
         rows.stop()
     }
 }
+
+/// `ListenerList` against a plain model: random adds and removes (twice, unknown ids) keep the
+/// listeners in the order they were added, each once.
+@Suite("Listener list")
+struct ListenerListTests {
+    @Test func randomAddsAndRemovesMatchAModel() {
+        var random = SplitMix64(seed: 26)
+        var list = ListenerList<Int>()
+        var model: [(id: UInt64, value: Int)] = []
+        for step in 0..<20_000 {
+            if model.isEmpty || random.next() % 3 != 0 {
+                let id = list.add(step)
+                #expect(model.last.map { $0.id < id } ?? true)
+                model.append((id, step))
+            } else {
+                let pick = random.next() % 4 == 0 ? UInt64.max - random.next() % 10 : model[Int(random.next() % UInt64(model.count))].id
+                let expected = model.firstIndex { $0.id == pick }.map { model.remove(at: $0).value }
+                #expect(list.remove(pick) == expected)
+                #expect(list.remove(pick) == nil)  // a second cancel finds nothing
+            }
+        }
+        #expect(list.entries.map(\.id) == model.map(\.id))
+        #expect(list.entries.map(\.listener) == model.map(\.value))
+    }
+
+    @Test func aHundredThousandObserversComeAndGo() {
+        var list = ListenerList<Int>()
+        let ids = (0..<100_000).map { list.add($0) }
+        for id in ids.reversed() where id % 2 == 0 { list.remove(id) }
+        for id in ids where id % 2 == 1 { list.remove(id) }
+        #expect(list.entries.isEmpty)
+    }
+}
