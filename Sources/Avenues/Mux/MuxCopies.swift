@@ -46,9 +46,11 @@ struct MuxFreshness<Key: Hashable & Sendable>: Sendable {
         clock.monotonic() - origin
     }
 
+    /// Whether `copy` is fresh `now` while its key's epoch is `epoch` (read before the table's lock,
+    /// so the epochs' lock is never taken inside it).
     @inlinable
-    func isFresh<Value>(_ copy: MuxCopy<Value>, for key: Key, now: Duration) -> Bool {
-        copy.epoch >= epochs.number(for: key) && now - copy.fetchedAt < timeToLive
+    func isFresh<Value>(_ copy: MuxCopy<Value>, epoch: UInt64, now: Duration) -> Bool {
+        copy.epoch >= epoch && now - copy.fetchedAt < timeToLive
     }
 }
 
@@ -77,17 +79,16 @@ struct MuxMemoryCopies<Key: Hashable & Sendable, Value: Sendable>: Storage {
     func freshValue(for key: Key) -> Value? {
         let epoch = freshness.epochs.number(for: key)
         let now = freshness.now()
-        let timeToLive = freshness.timeToLive
-        return table.read(key) { copy in
-            copy.epoch >= epoch && now - copy.fetchedAt < timeToLive ? copy.value : nil
-        }
+        let freshness = freshness
+        return table.read(key) { copy in freshness.isFresh(copy, epoch: epoch, now: now) ? copy.value : nil }
     }
 
     /// The copy, stale when its epoch or its age says so.
     @inlinable
     func lookup(_ key: Key) -> StoredValue<MuxCopy<Value>>? {
+        let epoch = freshness.epochs.number(for: key)
         guard let copy = table.value(for: key) else { return nil }
-        return StoredValue(copy, isStale: !freshness.isFresh(copy, for: key, now: freshness.now()))
+        return StoredValue(copy, isStale: !freshness.isFresh(copy, epoch: epoch, now: freshness.now()))
     }
 
     /// Keeps `copy` — unless its key moved to a later epoch meanwhile (a hard clear racing a fetch's
