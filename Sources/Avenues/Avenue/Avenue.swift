@@ -183,20 +183,33 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// told in the place the first of the two was set.
     public var onStateChange: StateChangeHandler? {
         get { _state.withLock { $0.properties.onStateChange } }
-        set { _state.withLock { state in
-            state.properties.onStateChange = newValue
-            Self.placeProperties(in: &state)
-        } }
+        set {
+            // The handler replaced is released after the lock: its captures' deinit is user code.
+            let replaced = _state.withLock { state in
+                defer { Self.placeProperties(in: &state) }
+                return Self.replace(&state.properties.onStateChange, newValue)
+            }
+            _ = replaced
+        }
     }
 
     /// Called with the error and the row when a load fails, just before `onStateChange` for that row.
     /// One slot, like ``onStateChange``.
     public var onError: ErrorHandler? {
         get { _state.withLock { $0.properties.onError } }
-        set { _state.withLock { state in
-            state.properties.onError = newValue
-            Self.placeProperties(in: &state)
-        } }
+        set {
+            let replaced = _state.withLock { state in
+                defer { Self.placeProperties(in: &state) }
+                return Self.replace(&state.properties.onError, newValue)
+            }
+            _ = replaced
+        }
+    }
+
+    /// Puts `new` in `slot` and returns what it held.
+    static func replace<Handler>(_ slot: inout Handler?, _ new: Handler?) -> Handler? {
+        defer { slot = new }
+        return slot
     }
 
     /// Keeps the properties' adapter among the listeners while either property holds a handler.

@@ -290,15 +290,18 @@ public final class PagedRows<Source: PageSource>: Sendable {
     public var onChange: (@Sendable (PagedRowsChange) -> Void)? {
         get { listeners.withLock { $0.onChange } }
         set {
-            listeners.withLock { listeners in
-                listeners.onChange = newValue
+            // The handler replaced is released after the lock: its captures' deinit is user code.
+            let replaced = listeners.withLock { listeners in
+                defer { listeners.onChange = newValue }
                 if newValue != nil, listeners.onChangeID == nil {
                     listeners.onChangeID = listeners.list.add(.onChange)
                 } else if newValue == nil, let id = listeners.onChangeID {
                     listeners.list.remove(id)
                     listeners.onChangeID = nil
                 }
+                return listeners.onChange
             }
+            _ = replaced
         }
     }
 

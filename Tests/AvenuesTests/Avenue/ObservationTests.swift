@@ -120,3 +120,41 @@ struct ListenerListTests {
         #expect(list.entries.isEmpty)
     }
 }
+
+/// A handler replaced in a slot is released after the avenue's lock: the deinit of what it captured
+/// is user code, which may call back into the avenue (before, it ran inside the lock and deadlocked).
+@Suite("Observation slots", .timeLimit(.minutes(1)))
+struct ObservationSlotTests {
+    final class CallsBackOnDeinit: Sendable {
+        let onDeinit: @Sendable () -> Void
+        init(_ onDeinit: @escaping @Sendable () -> Void) { self.onDeinit = onDeinit }
+        deinit { onDeinit() }
+    }
+
+    @Test func replacingAHandlerReleasesTheOldOneOutsideTheLock() {
+        let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(), processor: ClosureProcessor { $0 })
+        let rows = PagedRows(source: ScriptedSource(count: 10))
+        let released = EventLog<String>()
+        do {
+            let capture = CallsBackOnDeinit { [weak avenue] in
+                _ = avenue?.onError  // takes the avenue's lock
+                released.append("state")
+            }
+            avenue.onStateChange = { _ in _ = capture }
+            let errorCapture = CallsBackOnDeinit { [weak avenue] in
+                _ = avenue?.onStateChange
+                released.append("error")
+            }
+            avenue.onError = { _, _ in _ = errorCapture }
+            let pageCapture = CallsBackOnDeinit { [weak rows] in
+                _ = rows?.onChange
+                released.append("pages")
+            }
+            rows.onChange = { _ in _ = pageCapture }
+        }
+        avenue.onStateChange = nil
+        avenue.onError = { _, _ in }
+        rows.onChange = nil
+        #expect(released.elements == ["state", "error", "pages"])
+    }
+}
