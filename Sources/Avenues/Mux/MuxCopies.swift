@@ -47,9 +47,11 @@ struct MuxFreshness<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Whether `copy` is fresh `now` while its key's epoch is `epoch` (read before the table's lock,
-    /// so the epochs' lock is never taken inside it).
+    /// so the epochs' lock is never taken inside it). Static, on plain values: a closure capturing
+    /// this struct (its clock's closures, the epochs) retained them on every hit, 540 → 802
+    /// instructions.
     @inlinable
-    func isFresh<Value>(_ copy: MuxCopy<Value>, epoch: UInt64, now: Duration) -> Bool {
+    static func isFresh<Value>(_ copy: MuxCopy<Value>, epoch: UInt64, now: Duration, timeToLive: Duration) -> Bool {
         copy.epoch >= epoch && now - copy.fetchedAt < timeToLive
     }
 }
@@ -79,8 +81,10 @@ struct MuxMemoryCopies<Key: Hashable & Sendable, Value: Sendable>: Storage {
     func freshValue(for key: Key) -> Value? {
         let epoch = freshness.epochs.number(for: key)
         let now = freshness.now()
-        let freshness = freshness
-        return table.read(key) { copy in freshness.isFresh(copy, epoch: epoch, now: now) ? copy.value : nil }
+        let timeToLive = freshness.timeToLive
+        return table.read(key) { copy in
+            MuxFreshness<Key>.isFresh(copy, epoch: epoch, now: now, timeToLive: timeToLive) ? copy.value : nil
+        }
     }
 
     /// The copy, stale when its epoch or its age says so.
@@ -88,7 +92,7 @@ struct MuxMemoryCopies<Key: Hashable & Sendable, Value: Sendable>: Storage {
     func lookup(_ key: Key) -> StoredValue<MuxCopy<Value>>? {
         let epoch = freshness.epochs.number(for: key)
         guard let copy = table.value(for: key) else { return nil }
-        return StoredValue(copy, isStale: !freshness.isFresh(copy, epoch: epoch, now: freshness.now()))
+        return StoredValue(copy, isStale: !MuxFreshness<Key>.isFresh(copy, epoch: epoch, now: freshness.now(), timeToLive: freshness.timeToLive))
     }
 
     /// Keeps `copy` — unless its key moved to a later epoch meanwhile (a hard clear racing a fetch's
