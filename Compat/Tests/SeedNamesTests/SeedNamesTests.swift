@@ -3,44 +3,21 @@ import Testing
 import Avenues
 import AvenuesAsyncMuxCompat
 
-/// Every name a rename replaced (CONTRIBUTING.md, "One dialect") still works, with
-/// `import AvenuesAsyncMuxCompat`, and does what its replacement does. Each call below warns that it is deprecated: that is expected here.
+/// Every name a rename replaced that the migration module keeps (CONTRIBUTING.md, "One dialect")
+/// still works, with `import AvenuesAsyncMuxCompat`, and does what its replacement does. Each call below warns that it is deprecated: that is expected here.
 @Suite("Seed names", .serialized, .timeLimit(.minutes(1)))
 struct SeedNamesTests {
-    @Test func autoProcessorAndAvenueKeyLabels() async throws {
-        let processor = AutoProcessor<String, Int> { $0.count }
-        #expect(processor.state(of: "k") == .none)
-        #expect(ProcessingState.none == .idle)
-        processor.cancel("k")
-        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: processor)
-        let changes = avenue.changes
-        avenue.prepareItem(for: "abc", at: 0)
-        for await _ in changes where avenue.item(at: 0) != nil { break }
-        #expect(avenue.item(at: 0) == 3)
-
-        let slow = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: ClosureProcessor { _ in
-            try await Task.sleep(for: .seconds(3_600))   // cancelled below
-            return 0
-        })
-        slow.prepareItem(for: "abc", at: 0)
-        slow.cancelProcessing(of: "abc")
-        #expect(slow.tableSizes.isIdle)
-    }
+    // DESIGN.md's contract names (`request()`, `state(of:)`, `cancelProcessing(of:)`, AsyncMedia's
+    // `request(url:)`…) live in Avenues itself: `ContractNamesTests` calls them without this module.
 
     @Test func multiplexerNames() async throws {
         let single = Multiplexer<Int> { 7 }
-        #expect(try await single.request() == 7)
         single.store(8)
-        #expect(try await single.request() == 8)
+        #expect(try await single.value() == 8)
 
         let map = MultiplexerMap<String, Int>(memoryLimit: 2) { $0.count }
-        #expect(try await map.request(key: "abc") == 3)
         map.store(9, for: "abc")
-        #expect(try await map.request(key: "abc") == 9)
-        map.refresh(key: "abc")
-        #expect(try await map.request(key: "abc") == 3)
-        map.clear(key: "abc")
-        #expect(map.cachedValue(for: "abc") == nil)
+        #expect(try await map.value(for: "abc") == 9)
 
         let many = MultiRequester(map: map) { keys in Dictionary(uniqueKeysWithValues: keys.map { ($0, $0.count * 10) }) }
         let outcome = await many.request(keys: ["a", "bb"])
@@ -51,16 +28,13 @@ struct SeedNamesTests {
     }
 
     @Test func asyncMediaNames() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("seed-names-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("local.txt")
+        // file: URLs come back as they are, so no server is needed; the static names forward to `shared`.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("seed-names-\(UUID().uuidString).txt")
         try Data("hi".utf8).write(to: file)
-        let media = AsyncMedia(directory: folder.appendingPathComponent("cache"))
-        #expect(try await media.request(url: file) == file)   // file: URLs come back as they are
-        #expect(media.cachedValue(url: file) == file)
-        for await step in media.progress(url: file) { #expect(step.isComplete) }
+        defer { try? FileManager.default.removeItem(at: file) }
+        #expect(try await AsyncMedia.request(url: file) == file)
         #expect(AsyncMedia.cachedValue(url: file) == file)
+        for await step in AsyncMedia.shared.progress(url: file) { #expect(step.isComplete) }
     }
 
     @Test func pagedRowsChanges() async {
