@@ -417,6 +417,11 @@ public struct ListScreen {
             let exit = await screen.loop(&events, sink: sink)
             if exit == .quit { return .quit }
             resize()
+            // The screens share one event stream: a `.rowsChanged` this screen's rows announced while
+            // the other was open was taken by the other's loop, and this screen's `ChangedRows` stays
+            // "announced" for good — every later change of its rows went unannounced (history: after
+            // Enter and q, a filter's matches never moved the screen to them). Announce again.
+            sink.yield(.rowsChanged)
         default:
             apply(action)
         }
