@@ -42,7 +42,7 @@ public enum LineText {
             var columns: Int
             if character == "\t" {
                 columns = tabWidth - at % tabWidth
-                piece = String(repeating: " ", count: columns)
+                piece = TextWidth.spaces(columns)
             } else {
                 piece = TerminalSafe.clean(String(character))
                 columns = TextWidth.columns(piece)
@@ -53,7 +53,7 @@ public enum LineText {
             }
             if at < column {  // cut by the left edge
                 columns = at + columns - column
-                piece = String(repeating: " ", count: columns)
+                piece = TextWidth.spaces(columns)
                 at = column
             }
             if shown + columns > width {
@@ -66,9 +66,9 @@ public enum LineText {
         }
         if more {
             while shown > width - 1, let last = pieces.popLast() { shown -= last.columns }
-            return pieces.map(\.text).joined() + String(repeating: " ", count: width - 1 - shown) + "…"
+            return pieces.map(\.text).joined() + TextWidth.spaces(width - 1 - shown) + "…"
         }
-        return pieces.map(\.text).joined() + String(repeating: " ", count: width - shown)
+        return pieces.map(\.text).joined() + TextWidth.spaces(width - shown)
     }
 
     /// The same for a line whose first `end` bytes are printable ASCII (most lines of most logs):
@@ -83,6 +83,6 @@ public enum LineText {
         let fits = end - start <= width && !more
         let shown = fits ? end - start : min(end - start, width - 1)
         let text = String(decoding: bytes[start ..< start + shown], as: UTF8.self)
-        return text + String(repeating: " ", count: width - shown - (fits ? 0 : 1)) + (fits ? "" : "…")
+        return text + TextWidth.spaces(width - shown - (fits ? 0 : 1)) + (fits ? "" : "…")
     }
 }

@@ -59,6 +59,31 @@ struct TextWidthTests {
         #expect(TextWidth.fit("Sources/Terminal/Keys.swift", 12, keepEnd: true) == "…/Keys.swift")
         #expect(TextWidth.columns(TextWidth.fit("日本語のファイル名", 7)) == 7)
     }
+
+    /// The ASCII and simple-scalar paths against the character path, on text that mixes what they
+    /// take with what they must leave to it: marks that join the character before, a prepended
+    /// mark that joins the one after, emoji, bidirectional and other controls, wide characters.
+    @Test func theFastPathsFitWhatTheCharacterPathFits() {
+        var random = SystemRandomNumberGenerator()
+        let simple = ["a", "Z", " ", "~", "│", "–", "·", "…", "≥", "⠋", "é", "\u{A0}", "→", "█"]
+        let other = [
+            "\u{301}", "\u{20D0}", "\u{200D}", "🦊", "⌚", "\u{25FD}", "\u{600}", "\u{202E}", "\u{200E}", "\u{1B}", "\t", "\r\n",
+            "日", "\u{AD}", "\u{FE0F}", "\u{1F1EB}", "\u{2028}",
+        ]
+        for _ in 0 ..< 20_000 {
+            let mixed = Int.random(in: 0 ..< 3, using: &random) == 0
+            let pieces = (0 ..< Int.random(in: 0 ... 24, using: &random)).map { _ in
+                mixed && Int.random(in: 0 ..< 6, using: &random) == 0 ? other.randomElement(using: &random) ?? "" : simple.randomElement(using: &random) ?? ""
+            }
+            let text = pieces.joined()
+            let width = Int.random(in: 0 ... 26, using: &random)
+            let alignRight = Bool.random(using: &random), keepEnd = Bool.random(using: &random)
+            let expected = TextWidth.fitCharacters(text, width, alignRight: alignRight, keepEnd: keepEnd)
+            #expect(TextWidth.fit(text, width, alignRight: alignRight, keepEnd: keepEnd) == expected, "\(text.debugDescription) in \(width), right \(alignRight), end \(keepEnd)")
+            #expect(TextWidth.fit(text.dropFirst(0), width, alignRight: alignRight, keepEnd: keepEnd) == expected)
+            #expect(TextWidth.columns(text) == text.reduce(0) { $0 + TextWidth.columns($1) }, "\(text.debugDescription)")
+        }
+    }
 }
 
 @Suite("File summaries")
