@@ -211,13 +211,18 @@ public struct ListScreen {
     /// The screen's loop, on events shared with the screens it opens.
     mutating func loop(_ events: inout AsyncStream<Event>.Iterator, sink: AsyncStream<Event>.Continuation) async -> Exit {
         let changed = ChangedRows()
+        resize()
+        // A model that can show its first screen before it starts (a file's opening lines) shows
+        // it first: loading starts behind a screen that is already up, as less draws before it
+        // reads on.
+        let drawnEarly = !visibleRowsPending
+        if drawnEarly { draw() }
         model.start { row in
             if changed.add(row ?? -1) { sink.yield(.rowsChanged) }
         }
         defer { model.stop() }
-        resize()
         showRows()
-        draw()
+        if drawnEarly { dirty = true } else { draw() }
         while let event = await events.next() {
             let polled = model.poll()
             if case .none = polled {} else {
@@ -506,7 +511,13 @@ public struct ListScreen {
         }
         if !pending, firstScreen == nil, count.value > 0 || count.isExact { firstScreen = ContinuousClock.now - started }
         lines.append(Terminal.ANSI.inverse + TextWidth.fit(statusLine(), columns) + Terminal.ANSI.reset)
-        Terminal.write(Terminal.ANSI.home + lines.joined(separator: "\n" + Terminal.ANSI.clearLine))
+        var output = Terminal.ANSI.home
+        output.reserveCapacity(lines.reduce(output.utf8.count) { $0 + $1.utf8.count + 8 })
+        for (index, line) in lines.enumerated() {
+            if index > 0 { output += "\n" + Terminal.ANSI.clearLine }
+            output += line
+        }
+        Terminal.write(output)
     }
 
     private func helpLines() -> [String] {
@@ -535,7 +546,8 @@ public struct ListScreen {
         if following { fields.append("following the end (any key stops)") } else if followsEnd, !count.isExact { fields.append("the end · counting…") }
         if let message { fields.append(message) }  // before the figures: the width may cut the end
         fields += model.statusFields
-        var line = " " + fields.joined(separator: " │ ")
+        var line = " "
+        for (index, field) in fields.enumerated() { line += index == 0 ? field : " │ " + field }
         var extras: [String] = []
         if let firstScreen { extras.append("first screen \(Int(firstScreen / .milliseconds(1))) ms") }
         extras += ["? keys", nested ? "q back" : "q quit"]

@@ -55,7 +55,9 @@ public enum Terminal {
 
         /// The palette for this process's standard output.
         public static var current: Palette {
-            let noColor = ProcessInfo.processInfo.environment["NO_COLOR"].map { !$0.isEmpty } ?? false
+            // getenv, not ProcessInfo's environment: that copies every variable into a dictionary,
+            // a tenth of the first screen's instructions.
+            let noColor = getenv("NO_COLOR").map { $0.pointee != 0 } ?? false
             return Palette(on: !noColor && Terminal.isTerminal(STDOUT_FILENO))
         }
 

@@ -159,6 +159,53 @@ struct FileModelTests {
         #expect(model.line(at: 5, width: 30, spinner: "", palette: off) == nil)
     }
 
+    @Test func theFirstScreenIsThereBeforeTheModelStarts() async throws {
+        let long = try FileModel(path: write(Array((1 ... 1_000).map { "line \($0)\n" }.joined().utf8), name: "long.txt"))
+        defer { long.stop() }
+        // Not started, nothing counted: the opening lines are shown, and the count is at least them.
+        #expect((0 ..< 40).allSatisfy { !long.isPending(at: $0) })
+        #expect(long.line(at: 0, width: 20, spinner: "", palette: off) == "    1 line 1        ")
+        #expect(long.count == .atLeast(256))
+        let short = try FileModel(path: write(Array("a\nb\nc".utf8), name: "short.txt"))
+        defer { short.stop() }
+        #expect(short.count == .exact(3))  // read to its end: no placeholder rows below it
+        #expect(short.isPending(at: 3))
+
+        // Replaced before the rows read it: what was read at the open is not shown again.
+        let path = write(Array("old first line\nsecond\n".utf8), name: "replaced.txt")
+        let replaced = try FileModel(path: path)
+        defer { replaced.stop() }
+        #expect(replaced.line(at: 0, width: 20, spinner: "", palette: off) == "    1 old first line")
+        try FileManager.default.removeItem(atPath: path)
+        _ = write(Array("new\n".utf8), name: "replaced.txt")
+        await replaced.look()
+        let events = started(replaced)
+        replaced.show(0 ..< 10, resting: true)
+        await until(events) { replaced.count == .exact(1) && !replaced.isPending(at: 0) }
+        #expect(replaced.line(at: 0, width: 20, spinner: "", palette: off) == "    1 new           ")
+    }
+
+    /// The lines read as a file opens are those ``LineFile`` reads: bytes, offsets, lengths, what
+    /// is kept of a long line, a CRLF, no final break, a line cut by the end of the read.
+    @Test func openingLinesAreTheLinesTheFileReads() async throws {
+        var random = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = [0x61, 0x62, 0x0A, 0x0A, 0x0D, 0xFF, 0x20]
+        for round in 0 ..< 60 {
+            let size = round % 4 == 0 ? OpeningLines.bytesRead + Int.random(in: -3 ... 3, using: &random) : Int.random(in: 0 ... 3_000, using: &random)
+            let bytes = (0 ..< max(0, size)).map { _ in alphabet.randomElement(using: &random) ?? 0x61 }
+            let path = write(bytes, name: "opening-\(round).txt")
+            let keep = Int.random(in: 1 ... 40, using: &random)
+            let opening = OpeningLines(path: path, bytesKeptPerLine: keep)
+            let file = try LineFile(path: path, bytesKeptPerLine: keep)
+            let lines = try file.lines(0 ..< opening.count)
+            #expect((0 ..< opening.count).map { opening.line($0) } == lines.map { Optional($0) }, "round \(round)")
+            try await file.scan()
+            let total = file.lineCount ?? -1
+            #expect(opening.isWholeFile == (opening.count == total && size <= OpeningLines.bytesRead), "round \(round): \(opening.count) of \(total)")
+            #expect(opening.count <= min(total, OpeningLines.linesKept))
+        }
+    }
+
     @Test func anEmptyFileHasNoLines() async throws {
         let model = try FileModel(path: write([]))
         defer { model.stop() }
