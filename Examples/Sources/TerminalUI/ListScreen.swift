@@ -84,7 +84,7 @@ extension ListModel {
 /// event. Moves (`↑`/`↓`/`j`/`k`, `PgUp`/`PgDn`/`b`/`space`, `g`/`G`/`Home`/`End`, `:N` to row N),
 /// `?` for the keys, `/` for the model's input line, `q` to leave (or to go back from a list opened
 /// over another).
-public struct ListScreen {
+public struct ListScreen: Sendable {
     /// What reaches the loop.
     public enum Event: Sendable {
         case terminal(Terminal.Event)
@@ -169,6 +169,8 @@ public struct ListScreen {
     private var toldResting = false
     /// Whether the last frame drawn showed rows still loading.
     private var drawnPending = false
+    /// Whether the first screen was drawn before the model started; `nil` before it was tried.
+    private var drawnEarly: Bool?
 
     /// A screen over `model`; `nested` when it is opened over another (then `q` goes back); keys
     /// are counted into `backlog` as they are read (``run(_:trace:)``).
@@ -180,12 +182,36 @@ public struct ListScreen {
         self.backlog = backlog
     }
 
+    /// A screen that has taken the terminal and drawn what its model could show before it starts
+    /// (``open(_:trace:)``); ``run(_:)`` runs it.
+    public struct Opened: Sendable {
+        fileprivate let screen: ListScreen
+        fileprivate let isTerminal: Bool
+    }
+
     /// Takes the terminal, runs `model`'s list until it quits, and gives the terminal back.
     public static func run(_ model: any ListModel, trace: TraceRecorder? = nil) async {
-        let (events, sink) = AsyncStream<Event>.makeStream()
-        let terminal = Terminal.startInteractive(fullScreen: true)
+        await run(open(model, trace: trace))
+    }
+
+    /// The first half of ``run(_:trace:)``, synchronous: takes the terminal and draws `model`'s first
+    /// screen if it can show it before it starts. Called on the thread the program starts on, the
+    /// screen is up before any thread is made: under load (a terminal multiplexer busy beside it),
+    /// each thread started first delayed the first screen by milliseconds.
+    public static func open(_ model: any ListModel, trace: TraceRecorder? = nil) -> Opened {
+        let isTerminal = Terminal.takeOver(fullScreen: true)
+        var screen = ListScreen(model: model, palette: .current, trace: trace, nested: false, backlog: KeyBacklog())
+        screen.drawBeforeStart()
+        return Opened(screen: screen, isTerminal: isTerminal)
+    }
+
+    /// Runs an opened screen's list until it quits, and gives the terminal back.
+    public static func run(_ opened: Opened) async {
         defer { Terminal.restore() }
-        let backlog = KeyBacklog()
+        var screen = opened.screen
+        let backlog = screen.backlog
+        let (events, sink) = AsyncStream<Event>.makeStream()
+        let terminal = opened.isTerminal ? Terminal.events() : AsyncStream { $0.finish() }
         let forwarding = Task {
             for await event in terminal {
                 if case .key = event { backlog.add() }
@@ -204,25 +230,19 @@ public struct ListScreen {
             ticking.cancel()
         }
         var iterator = events.makeAsyncIterator()
-        var screen = ListScreen(model: model, palette: .current, trace: trace, nested: false, backlog: backlog)
         _ = await screen.loop(&iterator, sink: sink)
     }
 
     /// The screen's loop, on events shared with the screens it opens.
     mutating func loop(_ events: inout AsyncStream<Event>.Iterator, sink: AsyncStream<Event>.Continuation) async -> Exit {
         let changed = ChangedRows()
-        resize()
-        // A model that can show its first screen before it starts (a file's opening lines) shows
-        // it first: loading starts behind a screen that is already up, as less draws before it
-        // reads on.
-        let drawnEarly = !visibleRowsPending
-        if drawnEarly { draw() }
+        if drawnEarly == nil { drawBeforeStart() }
         model.start { row in
             if changed.add(row ?? -1) { sink.yield(.rowsChanged) }
         }
         defer { model.stop() }
         showRows()
-        if drawnEarly { dirty = true } else { draw() }
+        if drawnEarly == true { dirty = true } else { draw() }
         while let event = await events.next() {
             let polled = model.poll()
             if case .none = polled {} else {
@@ -280,6 +300,15 @@ public struct ListScreen {
             }
         }
         return .quit
+    }
+
+    /// Takes the terminal's size and, if the model can show its first screen before it starts (a
+    /// file's opening lines), draws it: loading starts behind a screen that is already up, as less
+    /// draws before it reads on.
+    mutating func drawBeforeStart() {
+        resize()
+        drawnEarly = !visibleRowsPending
+        if drawnEarly == true { draw() }
     }
 
     private var pageRows: Int { max(1, height - (model.columnHeader(width: columns, palette: palette) == nil ? 2 : 3)) }

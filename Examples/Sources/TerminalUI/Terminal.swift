@@ -136,14 +136,28 @@ public enum Terminal {
     ///
     /// - Returns: the terminal's events: keys from standard input and window resizes.
     public static func startInteractive(fullScreen: Bool) -> AsyncStream<Event> {
+        takeOver(fullScreen: fullScreen) ? events() : AsyncStream { $0.finish() }
+    }
+
+    /// The first half of ``startInteractive(fullScreen:)``: the terminal's modes and screen, and
+    /// their restoring on exit or a fatal signal, without the event sources (and the threads that
+    /// serve them), so a program can draw before it starts them. `false` if standard input is not
+    /// a terminal (nothing was changed).
+    public static func takeOver(fullScreen: Bool) -> Bool {
         var attributes = termios()
-        guard tcgetattr(STDIN_FILENO, &attributes) == 0 else { return AsyncStream { $0.finish() } }
+        guard tcgetattr(STDIN_FILENO, &attributes) == 0 else { return false }
         session.withLock { $0 = Saved(attributes: attributes, fullScreen: fullScreen) }
         FatalSignals.install(attributes: attributes, fullScreen: fullScreen)
         atexit { Terminal.restore() }
 
         enterInteractive(attributes, fullScreen: fullScreen)
+        return true
+    }
 
+    /// The second half of ``startInteractive(fullScreen:)``, after ``takeOver(fullScreen:)``: the
+    /// terminal's events (keys from standard input, window resizes), and the signals that end or
+    /// stop the program handled on a queue of their own.
+    public static func events() -> AsyncStream<Event> {
         let (events, continuation) = AsyncStream<Event>.makeStream()
         let queue = DispatchQueue(label: "terminal-input")
         let input = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: queue)

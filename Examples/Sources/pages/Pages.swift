@@ -73,8 +73,9 @@ struct Pages: Tool {
     /// `pages FILE`, the commonest call, goes to the pager without ArgumentParser: it builds the
     /// whole argument set by reflection before it parses, 8–12 ms of the first screen (perf,
     /// 2026-11-25). One argument that names a regular file is all this path takes; anything else
-    /// (an option, a folder, a URL, `--help`) is parsed as usual.
-    static func main() async {
+    /// (an option, a folder, a URL, `--help`) is parsed as usual. On the main actor: the program's
+    /// first thread draws the first screen (``page(file:filter:)``).
+    @MainActor static func main() async {
         let arguments = CommandLine.arguments.dropFirst()
         if arguments.count == 1, let path = arguments.first, !path.hasPrefix("-"), RemoteTable.remoteURL(path) == nil {
             var isFolder: ObjCBool = false
@@ -138,8 +139,9 @@ struct Pages: Tool {
         table.flush()
     }
 
-    /// `pages FILE`: the pager on a terminal, the file's bytes as they are otherwise.
-    static func page(file path: String, filter: TextQuery?) async {
+    /// `pages FILE`: the pager on a terminal, the file's bytes as they are otherwise. On the main
+    /// actor, as ``main()`` is: up to its first screen nothing waits for another thread.
+    @MainActor static func page(file path: String, filter: TextQuery?) async {
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             copy(path, filter: filter)
             return
@@ -151,7 +153,7 @@ struct Pages: Tool {
             Self.fail("\(error); check the path and that it can be read")
         }
         if let filter { _ = model.input(filter.text, committed: true, selected: -1) }  // the first line that has it
-        await ListScreen.run(model)
+        await ListScreen.run(ListScreen.open(model))
     }
 
     /// Copies the file at `path` to standard output, a megabyte at a time; with `filter`, only the
