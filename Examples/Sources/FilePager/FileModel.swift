@@ -345,8 +345,11 @@ struct OpeningLines: Sendable {
     static let linesKept = 256
 
     private var bytes: [UInt8] = []
-    /// Each line's bytes in `bytes`, without its line break.
-    private var ranges: [Range<Int>] = []
+    /// Where each line's bytes start and end in `bytes` (its line break excluded): two arrays of
+    /// `Int`, not one of `Range<Int>`, whose type the runtime would make on first use by looking up
+    /// `Int: Comparable` among every conformance in the program (0.24 M instructions, callgrind).
+    private var starts: [Int] = []
+    private var ends: [Int] = []
     private var keep = 1
     /// Whether the read reached the end of the file with every line of it found.
     private(set) var isWholeFile = false
@@ -373,31 +376,38 @@ struct OpeningLines: Sendable {
     init(_ bytes: [UInt8], atEnd: Bool, bytesKeptPerLine: Int) {
         self.bytes = bytes
         keep = max(1, bytesKeptPerLine)
+        starts.reserveCapacity(Self.linesKept)
+        ends.reserveCapacity(Self.linesKept)
         var start = 0
-        while ranges.count < Self.linesKept, start < bytes.count {
+        while starts.count < Self.linesKept, start < bytes.count {
             let found: Int? = bytes[start...].withUnsafeBytes { rest in
                 guard let base = rest.baseAddress, let hit = memchr(base, 0x0A, rest.count) else { return nil }
                 return UnsafeRawPointer(hit) - base
             }
             guard let found else {
                 // A last line without a line break is whole only at the end of the file.
-                if atEnd { ranges.append(start ..< bytes.count) }
+                if atEnd { append(start, bytes.count) }
                 start = bytes.count
                 break
             }
-            ranges.append(start ..< start + found)
+            append(start, start + found)
             start += found + 1
         }
         isWholeFile = atEnd && start >= bytes.count
     }
 
+    private mutating func append(_ start: Int, _ end: Int) {
+        starts.append(start)
+        ends.append(end)
+    }
+
     /// How many lines were found.
-    var count: Int { ranges.count }
+    var count: Int { starts.count }
 
     /// Line `row` (0-based), if it was found.
     func line(_ row: Int) -> Line? {
-        guard row >= 0, row < ranges.count else { return nil }
-        let range = ranges[row]
-        return Line(number: row, offset: Int64(range.lowerBound), length: Int64(range.count), bytes: Array(bytes[range].prefix(keep)))
+        guard row >= 0, row < starts.count else { return nil }
+        let (start, end) = (starts[row], ends[row])
+        return Line(number: row, offset: Int64(start), length: Int64(end - start), bytes: Array(bytes[start ..< start + min(end - start, keep)]))
     }
 }
