@@ -361,8 +361,12 @@ struct OpeningLines: Sendable {
     init(path: String, bytesKeptPerLine: Int) {
         // One byte more than is kept: whether the file ends within the read.
         var bytes = [UInt8](repeating: 0, count: Self.bytesRead + 1)
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        let count = descriptor < 0 ? -1 : bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        // Not blocking, and only a regular file is read: the path may name something else by now
+        // (a FIFO put in its place would block an open or a read for good).
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        var info = stat()
+        let regular = descriptor >= 0 && fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        let count = regular ? bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) } : -1
         if descriptor >= 0 { close(descriptor) }
         guard count >= 0 else {
             self.init()

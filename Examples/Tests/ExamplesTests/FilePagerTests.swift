@@ -185,6 +185,16 @@ struct FileModelTests {
         #expect(replaced.line(at: 0, width: 20, spinner: "", palette: off) == "    1 new           ")
     }
 
+    /// Whatever the path names by the time the opening lines are read, nothing blocks: a FIFO with
+    /// no writer (which a plain open would wait on for good) or a folder gives no lines.
+    @Test func openingLinesOfSomethingElseAreNone() throws {
+        let fifo = folder.appendingPathComponent("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(OpeningLines(path: fifo, bytesKeptPerLine: 100).count == 0)
+        #expect(OpeningLines(path: folder.path, bytesKeptPerLine: 100).count == 0)
+        #expect(OpeningLines(path: folder.appendingPathComponent("missing").path, bytesKeptPerLine: 100).count == 0)
+    }
+
     /// The lines read as a file opens are those ``LineFile`` reads: bytes, offsets, lengths, what
     /// is kept of a long line, a CRLF, no final break, a line cut by the end of the read.
     @Test func openingLinesAreTheLinesTheFileReads() async throws {
