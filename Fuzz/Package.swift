@@ -21,6 +21,7 @@ let package = Package(
         .executableTarget(name: "IndexFuzzer", dependencies: [.product(name: "RemoteCatalog", package: "Examples"), "FuzzDriver"]),
         .executableTarget(name: "GitLogFuzzer", dependencies: [.product(name: "GitHistory", package: "Examples"), "FuzzDriver"]),
         .executableTarget(name: "LineFilterFuzzer", dependencies: [avenues, .product(name: "FilePager", package: "Examples"), "FuzzDriver"]),
+        .executableTarget(name: "OpeningLinesFuzzer", dependencies: [.product(name: "FilePager", package: "Examples"), "FuzzDriver"]),
     ],
     swiftLanguageModes: [.v6]
 )
