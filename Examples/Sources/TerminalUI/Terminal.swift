@@ -131,18 +131,11 @@ public enum Terminal {
     /// when `fullScreen`, switches to the alternate screen with the cursor hidden. Everything is
     /// undone by ``restore()``, which also runs on exit, on every signal that ends the process
     /// (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, …) and on a crash.
-    /// SIGTSTP (`kill -TSTP`, or a shell's job control) restores it, stops, and on SIGCONT takes the
-    /// terminal again and reports a resize, so the screen is drawn anew.
     ///
-    /// - Returns: the terminal's events: keys from standard input and window resizes.
-    public static func startInteractive(fullScreen: Bool) -> AsyncStream<Event> {
-        takeOver(fullScreen: fullScreen) ? events() : AsyncStream { $0.finish() }
-    }
-
-    /// The first half of ``startInteractive(fullScreen:)``: the terminal's modes and screen, and
-    /// their restoring on exit or a fatal signal, without the event sources (and the threads that
-    /// serve them), so a program can draw before it starts them. `false` if standard input is not
-    /// a terminal (nothing was changed).
+    /// The terminal's events come from ``events()``, started apart so that a program can draw
+    /// before the threads that serve them exist.
+    ///
+    /// - Returns: `false` if standard input is not a terminal (nothing was changed).
     public static func takeOver(fullScreen: Bool) -> Bool {
         var attributes = termios()
         guard tcgetattr(STDIN_FILENO, &attributes) == 0 else { return false }
@@ -154,9 +147,10 @@ public enum Terminal {
         return true
     }
 
-    /// The second half of ``startInteractive(fullScreen:)``, after ``takeOver(fullScreen:)``: the
-    /// terminal's events (keys from standard input, window resizes), and the signals that end or
-    /// stop the program handled on a queue of their own.
+    /// After ``takeOver(fullScreen:)``: the terminal's events (keys from standard input, window
+    /// resizes), with the signals that end or stop the program handled on a queue of their own.
+    /// SIGTSTP (`kill -TSTP`, or a shell's job control) restores the terminal, stops, and on SIGCONT
+    /// takes it again and reports a resize, so the screen is drawn anew.
     public static func events() -> AsyncStream<Event> {
         let (events, continuation) = AsyncStream<Event>.makeStream()
         let queue = DispatchQueue(label: "terminal-input")
@@ -236,7 +230,7 @@ public enum Terminal {
     }
 
     /// Runs `executable` with `arguments` in the foreground with the terminal as it was before
-    /// ``startInteractive(fullScreen:)`` (keys go to it, not to this program), waits for it, then
+    /// ``takeOver(fullScreen:)`` (keys go to it, not to this program), waits for it, then
     /// takes the terminal back. Returns its exit status, or `nil` if it could not start.
     @discardableResult
     public static func runInForeground(_ executable: URL, arguments: [String], environment: [String: String]? = nil) -> Int32? {
@@ -261,7 +255,7 @@ public enum Terminal {
         return process.terminationStatus
     }
 
-    /// Undoes ``startInteractive(fullScreen:)``: the saved terminal modes, the main screen and a
+    /// Undoes ``takeOver(fullScreen:)``: the saved terminal modes, the main screen and a
     /// visible cursor. Safe to call more than once.
     public static func restore() {
         guard let saved = session.withLock({ state -> Saved? in
