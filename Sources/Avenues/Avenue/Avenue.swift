@@ -183,33 +183,27 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
     /// told in the place the first of the two was set.
     public var onStateChange: StateChangeHandler? {
         get { _state.withLock { $0.properties.onStateChange } }
-        set {
-            // The handler replaced is released after the lock: its captures' deinit is user code.
-            let replaced = _state.withLock { state in
-                defer { Self.placeProperties(in: &state) }
-                return Self.replace(&state.properties.onStateChange, newValue)
-            }
-            _ = replaced
-        }
+        set { setProperty(\.onStateChange, newValue) }
     }
 
     /// Called with the error and the row when a load fails, just before `onStateChange` for that row.
     /// One slot, like ``onStateChange``.
     public var onError: ErrorHandler? {
         get { _state.withLock { $0.properties.onError } }
-        set {
-            let replaced = _state.withLock { state in
-                defer { Self.placeProperties(in: &state) }
-                return Self.replace(&state.properties.onError, newValue)
-            }
-            _ = replaced
-        }
+        set { setProperty(\.onError, newValue) }
     }
 
-    /// Puts `new` in `slot` and returns what it held.
-    static func replace<Handler>(_ slot: inout Handler?, _ new: Handler?) -> Handler? {
-        defer { slot = new }
-        return slot
+    /// Puts `handler` in the property at `slot`, with the properties' adapter among the listeners
+    /// while either property holds one. The handler replaced is released after the lock: the
+    /// deinit of what it captured is user code.
+    func setProperty<Handler: Sendable>(_ slot: any WritableKeyPath<Properties, Handler?> & Sendable, _ handler: Handler?) {
+        let replaced = _state.withLock { state in
+            defer { Self.placeProperties(in: &state) }
+            let held = state.properties[keyPath: slot]
+            state.properties[keyPath: slot] = handler
+            return held
+        }
+        _ = replaced
     }
 
     /// Keeps the properties' adapter among the listeners while either property holds a handler.
