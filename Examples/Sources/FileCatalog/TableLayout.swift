@@ -13,11 +13,14 @@ public struct TableLayout: Sendable {
     static let checksumWidth = 8
     static let separator = "  "
 
-    /// A layout for `width` columns (at least 40). The path gets two fifths of what the fixed
+    /// The widest layout: a wider one (`COLUMNS=99999999999`) would ask for terabytes of padding.
+    public static let widest = 10_000
+
+    /// A layout for `width` columns (at least 40, at most ``widest``). The path gets two fifths of what the fixed
     /// columns leave, and at least 30 columns when there are 60 for path and preview together, so
     /// at 80 columns a path still shows its last folder and its file name.
     public init(width: Int) {
-        self.width = max(40, width)
+        self.width = min(Self.widest, max(40, width))
         let fixed = Self.sizeWidth + Self.linesWidth + Self.checksumWidth + 4 * Self.separator.count
         let flexible = self.width - fixed
         pathWidth = max(10, min(flexible - 10, max(flexible * 2 / 5, 30)))

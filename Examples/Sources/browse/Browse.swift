@@ -65,6 +65,9 @@ struct Browse: Tool {
     var recordTrace: String?
 
     func validate() throws {
+        guard (width ?? 1) >= 1, (width ?? 1) <= TableLayout.widest else {
+            throw ValidationError("--width must be between 1 and \(TableLayout.widest) columns.")
+        }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1.") }
         guard latency >= 0 else { throw ValidationError("--latency must be 0 or more milliseconds.") }
         guard (ahead ?? 0) >= 0 else { throw ValidationError("--ahead must be 0 or more rows.") }

@@ -88,6 +88,9 @@ struct Pages: Tool {
     }
 
     func validate() throws {
+        guard (width ?? 1) >= 1, (width ?? 1) <= TableLayout.widest else {
+            throw ValidationError("--width must be between 1 and \(TableLayout.widest) columns.")
+        }
         guard (pageSize ?? 1) >= 1 else { throw ValidationError("--page-size must be at least 1.") }
         guard ahead >= 1 else { throw ValidationError("--ahead must be at least 1.") }
         guard latency >= 0 else { throw ValidationError("--latency must be 0 or more milliseconds.") }

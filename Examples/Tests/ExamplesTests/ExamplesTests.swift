@@ -178,6 +178,16 @@ struct OrderedStreamTests {
 
 @Suite("Hostile names and text")
 struct HostileTextTests {
+    /// `--width 99999999999999` (or such a `COLUMNS`) asked for 40 TB of padding and the tools
+    /// crashed; a layout is at most `TableLayout.widest` columns.
+    @Test func anAbsurdWidthIsBounded() {
+        for width in [Int.max, 99_999_999_999_999, TableLayout.widest + 1, Int.min, -5, 0] {
+            let layout = TableLayout(width: width)
+            #expect((40 ... TableLayout.widest).contains(layout.width))
+            #expect(TextWidth.columns(layout.row(path: "a.txt", size: 10, .pending)) <= TableLayout.widest)
+        }
+    }
+
     /// Seen 2026-11-23: a commit subject or a path with `ESC]2;…BEL` retitled the terminal and
     /// `ESC[2J` cleared it.
     @Test func escapeSequencesNeverReachTheTerminal() {
