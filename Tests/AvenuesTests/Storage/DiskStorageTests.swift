@@ -228,7 +228,7 @@ struct DiskStorageTests {
     /// folder; the crash test spent 30 s on it).
     @Test func aSameSizeReplacementLeavesTheTotalsCertain() throws {
         let folder = TemporaryFolder()
-        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        let storage = DiskStorage<String>(directory: folder.child("cache"), countLimit: 100)
         try storage.write(bytes("one"), for: "a")
         try storage.write(bytes("two"), for: "a")
         let lock = try Data(contentsOf: folder.child("cache").appendingPathComponent(CacheFolder.lockName))
@@ -236,6 +236,54 @@ struct DiskStorageTests {
         // Bytes 12..<16: the flags word; bit 0 marks the totals uncertain.
         #expect(lock.count >= 16 && lock[12..<16].allSatisfy { $0 == 0 }, "the totals are still marked uncertain: \(Array(lock))")
         #expect(storage.usage.count == 1)
+    }
+
+    /// A folder without limits keeps no totals while it is written (each move into place is one
+    /// `rename(2)`); it marks them uncertain, so a storage with limits on the same folder (another
+    /// process: each instance has its own lock-file descriptor) counts what is really there.
+    @Test func withoutLimitsTheTotalsAreMarkedUncertainAndALimitedStorageCountsTheFolder() throws {
+        let folder = TemporaryFolder()
+        let unlimited = DiskStorage<String>(directory: folder.child("cache"))
+        for index in 0..<6 { try unlimited.write(bytes("value \(index)"), for: "u\(index)") }
+        let lock = try Data(contentsOf: folder.child("cache").appendingPathComponent(CacheFolder.lockName))
+        #expect(lock.count == 40 && lock[12] & 1 == 1, "the totals are not marked uncertain: \(Array(lock))")
+        let limited = DiskStorage<String>(directory: folder.child("cache"), countLimit: 10)
+        #expect(limited.usage.count == 6)
+        for index in 0..<5 { try limited.write(bytes("value \(index)"), for: "l\(index)") }
+        // 11 > 10: down to 8, counting the unlimited storage's entries.
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.child("cache").path).filter(DiskStorage<String>.isEntryName)
+        #expect(files.count == 8)
+        #expect(limited.usage.count == 8)
+        try unlimited.write(bytes("more"), for: "u-more")
+        #expect(limited.usage.count == 9)
+        #expect(unlimited.usage.count == 9)
+    }
+
+    /// Writers without limits and one with limits on one folder at once: whatever interleaving, the
+    /// totals the limited one keeps match the entries on disk once they are done. A writer without
+    /// limits holds the lock file shared while it moves an entry into place, so the limited one can
+    /// never count the folder in between and clear the mark.
+    @Test func writersWithAndWithoutLimitsAtOnceLeaveTotalsThatMatchTheFolder() async throws {
+        let folder = TemporaryFolder()
+        let unlimited = DiskStorage<String>(directory: folder.child("cache"))
+        let limited = DiskStorage<String>(directory: folder.child("cache"), countLimit: 10_000)
+        await withTaskGroup(of: Void.self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    for index in 0..<150 { try? unlimited.write(Data("u".utf8), for: "u\(writer)-\(index)") }
+                }
+            }
+            group.addTask {
+                for index in 0..<150 {
+                    try? limited.write(Data("l".utf8), for: "l\(index)")
+                    if index % 10 == 0 { try? limited.write(Data("l".utf8), for: "l\(index)") }  // a replacement
+                }
+            }
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.child("cache").path).filter(DiskStorage<String>.isEntryName)
+        #expect(files.count == 750)
+        #expect(limited.usage.count == 750)
+        #expect(unlimited.usage.count == 750)
     }
 
     @Test func aCountLimitSweepsTheLeastRecentlyUsedDownToEightyPercent() throws {

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A folder of cache files that threads **and processes** share: the part of ``DiskStorage`` and
 /// ``AsyncMedia`` that names temporary files, moves finished ones into place, keeps the folder within
 /// its limits and keeps the folder itself safe.
@@ -10,6 +12,11 @@
 ///   them. Temporary files being written are not counted: while N writers are mid-write the folder
 ///   holds up to N more values than the limit. A process killed between moving an entry into place
 ///   and updating the totals leaves a mark that makes the next process recount.
+/// - **No limits, no bookkeeping.** A folder opened without limits does not keep the totals as it
+///   changes: its writers hold a shared `flock(2)` while they move entries into place and mark the
+///   totals uncertain, so whoever needs them (a process with limits, ``totals``) recounts once the
+///   writers are done. A move into place is then one `rename(2)`, and writers in one process no
+///   longer queue behind each other (the bookkeeping took eight system calls under one lock).
 /// - **Recency.** Each process knows when it last read or wrote each entry; entries it never used
 ///   count from their modification time. Reads never write to the disk.
 /// - **Safety.** The folder is created with mode 0700; an existing one that is a symbolic link or
@@ -27,6 +34,8 @@ final class CacheFolder: Sendable {
     let countLimit: Int?
     private let isEntry: @Sendable (String) -> Bool
     private let state = Locked(State())
+    /// `state.secured`, readable without the lock: every download asks before opening its file.
+    private let secured = Atomic<Bool>(false)
 
     private struct State {
         /// The lock file's descriptor, once opened.
@@ -37,6 +46,9 @@ final class CacheFolder: Sendable {
         var reconciled = false
         /// When this process last read or wrote each entry (wall clock, nanoseconds since 1970).
         var lastUse: [String: Int64] = [:]
+        /// Untracked commits (no limits) in progress: while there are any, this process holds the
+        /// lock file shared (or exclusive, inside ``withFolderLock``).
+        var sharers = 0
     }
 
     /// The totals kept in the lock file.
@@ -98,6 +110,7 @@ final class CacheFolder: Sendable {
         // Someone may have deleted the folder since it was checked: make it again, once.
         try state.withLock { (state: inout State) throws(DiskStorageError) in
             state.secured = false
+            secured.store(false, ordering: .releasing)
             _ = try secure(&state, creating: true)
         }
         do throws(FileSystem.Failure) {
@@ -109,6 +122,7 @@ final class CacheFolder: Sendable {
 
     /// Creates the folder if needed and checks it is safe to use.
     func secure() throws(DiskStorageError) {
+        if secured.load(ordering: .acquiring) { return }
         try state.withLock { (state: inout State) throws(DiskStorageError) in _ = try secure(&state, creating: true) }
     }
 
@@ -117,6 +131,7 @@ final class CacheFolder: Sendable {
     /// Moves a finished temporary file into place as `name` (one `rename(2)`), counts it, and sweeps
     /// the folder if a limit is now exceeded, never deleting `name` itself in that sweep.
     func commit(_ temporary: String, as name: String, size: Int) throws(DiskStorageError) {
+        guard sizeLimit != nil || countLimit != nil else { return try commitUntracked(temporary, as: name) }
         let now = FileSystem.wallClockNanoseconds()
         try state.withLock { (state: inout State) throws(DiskStorageError) in
             // The totals are written back even when unchanged (a value replaced by one of the same
@@ -141,6 +156,40 @@ final class CacheFolder: Sendable {
                 state.lastUse[name] = now
                 if isOverLimit(totals) { totals = sweep(&state, protecting: name) }
             }
+        }
+    }
+
+    /// ``commit(_:as:size:)`` in a folder without limits: one `rename(2)` under the lock file held
+    /// shared, the totals marked uncertain when this process first takes it.
+    private func commitUntracked(_ temporary: String, as name: String) throws(DiskStorageError) {
+        try state.withLock { (state: inout State) throws(DiskStorageError) in
+            if state.sharers == 0 {
+                guard try secure(&state, creating: true) else {
+                    throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: FileSystem.noSuchFile)
+                }
+                let lock = try lockDescriptor(&state)
+                do throws(FileSystem.Failure) {
+                    try FileSystem.lock(lock, exclusive: false, path: filePath(Self.lockName))
+                } catch {
+                    throw DiskStorageError(error)
+                }
+                // Held shared from here until the last of this process's moves ends, so no process
+                // can count the folder and clear the mark in between.
+                writeTotals(Totals(), uncertain: true, to: lock)
+            }
+            state.sharers += 1
+        }
+        defer {
+            state.withLock { state in
+                state.sharers -= 1
+                if state.sharers == 0 { FileSystem.unlock(state.lock) }
+            }
+        }
+        do throws(FileSystem.Failure) {
+            try FileSystem.rename(temporary, to: filePath(name))
+        } catch {
+            try? FileSystem.remove(temporary)
+            throw DiskStorageError(error)
         }
     }
 
@@ -185,6 +234,7 @@ final class CacheFolder: Sendable {
 
     /// Notes that this process used entry `name` now (a read): it leaves last in a sweep.
     func touch(_ name: String) {
+        guard sizeLimit != nil || countLimit != nil else { return }  // recency matters only to a sweep
         let now = FileSystem.wallClockNanoseconds()
         state.withLock { $0.lastUse[name] = now }
     }
@@ -218,7 +268,15 @@ final class CacheFolder: Sendable {
         } catch {
             throw DiskStorageError(error)
         }
-        defer { FileSystem.unlock(lock) }
+        // Untracked commits of this process still running hold the lock shared: it goes back to them.
+        let sharers = state.sharers
+        defer {
+            if sharers > 0 {
+                try? FileSystem.lock(lock, exclusive: false, path: filePath(Self.lockName))
+            } else {
+                FileSystem.unlock(lock)
+            }
+        }
         // Recounted on this process's first use (fixing what a killed process may have left) and
         // whenever the file is missing, damaged or marked uncertain.
         var totals: Totals
@@ -234,7 +292,11 @@ final class CacheFolder: Sendable {
         }
         let before = totals
         let result = try body(&state, &totals, lock)
-        if recounted || rewritingTotals || totals != before { writeTotals(totals, uncertain: false, to: lock) }
+        if sharers > 0 {
+            writeTotals(totals, uncertain: true, to: lock)  // those commits may not be counted
+        } else if recounted || rewritingTotals || totals != before {
+            writeTotals(totals, uncertain: false, to: lock)
+        }
         return result
     }
 
@@ -275,6 +337,7 @@ final class CacheFolder: Sendable {
         }
         removeAbandonedTemporaries()
         state.secured = true
+        secured.store(true, ordering: .releasing)
         return true
     }
 
