@@ -122,8 +122,8 @@ enum FileSystem {
     }
 
     /// Creates a new file that must not exist yet; never follows a symlink planted at `path`.
-    static func createExclusive(_ path: String, mode: mode_t) throws(Failure) -> Int32 {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+    static func createExclusive(_ path: String, mode: mode_t, readable: Bool = false) throws(Failure) -> Int32 {
+        let descriptor = open(path, (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw fail("open", path) }
         return descriptor
     }

@@ -338,8 +338,8 @@ public final class AsyncMedia: SchedulingProcessor {
             switch outcome {
             case .success(.file(let size)):
                 do {
+                    partial.forgetValidator()  // before the move: a record never outlives its partial file
                     let local = try folder.commit(partial.path, for: url, named: name, size: size, since: generation)
-                    partial.forgetValidator()
                     // Validators serve revalidation only, which needs a time-to-live; without one,
                     // recording them cost a second cache entry (a file written, renamed and counted)
                     // per download.
@@ -377,7 +377,7 @@ public final class AsyncMedia: SchedulingProcessor {
             case .failure(AsyncMediaError.httpStatus(416, _)) where resume != nil:
                 resume = nil  // the part kept no longer fits the file: start over
             case .failure(let error):
-                let keep = partial.resumable && plan?.resumeValidator != nil && partial.size > 0
+                let keep = partial.resumable && plan?.resumeValidator != nil && partial.hasValidator && partial.size > 0
                     && isInterruption(error) && folder.generation == generation
                 if !keep { partial.discard() }
                 context.progress.finish(url, with: nil)

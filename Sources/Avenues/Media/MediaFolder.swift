@@ -11,13 +11,20 @@ final class MediaFolder: Sendable {
     let directory: URL
     let sizeLimit: Int?
     private let folder: CacheFolder
-    /// Held by ``removeAll()`` and by each commit: a commit never interleaves with a clear.
+    /// Held by ``removeAll()``: one clear at a time.
     private let clearing = Locked(())
-    /// Counts ``removeAll()`` calls; changed only under `clearing`, at the start of a clear, so a
+    /// Commits moving a file into place now, and the clear waiting for them to end: a commit never
+    /// interleaves with a clear, and commits never wait for each other.
+    private let commits = Locked(Commits())
+    /// Counts ``removeAll()`` calls; changed only under `commits`, at the start of a clear, so a
     /// download that read it before a clear began never commits (the commit compares it under
-    /// `clearing`). Read without the lock: a commit holds `clearing` through its file system calls,
-    /// and every download reads the generation when it starts.
+    /// `commits`). Read without the lock by every download when it starts.
     private let clears = Atomic<UInt64>(0)
+
+    private struct Commits {
+        var inFlight = 0
+        var clearWaiting: DispatchSemaphore?
+    }
     /// The smallest body kept for resuming when cut short (64 KiB).
     static let smallestResumable: Int64 = 64 << 10
     /// When partial files were last pruned (wall-clock nanoseconds); `nil` before the first time.
@@ -108,31 +115,55 @@ final class MediaFolder: Sendable {
     /// limit if it is exceeded; a file larger than the whole limit still goes to its caller, and the
     /// next sweep takes it. A download begun before a clear is not committed (`CancellationError`).
     func commit(_ temporary: String, for url: URL, named name: String, size: Int64, since generation: UInt64) throws -> URL {
-        try clearing.withLock { _ throws in
+        try commits.withLock { commits throws in
             guard clears.load(ordering: .acquiring) == generation else { throw CancellationError() }
-            do throws(DiskStorageError) {
-                try folder.commit(temporary, as: name, size: Int(clamping: size))
-            } catch {
-                throw AsyncMediaError.cannotStore(url, reason: error)
+            commits.inFlight += 1
+        }
+        defer {
+            let clear = commits.withLock { commits -> DispatchSemaphore? in
+                commits.inFlight -= 1
+                guard commits.inFlight == 0 else { return nil }
+                defer { commits.clearWaiting = nil }
+                return commits.clearWaiting
             }
+            clear?.signal()
+        }
+        do throws(DiskStorageError) {
+            try folder.commit(temporary, as: name, size: Int(clamping: size))
+        } catch {
+            throw AsyncMediaError.cannotStore(url, reason: error)
         }
         return URL(fileURLWithPath: folder.filePath(name))
     }
 
-    /// Whether `file` still exists and no clear started since `generation`.
+    /// Whether no clear started since `generation` and, in a folder with a size limit, `file` still
+    /// exists (another download's sweep may have taken it). Without a limit nothing here deletes a
+    /// file but a clear, and every file a download returns was found or moved into place just
+    /// before: the `lstat` is skipped.
     func stillHolds(_ file: URL, since generation: UInt64) -> Bool {
         // A clear that starts after the generation is read and deletes the file before the
         // `lstat` is seen by it; one that deletes it after is like a clear after the return.
-        clears.load(ordering: .acquiring) == generation && ((try? FileSystem.linkStatus(file.path))?.isRegularFile ?? false)
+        guard clears.load(ordering: .acquiring) == generation else { return false }
+        return sizeLimit == nil || ((try? FileSystem.linkStatus(file.path))?.isRegularFile ?? false)
     }
 
     /// Deletes every downloaded file, partial download and abandoned temporary file (nothing else
     /// in the folder).
     func removeAll() {
         clearing.withLock { _ in
-            clears.add(1, ordering: .releasing)  // wrapping
+            // From here no commit starts; those already moving a file are waited for (a rename).
+            let commitsEnded = commits.withLock { commits -> DispatchSemaphore? in
+                clears.add(1, ordering: .releasing)  // wrapping
+                guard commits.inFlight > 0 else { return nil }
+                let semaphore = DispatchSemaphore(value: 0)
+                commits.clearWaiting = semaphore
+                return semaphore
+            }
+            commitsEnded?.wait()
             folder.removeAll()
-            for name in (try? FileSystem.contents(of: directory.path)) ?? [] where Self.isPartialName(name) {
+            // Records first: a record never outlives its partial file (see `openPartial`).
+            let partials = ((try? FileSystem.contents(of: directory.path)) ?? []).filter(Self.isPartialName)
+            for name in partials.sorted(by: { Self.isRecordName($0) && !Self.isRecordName($1) }) {
                 try? FileSystem.remove(folder.filePath(name))
             }
         }
@@ -186,13 +217,17 @@ final class MediaFolder: Sendable {
             }
         }
 
-        /// Deletes the file and what was recorded for it.
+        /// Whether a validator was recorded for the bytes written (or may have been): only then is
+        /// the file worth keeping for a later run.
+        var hasValidator: Bool { metaExists.withLock { $0 } }
+
+        /// Deletes the file and what was recorded for it (the record first: it never outlives the file).
         func discard() {
-            try? FileSystem.remove(path)
             removeMeta()
+            try? FileSystem.remove(path)
         }
 
-        /// Forgets what was recorded for it (after it was moved into place).
+        /// Forgets what was recorded for it (before it is moved into place).
         func forgetValidator() {
             removeMeta()
         }
@@ -212,6 +247,11 @@ final class MediaFolder: Sendable {
     static let partialsKept = 16
     static let partialAge: Int64 = 24 * 3_600 * 1_000_000_000
 
+    /// A partial file's record: `.partial-<media name>.meta` (or `.meta.tmp`).
+    static func isRecordName(_ name: String) -> Bool {
+        name.hasSuffix(".meta") || name.hasSuffix(".meta.tmp")
+    }
+
     /// `.partial-<media name>`, and its `.meta` (and `.meta.tmp` while that is written).
     static func isPartialName(_ name: String) -> Bool {
         guard name.hasPrefix(partialPrefix) else { return false }
@@ -230,6 +270,16 @@ final class MediaFolder: Sendable {
         let path = folder.filePath(Self.partialPrefix + name)
         let metaPath = path + ".meta"
         prunePartials(sparing: Self.partialPrefix + name)
+        // Usually there is none: made now, it holds nothing and has no record, since a record is
+        // always deleted before its partial file. One `open(2)`, and no `.meta` to look for.
+        if let created = try? FileSystem.createExclusive(path, mode: 0o600, readable: true) {
+            if (try? FileSystem.tryLock(created, path: path)) == true {
+                return Partial(path: path, descriptor: created, validator: nil, resumable: true, metaPath: metaPath, metaExists: false)
+            }
+            FileSystem.close(created)  // another download opened it first: it is theirs
+            let (temporary, writable) = try folder.makeTemporaryFile(for: name)
+            return Partial(path: temporary, descriptor: writable, validator: nil, resumable: false, metaPath: nil, metaExists: false)
+        }
         let descriptor = try? FileSystem.openOrCreate(path, mode: 0o600)
         guard let descriptor, (try? FileSystem.tryLock(descriptor, path: path)) == true,
               let info = try? FileSystem.status(of: descriptor, path: path), info.isRegularFile
@@ -274,10 +324,20 @@ final class MediaFolder: Sendable {
             return true
         }
         guard due else { return }
+        let names = ((try? FileSystem.contents(of: directory.path)) ?? []).filter(Self.isPartialName)
         var partials: [(name: String, size: Int, modified: Int64)] = []
-        for name in (try? FileSystem.contents(of: directory.path)) ?? [] where Self.isPartialName(name) && !name.hasSuffix(".meta") {
+        for name in names where !Self.isRecordName(name) {
             guard let info = try? FileSystem.linkStatus(folder.filePath(name)), info.isRegularFile else { continue }
             partials.append((name, info.size, info.modified))
+        }
+        // A record whose partial file is gone (a process killed between the two deletions, or one
+        // that deleted the file first, as 1.0.0 did) is deleted: a new partial file of that name is
+        // made without looking for its record. Checked again just before: a listing is not a snapshot.
+        let listed = Set(names)
+        for record in names where Self.isRecordName(record) {
+            let owner = String(record.dropLast(record.hasSuffix(".tmp") ? ".meta.tmp".count : ".meta".count))
+            guard !listed.contains(owner), (try? FileSystem.linkStatus(folder.filePath(owner))) == nil else { continue }
+            try? FileSystem.remove(folder.filePath(record))
         }
         partials.sort { $0.modified > $1.modified }
         var total = 0
@@ -291,8 +351,8 @@ final class MediaFolder: Sendable {
             guard let descriptor = try? FileSystem.openOrCreate(path, mode: 0o600) else { continue }
             defer { FileSystem.close(descriptor) }
             guard (try? FileSystem.tryLock(descriptor, path: path)) == true else { continue }  // being written
+            try? FileSystem.remove(path + ".meta")  // the record first: it never outlives the file
             try? FileSystem.remove(path)
-            try? FileSystem.remove(path + ".meta")
         }
     }
 

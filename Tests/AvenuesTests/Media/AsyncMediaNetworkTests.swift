@@ -265,6 +265,42 @@ final class AsyncMediaNetworkTests: Sendable {
         try await server.setETag("v1")
     }
 
+    /// A file too small to resume (under 64 KiB) records no validator: cut short, it leaves no
+    /// partial file behind (one was kept, to be emptied by the next run).
+    @Test func aSmallFileCutShortLeavesNoPartialFile() async throws {
+        try await server.setETag("v1")
+        let media = media()
+        let url = server.url("/resumable/30000?cut=15000")
+        await #expect(throws: (any Error).self) { try await media.file(for: url) }
+        #expect(leftovers().isEmpty)
+        let file = try await media.file(for: url)
+        #expect(try Data(contentsOf: file) == MediaServer.body(30_000))
+        let asked = try await server.headers()["/resumable/30000"]
+        #expect(asked?["range"] == "" && asked?["if-range"] == "", "asked for a part: \(String(describing: asked))")
+    }
+
+    /// A partial file's record that outlived it (left by a process killed between moving a
+    /// download into place and deleting the record, as 1.0.0 could) is deleted when the folder is
+    /// next pruned — the first download of a process — and is never taken for a new partial file's,
+    /// which is made without looking for one.
+    @Test func aRecordWithoutItsPartialFileIsDeletedAndNeverUsed() async throws {
+        try await server.setETag("v1")
+        let directory = folder.child("orphan")
+        let url = server.url("/resumable/30000?cut=15000")
+        let name = MediaFolder.fileName(for: try AsyncMedia.canonical(url))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let record = directory.appendingPathComponent(MediaFolder.partialPrefix + name + ".meta")
+        try Data("avenues-partial 1\n\(try AsyncMedia.canonical(url).absoluteString)\n\"v1\"\n".utf8).write(to: record)
+        let media = media(directory: directory)
+        await #expect(throws: (any Error).self) { try await media.file(for: url) }  // cut at 15,000
+        #expect(!FileManager.default.fileExists(atPath: record.path))
+        #expect(leftovers(in: directory).isEmpty)
+        let file = try await media.file(for: url)
+        #expect(try Data(contentsOf: file) == MediaServer.body(30_000))
+        let asked = try await server.headers()["/resumable/30000"]
+        #expect(asked?["range"] == "" && asked?["if-range"] == "", "asked for a part: \(String(describing: asked))")
+    }
+
     @Test func aDownloadOfAProcessKilledWithSIGKILLResumes() async throws {
         try await server.setETag("v1")
         let directory = folder.child("killed")
