@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -324,5 +325,28 @@ extension FileSystem.FileInfo {
             permissions: UInt32(truncatingIfNeeded: info.st_mode) & 0o7777,
             links: UInt64(truncatingIfNeeded: info.st_nlink)
         )
+    }
+}
+
+/// A descriptor with several owners, closed when the last lets it go: how a download run and the
+/// transfer writing its file share the file without a `dup(2)` (and its `close(2)`) per request.
+final class SharedDescriptor: Sendable {
+    let descriptor: Int32
+    private let owners = Atomic<Int>(1)
+
+    /// Takes `descriptor` with one owner: the caller.
+    init(_ descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// One more owner; each calls ``release()`` once.
+    func retain() -> SharedDescriptor {
+        owners.add(1, ordering: .relaxed)
+        return self
+    }
+
+    /// The caller is done with it: the last owner closes it.
+    func release() {
+        if owners.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { FileSystem.close(descriptor) }
     }
 }

@@ -176,8 +176,10 @@ final class MediaFolder: Sendable {
     /// another download holds the URL's partial file.
     final class Partial: Sendable {
         let path: String
-        /// Open for reading and writing; holds the partial file's lock until closed.
-        let descriptor: Int32
+        /// Open for reading and writing; holds the partial file's lock until its last owner (this
+        /// run, a transfer still writing) lets it go.
+        let file: SharedDescriptor
+        var descriptor: Int32 { file.descriptor }
         /// The validator the bytes already there were sent with (`If-Range`), if any.
         let validator: String?
         /// `false` for a plain temporary file: never kept for a later run.
@@ -189,7 +191,8 @@ final class MediaFolder: Sendable {
         private let metaExists: Locked<Bool>
 
         init(path: String, descriptor: Int32, validator: String?, resumable: Bool, metaPath: String?, metaExists: Bool) {
-            (self.path, self.descriptor, self.validator, self.resumable, self.metaPath) = (path, descriptor, validator, resumable, metaPath)
+            (self.path, self.validator, self.resumable, self.metaPath) = (path, validator, resumable, metaPath)
+            file = SharedDescriptor(descriptor)
             self.metaExists = Locked(metaPath != nil && metaExists)
         }
 
@@ -237,8 +240,9 @@ final class MediaFolder: Sendable {
             try? FileSystem.remove(metaPath)
         }
 
+        /// This run is done with the file (a transfer may still hold it).
         func close() {
-            FileSystem.close(descriptor)
+            file.release()
         }
     }
 

@@ -38,7 +38,8 @@ final class Transfer: DownloadSink {
     /// bytes it already holds (a resume continues after them).
     struct FileTarget: Sendable {
         let path: String
-        let descriptor: Int32
+        /// One owner of it is the transfer's: released when the transport ends it.
+        let descriptor: SharedDescriptor
         let existing: Int64
     }
 
@@ -254,7 +255,8 @@ extension Result {
 // calls a sink from one thread at a time (DownloadSink's contract), each call after the last returned.
 final class Writer: @unchecked Sendable {
     let path: String
-    private let descriptor: Int32
+    private let file: SharedDescriptor
+    private var descriptor: Int32 { file.descriptor }
     private let existing: Int64
     private let writeBytes: @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
     private var decoder: ContentDecoder?
@@ -262,7 +264,7 @@ final class Writer: @unchecked Sendable {
 
     init(file: Transfer.FileTarget, writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void) {
         path = file.path
-        descriptor = file.descriptor
+        self.file = file.descriptor
         existing = file.existing
         self.writeBytes = writeBytes
     }
@@ -301,6 +303,6 @@ final class Writer: @unchecked Sendable {
         guard !closed else { return }
         closed = true
         decoder = nil
-        FileSystem.close(descriptor)
+        file.release()
     }
 }

@@ -83,6 +83,61 @@ struct HTTPParsingTests {
         #expect(throws: ResponseHead.Failure.self) { try head(text) }
     }
 
+    /// The status line, the values and the coding lists are read from bytes, without splitting
+    /// strings; what they accept is what the string code accepted (kept here as the model), over
+    /// random lines of the bytes that matter.
+    @Test func theByteReadersAgreeWithTheStringModel() throws {
+        func modelStatus(_ text: String) -> Int? {
+            let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), parts[1].utf8.count == 3,
+                  parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }), let code = Int(parts[1]), (100...599).contains(code)
+            else { return nil }
+            return code
+        }
+        func modelElements(_ values: [String]) -> [String] {
+            values.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces().lowercased() } }
+        }
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [String] = ["HTTP/", "1.1", "2", " ", "  ", "\t", "0", "1", "2", "5", "9", "6", "00", "OK", ",", "gzip", "GZip", "x", "é"]
+        for _ in 0..<20_000 {
+            let text = (0..<Int.random(in: 0...7, using: &generator)).map { _ in alphabet.randomElement(using: &generator) ?? "" }.joined()
+            let status = Array(text.utf8).withUnsafeBytes { try? HeaderBlockParser.statusCode($0) }
+            #expect(status == modelStatus(text), "\(text.debugDescription)")
+            var parser = HeaderBlockParser()
+            let line = "X-A:" + text + "\r\n"
+            _ = try Array("HTTP/1.1 200 OK\r\n".utf8).withUnsafeBytes { try parser.take($0) }
+            _ = try Array(line.utf8).withUnsafeBytes { try parser.take($0) }
+            let head = try Array("\r\n".utf8).withUnsafeBytes { try parser.take($0) }
+            let value = try #require(head?.fields.first?.value)
+            #expect(value == text.trimmingSpaces(), "\(text.debugDescription)")
+            let fields = [HTTPField(name: "X-A", value: text), HTTPField(name: "x-a", value: value)]
+            #expect(ResponseHead.elements("x-a", in: fields, keepEmpty: true) == modelElements([text, value]), "\(text.debugDescription)")
+            #expect(ResponseHead.elements("x-a", in: fields) == modelElements([text, value]).filter { !$0.isEmpty }, "\(text.debugDescription)")
+        }
+    }
+
+    /// A URL taken as canonical from its bytes is exactly what `URLComponents` makes of it, over
+    /// random URLs built from the pieces where they could differ.
+    @Test func aURLTakenAsCanonicalIsWhatURLComponentsMakesOfIt() throws {
+        var generator = SystemRandomNumberGenerator()
+        let schemes = ["http://", "https://", "HTTP://", "Https://", "ftp://", "http:/", "file://"]
+        let hosts = ["example.com", "Example.COM", "a-b.c", "127.0.0.1", "[::1]", "user@host", "h%41st", "", "x_y", "é.com", "host."]
+        let ports = ["", ":", ":80", ":443", ":8080", ":0", ":080", ":65535", ":65536", ":99999999", ":1a"]
+        let paths = ["", "/", "/a/b.txt", "/a%20b", "/?q=1", "?x", "/p#frag", "#f", "/é", "/a b"]
+        var fast = 0
+        for _ in 0..<5_000 {
+            let text = [schemes, hosts, ports, paths].map { $0.randomElement(using: &generator) ?? "" }.joined()
+            guard let url = URL(string: text) else { continue }
+            let slow = Result { () throws(AsyncMediaError) in try AsyncMedia.canonicalFromComponents(url) }
+            if AsyncMedia.isCanonical(url) {
+                fast += 1
+                #expect((try? slow.get()) == url, "\(text)")
+            }
+            #expect((try? AsyncMedia.canonical(url)) == (try? slow.get()), "\(text)")
+        }
+        #expect(fast > 100)
+    }
+
     @Test func headerNamesAreTokensAsRFC9110DefinesThem() {
         let punctuation = Set("!#$%&'*+-.^_`|~".utf8)
         for byte in UInt8.min ... UInt8.max {

@@ -101,7 +101,10 @@ private enum Command: Sendable {
 private final class Engine: @unchecked Sendable {
     let multi: UnsafeMutableRawPointer
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    private let inbox = Locked<(commands: [Command], idle: Bool)>(([], false))
+    /// Commands for the thread; whether it sleeps (`idle`: nothing to watch) or waits in
+    /// `curl_multi_poll` (`polling`): only then does a command need to wake it. (A wakeup per
+    /// request was a system call on each side and, in a burst, filled libcurl's wakeup pipe.)
+    private let inbox = Locked<(commands: [Command], idle: Bool, polling: Bool)>(([], false, false))
     private let idle = DispatchSemaphore(value: 0)
     let connectionsOpened = Locked(0)
 
@@ -111,12 +114,16 @@ private final class Engine: @unchecked Sendable {
     }
 
     func submit(_ command: Command) {
-        let wasIdle = inbox.withLock { inbox -> Bool in
+        let (wasIdle, polling) = inbox.withLock { inbox -> (Bool, Bool) in
             inbox.commands.append(command)
             defer { inbox.idle = false }
-            return inbox.idle
+            return (inbox.idle, inbox.polling)
         }
-        if wasIdle { idle.signal() } else { _ = avenues_curl_multi_wakeup(multi) }
+        if wasIdle {
+            idle.signal()
+        } else if polling {
+            _ = avenues_curl_multi_wakeup(multi)
+        }  // else the thread is running and reads the inbox before it polls again
     }
 
     func run() {
@@ -151,8 +158,18 @@ private final class Engine: @unchecked Sendable {
                 }
                 if wait { idle.wait() }
             } else {
-                var descriptors: Int32 = 0
-                _ = avenues_curl_multi_poll(multi, 1_000, &descriptors)
+                // Marked under the lock that `submit` appends under: a command that came meanwhile
+                // is taken first; one that comes after finds `polling` and wakes the poll.
+                let poll = inbox.withLock { inbox -> Bool in
+                    guard inbox.commands.isEmpty else { return false }
+                    inbox.polling = true
+                    return true
+                }
+                if poll {
+                    var descriptors: Int32 = 0
+                    _ = avenues_curl_multi_poll(multi, 1_000, &descriptors)
+                    inbox.withLock { $0.polling = false }
+                }
             }
         }
     }

@@ -85,9 +85,20 @@ struct ResponseHead: Sendable, Equatable {
     /// The elements of every field called `name`, comma-separated, trimmed and lowercased; empty
     /// ones are dropped unless `keepEmpty` (an empty `Content-Length` is an error, not an absence).
     static func elements(_ name: String, in fields: [HTTPField], keepEmpty: Bool = false) -> [String] {
-        fields.filter { isNamed($0.name, name) }.flatMap { field in
-            field.value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces().lowercased() }
-        }.filter { keepEmpty || !$0.isEmpty }
+        var elements: [String] = []
+        for field in fields where isNamed(field.name, name) {
+            // Most values are one element already trimmed and lowercase (`Content-Length: 1234`):
+            // taken as they are, without splitting and copying.
+            if !field.value.utf8.contains(where: { $0 == UInt8(ascii: ",") || $0 == 0x20 || $0 == 0x09 || (0x41...0x5A).contains($0) }) {
+                if keepEmpty || !field.value.isEmpty { elements.append(field.value) }
+                continue
+            }
+            for element in field.value.split(separator: ",", omittingEmptySubsequences: false) {
+                let element = element.trimmingSpaces().lowercased()
+                if keepEmpty || !element.isEmpty { elements.append(element) }
+            }
+        }
+        return elements
     }
 
     static func coding(_ name: String) throws(Failure) -> Coding {
@@ -163,18 +174,26 @@ struct HeaderBlockParser {
         guard name.allSatisfy(Self.isTokenByte) else {
             throw .malformed("the header name \(String(decoding: name, as: UTF8.self).prefix(40).debugDescription)")
         }
-        let value = String(decoding: UnsafeRawBufferPointer(rebasing: text[(colon + 1)...]), as: UTF8.self).trimmingSpaces()
+        var valueStart = colon + 1
+        var valueEnd = text.count
+        while valueStart < valueEnd, text[valueStart] == 0x20 || text[valueStart] == 0x09 { valueStart += 1 }
+        while valueEnd > valueStart, text[valueEnd - 1] == 0x20 || text[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: text[valueStart..<valueEnd]), as: UTF8.self)
         fields.append(HTTPField(name: String(decoding: name, as: UTF8.self), value: value))
         return nil
     }
 
     /// The code of `HTTP/1.1 200 OK`, `HTTP/2 200`.
     static func statusCode(_ line: UnsafeRawBufferPointer) throws(ResponseHead.Failure) -> Int {
-        let text = String(decoding: line, as: UTF8.self)
-        let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), parts[1].utf8.count == 3,
-              parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }), let code = Int(parts[1]), (100...599).contains(code)
-        else { throw .malformed("the status line \(text.prefix(80).debugDescription)") }
+        // `HTTP/…`, one space, three digits, then the end or a space; read from the bytes.
+        let space = line.firstIndex(of: 0x20) ?? line.count
+        let digits = space + 1
+        let isDigit = { (byte: UInt8) in (0x30...0x39).contains(byte) }
+        guard line.starts(with: "HTTP/".utf8), digits + 3 <= line.count, isDigit(line[digits]), isDigit(line[digits + 1]),
+              isDigit(line[digits + 2]), digits + 3 == line.count || line[digits + 3] == 0x20
+        else { throw .malformed("the status line \(String(decoding: line, as: UTF8.self).prefix(80).debugDescription)") }
+        let code = Int(line[digits] - 0x30) * 100 + Int(line[digits + 1] - 0x30) * 10 + Int(line[digits + 2] - 0x30)
+        guard (100...599).contains(code) else { throw .malformed("the status line \(String(decoding: line, as: UTF8.self).prefix(80).debugDescription)") }
         return code
     }
 
@@ -191,7 +210,9 @@ struct HeaderBlockParser {
 extension StringProtocol {
     /// The text without spaces and tabs at either end (ASCII only, no Foundation).
     func trimmingSpaces() -> String {
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
         var view = Substring(self).utf8[...]
+        if let first = view.first, let last = view.last, !isSpace(first), !isSpace(last) { return String(self) }  // no copy of a String
         while let first = view.first, first == 0x20 || first == 0x09 { view = view.dropFirst() }
         while let last = view.last, last == 0x20 || last == 0x09 { view = view.dropLast() }
         return String(decoding: view, as: UTF8.self)

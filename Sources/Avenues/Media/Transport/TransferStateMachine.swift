@@ -81,10 +81,9 @@ struct TransferStateMachine: Sendable {
     /// The response head.
     mutating func head(status: Int, fields: [HTTPField]) -> HeadDecision {
         guard case .waiting = phase else { return .failed(AsyncMediaError.malformedResponse(request.url, reason: "a second head")) }
-        let decision = decide(status: status, fields: fields)
+        let (decision, head) = decide(status: status, fields: fields)
         switch decision {
         case .readBody(let plan):
-            let head = try? ResponseHead(status: status, fields: fields)
             // A transport that decodes hands over decoded bytes: a coded body's length is not theirs.
             let rawLength = request.transportDecodes && head?.codings.isEmpty == false ? nil : head?.contentLength
             phase = .body(plan, status: status, rawLength: rawLength)
@@ -161,17 +160,23 @@ struct TransferStateMachine: Sendable {
 
     // MARK: Deciding
 
-    private func decide(status: Int, fields: [HTTPField]) -> HeadDecision {
+    /// What the head means, and the head as read (`nil` if it could not be).
+    private func decide(status: Int, fields: [HTTPField]) -> (HeadDecision, ResponseHead?) {
         let url = request.url
         let head: ResponseHead
         do {
             head = try ResponseHead(status: status, fields: fields)
         } catch {
             switch error {
-            case .unsupportedCoding: return .failed(AsyncMediaError.malformedResponse(url, reason: error.description))
-            case .malformed(let reason): return .failed(AsyncMediaError.malformedResponse(url, reason: reason))
+            case .unsupportedCoding: return (.failed(AsyncMediaError.malformedResponse(url, reason: error.description)), nil)
+            case .malformed(let reason): return (.failed(AsyncMediaError.malformedResponse(url, reason: reason)), nil)
             }
         }
+        return (decide(status: status, head: head), head)
+    }
+
+    private func decide(status: Int, head: ResponseHead) -> HeadDecision {
+        let url = request.url
         switch status {
         case 200, 203:
             return readBody(head, append: false)
