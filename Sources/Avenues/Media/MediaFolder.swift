@@ -99,7 +99,7 @@ final class MediaFolder: Sendable {
     func cachedFile(named name: String) -> URL? {
         guard let info = try? FileSystem.linkStatus(folder.filePath(name)), info.isRegularFile else { return nil }
         folder.touch(name)
-        return URL(fileURLWithPath: folder.filePath(name))
+        return URL(fileURLWithPath: folder.filePath(name), isDirectory: false)  // without the hint, Foundation stat()s the path
     }
 
     /// Creates the folder (0700) if needed and a new hidden temporary file (0600) for `url`; returns
@@ -133,7 +133,7 @@ final class MediaFolder: Sendable {
         } catch {
             throw AsyncMediaError.cannotStore(url, reason: error)
         }
-        return URL(fileURLWithPath: folder.filePath(name))
+        return URL(fileURLWithPath: folder.filePath(name), isDirectory: false)  // without the hint, Foundation stat()s the path
     }
 
     /// Whether no clear started since `generation` and, in a folder with a size limit, `file` still

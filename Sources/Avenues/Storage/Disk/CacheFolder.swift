@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// A folder of cache files that threads **and processes** share: the part of ``DiskStorage`` and
@@ -13,9 +14,9 @@ import Synchronization
 ///   holds up to N more values than the limit. A process killed between moving an entry into place
 ///   and updating the totals leaves a mark that makes the next process recount.
 /// - **No limits, no bookkeeping.** A folder opened without limits does not keep the totals as it
-///   changes: its writers hold a shared `flock(2)` while they move entries into place and mark the
-///   totals uncertain, so whoever needs them (a process with limits, ``totals``) recounts once the
-///   writers are done. A move into place is then one `rename(2)`, and writers in one process no
+///   changes: its writers hold a shared `flock(2)` while they move entries into place (and
+///   ``sharedLinger`` after, for the next one) and mark the totals uncertain, so whoever needs them
+///   (a process with limits, ``totals``) recounts once the writers are done. A move into place is then one `rename(2)`, and writers in one process no
 ///   longer queue behind each other (the bookkeeping took eight system calls under one lock).
 /// - **Recency.** Each process knows when it last read or wrote each entry; entries it never used
 ///   count from their modification time. Reads never write to the disk.
@@ -46,10 +47,22 @@ final class CacheFolder: Sendable {
         var reconciled = false
         /// When this process last read or wrote each entry (wall clock, nanoseconds since 1970).
         var lastUse: [String: Int64] = [:]
-        /// Untracked commits (no limits) in progress: while there are any, this process holds the
-        /// lock file shared (or exclusive, inside ``withFolderLock``).
+        /// Untracked commits (no limits) in progress.
         var sharers = 0
+        /// This process holds the lock file shared (or exclusive, inside ``withFolderLock``): from
+        /// an untracked commit until no commit came for ``sharedLinger``.
+        var sharedHeld = false
+        /// Untracked commits since the last look of the release check.
+        var recentCommits = 0
+        /// A release check is scheduled.
+        var releaseScheduled = false
     }
+
+    /// How long the lock file stays held shared after an untracked commit, for the next one: in a
+    /// burst of small downloads, taking it (and marking the totals) for each cost four system calls
+    /// a file under the folder's lock. A process with limits waits at most about this long for it.
+    static let sharedLinger: DispatchTimeInterval = .milliseconds(2)
+    private static let releaseQueue = DispatchQueue(label: "avenues.cache-folder.release")
 
     /// The totals kept in the lock file.
     struct Totals: Equatable {
@@ -163,7 +176,7 @@ final class CacheFolder: Sendable {
     /// shared, the totals marked uncertain when this process first takes it.
     private func commitUntracked(_ temporary: String, as name: String) throws(DiskStorageError) {
         try state.withLock { (state: inout State) throws(DiskStorageError) in
-            if state.sharers == 0 {
+            if !state.sharedHeld {
                 guard try secure(&state, creating: true) else {
                     throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: FileSystem.noSuchFile)
                 }
@@ -173,23 +186,62 @@ final class CacheFolder: Sendable {
                 } catch {
                     throw DiskStorageError(error)
                 }
-                // Held shared from here until the last of this process's moves ends, so no process
-                // can count the folder and clear the mark in between.
+                // Held shared from here until no move came for `sharedLinger`, so no process can
+                // count the folder and clear the mark in between.
                 writeTotals(Totals(), uncertain: true, to: lock)
+                state.sharedHeld = true
             }
             state.sharers += 1
         }
+        var moved = true
         defer {
-            state.withLock { state in
+            let schedule = state.withLock { state -> Bool in
                 state.sharers -= 1
-                if state.sharers == 0 { FileSystem.unlock(state.lock) }
+                state.recentCommits += 1
+                // Perhaps the folder is gone: the next commit looks at the lock file again.
+                if !moved, state.sharedHeld, state.sharers == 0 {
+                    FileSystem.unlock(state.lock)
+                    state.sharedHeld = false
+                }
+                guard !state.releaseScheduled else { return false }
+                state.releaseScheduled = true
+                return true
             }
+            if schedule { scheduleRelease() }
         }
         do throws(FileSystem.Failure) {
             try FileSystem.rename(temporary, to: filePath(name))
         } catch {
             try? FileSystem.remove(temporary)
+            moved = false
             throw DiskStorageError(error)
+        }
+    }
+
+    /// Lets the shared lock go once no untracked commit ran for ``sharedLinger`` (one detached check
+    /// at a time, not one per commit).
+    private func scheduleRelease() {
+        // On a queue of its own, not the cooperative pool: a writer with limits blocked in flock(2)
+        // on every pool thread must not keep this release from running.
+        Self.releaseQueue.asyncAfter(deadline: .now() + Self.sharedLinger) { [weak self] in
+            guard let self else { return }
+            let again = state.withLock { state -> Bool in
+                if state.sharers == 0, state.recentCommits == 0 {
+                    if state.sharedHeld, state.lock >= 0 { FileSystem.unlock(state.lock) }
+                    state.sharedHeld = false
+                    state.releaseScheduled = false
+                    return false
+                }
+                state.recentCommits = 0
+                // The folder may have been deleted (and made again by another process) meanwhile:
+                // then this lock file is not the folder's, and the next commit takes the new one.
+                if state.sharedHeld, ((try? FileSystem.status(of: state.lock, path: filePath(Self.lockName)))?.links ?? 0) == 0 {
+                    FileSystem.unlock(state.lock)
+                    state.sharedHeld = false
+                }
+                return true
+            }
+            if again { scheduleRelease() }
         }
     }
 
@@ -268,10 +320,10 @@ final class CacheFolder: Sendable {
         } catch {
             throw DiskStorageError(error)
         }
-        // Untracked commits of this process still running hold the lock shared: it goes back to them.
-        let sharers = state.sharers
+        // Held shared for untracked commits of this process: it goes back to them after.
+        let shared = state.sharedHeld
         defer {
-            if sharers > 0 {
+            if shared {
                 try? FileSystem.lock(lock, exclusive: false, path: filePath(Self.lockName))
             } else {
                 FileSystem.unlock(lock)
@@ -292,8 +344,8 @@ final class CacheFolder: Sendable {
         }
         let before = totals
         let result = try body(&state, &totals, lock)
-        if sharers > 0 {
-            writeTotals(totals, uncertain: true, to: lock)  // those commits may not be counted
+        if shared {
+            writeTotals(totals, uncertain: true, to: lock)  // this process's commits are not counted
         } else if recounted || rewritingTotals || totals != before {
             writeTotals(totals, uncertain: false, to: lock)
         }
