@@ -177,15 +177,7 @@ final class CacheFolder: Sendable {
     private func commitUntracked(_ temporary: String, as name: String) throws(DiskStorageError) {
         try state.withLock { (state: inout State) throws(DiskStorageError) in
             if !state.sharedHeld {
-                guard try secure(&state, creating: true) else {
-                    throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: FileSystem.noSuchFile)
-                }
-                let lock = try lockDescriptor(&state)
-                do throws(FileSystem.Failure) {
-                    try FileSystem.lock(lock, exclusive: false, path: filePath(Self.lockName))
-                } catch {
-                    throw DiskStorageError(error)
-                }
+                let lock = try takeLockFile(&state, exclusive: false, creating: true)
                 // Held shared from here until no move came for `sharedLinger`, so no process can
                 // count the folder and clear the mark in between.
                 writeTotals(Totals(), uncertain: true, to: lock)
@@ -311,15 +303,7 @@ final class CacheFolder: Sendable {
         rewritingTotals: Bool = false,
         _ body: (inout State, inout Totals, Int32) throws(DiskStorageError) -> Result
     ) throws(DiskStorageError) -> Result {
-        guard try secure(&state, creating: creating) else {
-            throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: FileSystem.noSuchFile)
-        }
-        let lock = try lockDescriptor(&state)
-        do throws(FileSystem.Failure) {
-            try FileSystem.lock(lock, exclusive: true, path: filePath(Self.lockName))
-        } catch {
-            throw DiskStorageError(error)
-        }
+        let lock = try takeLockFile(&state, exclusive: true, creating: creating)
         // Held shared for untracked commits of this process: it goes back to them after.
         let shared = state.sharedHeld
         defer {
@@ -350,6 +334,21 @@ final class CacheFolder: Sendable {
             writeTotals(totals, uncertain: false, to: lock)
         }
         return result
+    }
+
+    /// Checks the folder (creating it if asked: else a missing one throws) and takes its lock file,
+    /// `exclusive` or shared; returns the lock file's descriptor.
+    private func takeLockFile(_ state: inout State, exclusive: Bool, creating: Bool) throws(DiskStorageError) -> Int32 {
+        guard try secure(&state, creating: creating) else {
+            throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: FileSystem.noSuchFile)
+        }
+        let lock = try lockDescriptor(&state)
+        do throws(FileSystem.Failure) {
+            try FileSystem.lock(lock, exclusive: exclusive, path: filePath(Self.lockName))
+        } catch {
+            throw DiskStorageError(error)
+        }
+        return lock
     }
 
     /// Creates (if asked) and checks the folder. `false` when it does not exist and was not created.
