@@ -165,13 +165,6 @@ enum FileSystem {
         return true
     }
 
-    /// A second descriptor of the same open file (its position and locks are shared).
-    static func duplicate(_ descriptor: Int32, path: String) throws(Failure) -> Int32 {
-        let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-        guard copy >= 0 else { throw fail("fcntl", path) }
-        return copy
-    }
-
     /// Moves the descriptor's position to `offset` from the start.
     static func seek(_ descriptor: Int32, to offset: Int64, path: String) throws(Failure) {
         guard lseek(descriptor, off_t(offset), SEEK_SET) >= 0 else { throw fail("lseek", path) }

@@ -102,12 +102,6 @@ final class MediaFolder: Sendable {
         return URL(fileURLWithPath: folder.filePath(name), isDirectory: false)  // without the hint, Foundation stat()s the path
     }
 
-    /// Creates the folder (0700) if needed and a new hidden temporary file (0600) for `url`; returns
-    /// its path and a descriptor open for writing.
-    func makeTemporaryFile(for url: URL) throws(DiskStorageError) -> (path: String, descriptor: Int32) {
-        try folder.makeTemporaryFile(for: Self.fileName(for: url))
-    }
-
     /// The number of clears so far.
     var generation: UInt64 { clears.load(ordering: .acquiring) }
 
@@ -267,32 +261,28 @@ final class MediaFolder: Sendable {
         return isMediaName(String(rest))
     }
 
-    /// The partial file for `url` (named after `name`, its ``fileName(for:)``), locked for this download, with what it holds; a plain temporary
-    /// file if another download holds it.
+    /// The partial file for `url` (named after `name`, its ``fileName(for:)``), locked for this
+    /// download, with what it holds; a plain temporary file if another download holds it.
     func openPartial(for url: URL, named name: String) throws(DiskStorageError) -> Partial {
         try folder.secure()
         let path = folder.filePath(Self.partialPrefix + name)
         let metaPath = path + ".meta"
         prunePartials(sparing: Self.partialPrefix + name)
+        // Held by another download (or the folder vanished): a file of this download's own.
+        func ownTemporaryFile(closing descriptor: Int32?) throws(DiskStorageError) -> Partial {
+            if let descriptor { FileSystem.close(descriptor) }
+            let (temporary, writable) = try folder.makeTemporaryFile(for: name)
+            return Partial(path: temporary, descriptor: writable, validator: nil, resumable: false, metaPath: nil, metaExists: false)
+        }
         // Usually there is none: made now, it holds nothing and has no record, since a record is
         // always deleted before its partial file. One `open(2)`, and no `.meta` to look for.
-        if let created = try? FileSystem.createExclusive(path, mode: 0o600, readable: true) {
-            if (try? FileSystem.tryLock(created, path: path)) == true {
-                return Partial(path: path, descriptor: created, validator: nil, resumable: true, metaPath: metaPath, metaExists: false)
-            }
-            FileSystem.close(created)  // another download opened it first: it is theirs
-            let (temporary, writable) = try folder.makeTemporaryFile(for: name)
-            return Partial(path: temporary, descriptor: writable, validator: nil, resumable: false, metaPath: nil, metaExists: false)
+        let created = try? FileSystem.createExclusive(path, mode: 0o600, readable: true)
+        guard let descriptor = created ?? (try? FileSystem.openOrCreate(path, mode: 0o600)) else { return try ownTemporaryFile(closing: nil) }
+        guard (try? FileSystem.tryLock(descriptor, path: path)) == true else { return try ownTemporaryFile(closing: descriptor) }
+        if created != nil {
+            return Partial(path: path, descriptor: descriptor, validator: nil, resumable: true, metaPath: metaPath, metaExists: false)
         }
-        let descriptor = try? FileSystem.openOrCreate(path, mode: 0o600)
-        guard let descriptor, (try? FileSystem.tryLock(descriptor, path: path)) == true,
-              let info = try? FileSystem.status(of: descriptor, path: path), info.isRegularFile
-        else {
-            if let descriptor { FileSystem.close(descriptor) }
-            // Held by another download (or the folder vanished): a file of this download's own.
-            let (temporary, writable) = try folder.makeTemporaryFile(for: name)
-            return Partial(path: temporary, descriptor: writable, validator: nil, resumable: false, metaPath: nil, metaExists: false)
-        }
+        guard let info = try? FileSystem.status(of: descriptor, path: path), info.isRegularFile else { return try ownTemporaryFile(closing: descriptor) }
         let (metaExists, validator) = Self.readValidator(metaPath, for: url)
         if info.size > 0, validator == nil { _ = try? FileSystem.truncate(descriptor, path: path) }
         return Partial(

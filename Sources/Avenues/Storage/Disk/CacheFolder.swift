@@ -16,8 +16,9 @@ import Synchronization
 /// - **No limits, no bookkeeping.** A folder opened without limits does not keep the totals as it
 ///   changes: its writers hold a shared `flock(2)` while they move entries into place (and
 ///   ``sharedLinger`` after, for the next one) and mark the totals uncertain, so whoever needs them
-///   (a process with limits, ``totals``) recounts once the writers are done. A move into place is then one `rename(2)`, and writers in one process no
-///   longer queue behind each other (the bookkeeping took eight system calls under one lock).
+///   (a process with limits, ``totals``) recounts once the writers are done. A move into place is
+///   then one `rename(2)`, and writers in one process no longer queue behind each other (the
+///   bookkeeping took eight system calls under one lock).
 /// - **Recency.** Each process knows when it last read or wrote each entry; entries it never used
 ///   count from their modification time. Reads never write to the disk.
 /// - **Safety.** The folder is created with mode 0700; an existing one that is a symbolic link or
@@ -227,7 +228,7 @@ final class CacheFolder: Sendable {
                 state.recentCommits = 0
                 // The folder may have been deleted (and made again by another process) meanwhile:
                 // then this lock file is not the folder's, and the next commit takes the new one.
-                if state.sharedHeld, ((try? FileSystem.status(of: state.lock, path: filePath(Self.lockName)))?.links ?? 0) == 0 {
+                if state.sharedHeld, state.sharers == 0, ((try? FileSystem.status(of: state.lock, path: filePath(Self.lockName)))?.links ?? 0) == 0 {
                     FileSystem.unlock(state.lock)
                     state.sharedHeld = false
                 }
