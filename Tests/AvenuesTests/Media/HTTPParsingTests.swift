@@ -95,10 +95,14 @@ struct HTTPParsingTests {
             return code
         }
         func modelElements(_ values: [String]) -> [String] {
-            values.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces().lowercased() } }
+            values.flatMap {
+                $0.split(separator: ",", omittingEmptySubsequences: false).map { element in
+                    String(decoding: element.trimmingSpaces().utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+                }
+            }
         }
         var generator = SystemRandomNumberGenerator()
-        let alphabet: [String] = ["HTTP/", "1.1", "2", " ", "  ", "\t", "0", "1", "2", "5", "9", "6", "00", "OK", ",", "gzip", "GZip", "x", "é"]
+        let alphabet: [String] = ["HTTP/", "1.1", "2", " ", "  ", "\t", "0", "1", "2", "5", "9", "6", "00", "OK", ",", "gzip", "GZip", "x", "é", "\u{212A}", "İ"]
         for _ in 0..<20_000 {
             let text = (0..<Int.random(in: 0...7, using: &generator)).map { _ in alphabet.randomElement(using: &generator) ?? "" }.joined()
             let status = Array(text.utf8).withUnsafeBytes { try? HeaderBlockParser.statusCode($0) }
@@ -136,6 +140,15 @@ struct HTTPParsingTests {
             #expect((try? AsyncMedia.canonical(url)) == (try? slow.get()), "\(text)")
         }
         #expect(fast > 100)
+    }
+
+    /// Codings are ASCII tokens, compared in ASCII case only. Unicode lowercasing read the Kelvin
+    /// sign (U+212A) as `k`: `gzip, chun\u{212A}ed` was taken for `gzip, chunked`.
+    @Test func codingsAreLowercasedInASCIIOnly() {
+        let fields = [HTTPField(name: "Transfer-Encoding", value: "GZip, chun\u{212A}ed")]
+        #expect(ResponseHead.elements("transfer-encoding", in: fields) == ["gzip", "chun\u{212A}ed"])
+        #expect(throws: ResponseHead.Failure.self) { try ResponseHead(status: 200, fields: fields) }
+        #expect(ResponseHead.elements("transfer-encoding", in: [HTTPField(name: "Transfer-Encoding", value: "chun\u{212A}ed")]) == ["chun\u{212A}ed"])
     }
 
     @Test func headerNamesAreTokensAsRFC9110DefinesThem() {

@@ -94,7 +94,7 @@ struct ResponseHead: Sendable, Equatable {
                 continue
             }
             for element in field.value.split(separator: ",", omittingEmptySubsequences: false) {
-                let element = element.trimmingSpaces().lowercased()
+                let element = element.trimmingSpaces().asciiLowercased()
                 if keepEmpty || !element.isEmpty { elements.append(element) }
             }
         }
@@ -117,7 +117,7 @@ struct ResponseHead: Sendable, Equatable {
 
     /// `bytes first-last/total` (or `/*`), with first ≤ last < total.
     static func contentRange(_ text: String) -> (first: Int64, last: Int64, total: Int64?)? {
-        let lowered = text.lowercased()
+        let lowered = text.asciiLowercased()
         guard lowered.hasPrefix("bytes ") else { return nil }
         let rest = lowered.dropFirst(6).trimmingSpaces()
         let halves = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
@@ -208,6 +208,12 @@ struct HeaderBlockParser {
 }
 
 extension StringProtocol {
+    /// The text with A–Z lowercased and nothing else: HTTP compares tokens in ASCII case only
+    /// (Unicode lowercasing turns the Kelvin sign U+212A into `k`).
+    func asciiLowercased() -> String {
+        String(decoding: Substring(self).utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
     /// The text without spaces and tabs at either end (ASCII only, no Foundation).
     func trimmingSpaces() -> String {
         let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
