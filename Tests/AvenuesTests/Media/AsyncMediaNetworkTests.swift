@@ -231,6 +231,34 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(transport.connectionsOpened <= 20, "\(transport.connectionsOpened) connections for 100 files")
     }
 
+    /// A request handle is used again after a transfer that ended well (one per request was 8 % of
+    /// the curl thread's time in a burst of small files), and carries nothing of its last request:
+    /// another AsyncMedia's credentials are not sent.
+    @Test func aHandleUsedAgainCarriesNothingOfItsLastRequest() async throws {
+        let transport = try CurlTransport()
+        let withCredentials = AsyncMedia(directory: folder.child("reuse-a"), headers: ["Authorization": "Bearer s3cret", "X-Api-Key": "k"], transport: transport)
+        let plain = AsyncMedia(directory: folder.child("reuse-b"), transport: transport)
+        for index in 0..<10 {
+            let first = try await withCredentials.file(for: server.url("/bytes/\(200 + index)?reuse"))
+            #expect(try Data(contentsOf: first) == MediaServer.body(200 + index))
+            let second = try await plain.file(for: server.url("/bytes/\(300 + index)?reuse"))
+            #expect(try Data(contentsOf: second) == MediaServer.body(300 + index))
+        }
+        // A request that failed, then a plain one.
+        await #expect(throws: (any Error).self) { try await withCredentials.file(for: self.server.url("/status/404?reuse")) }
+        let after = try await plain.file(for: server.url("/bytes/400?reuse"))
+        #expect(try Data(contentsOf: after) == MediaServer.body(400))
+        let headers = try await server.headers()
+        for index in 0..<10 {
+            #expect(headers["/bytes/\(200 + index)"]?["authorization"] == "Bearer s3cret")
+            let second = try #require(headers["/bytes/\(300 + index)"])
+            #expect(second["authorization"] == "" && second["x-api-key"] == "" && second["range"] == "", "\(second)")
+        }
+        #expect(headers["/bytes/400"]?["authorization"] == "")
+        // One after another: one handle served the 21 requests that ended well (a 404 is not one).
+        #expect(transport.handlesMade <= 2, "\(transport.handlesMade) handles for 22 requests")
+    }
+
     @Test func aTransportOfTheUsersOwnPlugsIn() async throws {
         let media = AsyncMedia(directory: folder.child("own"), transport: CannedTransport())
         let file = try await media.file(for: URL(string: "https://example.invalid/hello.txt")!)
