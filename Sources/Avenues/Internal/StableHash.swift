@@ -14,8 +14,19 @@ enum StableHash {
 
     /// `value` as 16 lowercase hexadecimal digits.
     static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            writeHex(value, into: buffer, at: 0)
+            return 16
+        }
+    }
+
+    /// Writes `value` as 16 lowercase hexadecimal digits into `buffer` from `offset` (which must
+    /// leave room for them).
+    static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        for position in 0..<16 {
+            let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * position)) & 0xF
+            buffer[offset + position] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
+        }
     }
 
     /// A 64-bit checksum of several byte ranges read as one, eight bytes at a time: detects torn,

@@ -45,10 +45,26 @@ final class MediaFolder: Sendable {
 
     static func fileName(for url: URL) -> String {
         let bytes = Array(url.absoluteString.utf8)
-        let hash = StableHash.hex(StableHash.fnv1a64(bytes)) + StableHash.hex(StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4))
-        let ext = plainExtension(bytes) ?? url.pathExtension
-        let usable = (1...10).contains(ext.count) && ext.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) }
-        return usable ? hash + "." + ext : hash
+        let first = StableHash.fnv1a64(bytes)
+        let second = StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4)
+        var ext = plainExtension(bytes) ?? url.pathExtension
+        if !isUsableExtension(ext) { ext = "" }
+        // Written in one buffer: built from strings, the name was a tenth of a small download's
+        // time on its thread (the extension's check read Unicode properties).
+        let length = 32 + (ext.isEmpty ? 0 : 1 + ext.utf8.count)
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            StableHash.writeHex(first, into: buffer, at: 0)
+            StableHash.writeHex(second, into: buffer, at: 16)
+            guard !ext.isEmpty else { return 32 }
+            buffer[32] = UInt8(ascii: ".")
+            _ = UnsafeMutableBufferPointer(rebasing: buffer[33...]).initialize(from: ext.utf8)
+            return length
+        }
+    }
+
+    /// An extension kept in a file's name: 1 to 10 ASCII letters and digits.
+    static func isUsableExtension(_ ext: String) -> Bool {
+        (1...10).contains(ext.utf8.count) && ext.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
     }
 
     /// `URL.pathExtension` read straight from an absolute URL's bytes where that is plain — the last

@@ -385,17 +385,35 @@ struct MediaFileNameTests {
     /// The name as it was made before the extension was read from the URL's bytes: it must not
     /// change, or every cached file would be downloaded again.
     func reference(_ url: URL) -> String {
+        func hex(_ value: UInt64) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
         let bytes = Array(url.absoluteString.utf8)
-        let hash = StableHash.hex(StableHash.fnv1a64(bytes)) + StableHash.hex(StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4))
+        let hash = hex(StableHash.fnv1a64(bytes)) + hex(StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4))
         let ext = url.pathExtension
         let usable = (1...10).contains(ext.count) && ext.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) }
         return usable ? hash + "." + ext : hash
     }
 
+    @Test func hexIsSixteenLowercaseDigitsWithLeadingZeros() {
+        #expect(StableHash.hex(0) == "0000000000000000")
+        #expect(StableHash.hex(1) == "0000000000000001")
+        #expect(StableHash.hex(0xABC) == "0000000000000abc")
+        #expect(StableHash.hex(.max) == "ffffffffffffffff")
+        #expect(StableHash.hex(0x0123_4567_89AB_CDEF) == "0123456789abcdef")
+        var random = SplitMix64(seed: 7)
+        for _ in 0..<1_000 {
+            let value = random.next() >> (random.next() % 64)
+            let digits = String(value, radix: 16)
+            #expect(StableHash.hex(value) == String(repeating: "0", count: 16 - digits.count) + digits)
+        }
+    }
+
     @Test func namesAreWhatFoundationsPathExtensionMade() throws {
         let segments = [
             "a", "b.txt", ".hidden", "x.", "..", ".", "%41.txt", "c.TXT", "d.tar.gz", "e.12345678901", "", "f;g.txt", "h.t~t",
-            "i.t%78t", "j.1", "k..png", "l.j-g", "m.txt;v=1", "ü.txt", "n.ü", "o.tx t",
+            "i.t%78t", "j.1", "k..png", "l.j-g", "m.txt;v=1", "ü.txt", "n.ü", "o.tx t", "p.x%CC%88", "q.%E2%84%AA", "r.A1b2C3d4E5", "s.0",
         ]
         var random = SplitMix64(seed: 2026)
         var urls = ["http://h", "http://h/", "https://h:8443/a.txt", "http://h?q=a.txt", "http://h#f.txt", "http://h/a.txt?x=y.z",
