@@ -6,10 +6,13 @@ Usage: keepalive-bench.py [--files 2000] [--runs 3] [--concurrency 6]
 (builds media-bench in release first; nginx, openssl and curl must be on PATH)
 
 Prints each run's wall time and the throughput ratio (curl's time / ours: ≥ 1.0 means we are at
-least as fast), and how many TCP connections nginx saw for each side of the last run.
+least as fast), how many TCP connections nginx saw for each side of the last run, and the median
+CPU time of each side (ours: the process during its timed run, every thread; curl: the whole
+process). The run is CPU-bound on a small machine, and CPU time moves less than wall time.
 """
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -59,24 +62,30 @@ def main():
                 for index, url in enumerate(urls):
                     file.write(f'url = "{url}"\noutput = "{target}/f{index:05d}.txt"\n')
             ours, theirs = [], []
+            our_cpu, their_cpu = [], []
             connections = {}
             for run in range(options.runs):
                 before = len(server.entries())
                 output = subprocess.run([binary, listing, "--ca-file", ca, "--concurrency", str(options.concurrency), "--runs", "1"],
                                         capture_output=True, text=True, check=True).stdout
                 ours.append(float(output.split(" in ")[1].split(" s")[0]))
+                our_cpu.append(float(output.split(", cpu ")[1].split(" s")[0]))
                 connections["avenues"] = len({entry[3] for entry in server.entries()[before:]})
                 shutil.rmtree(target, ignore_errors=True)
                 os.makedirs(target)
                 before = len(server.entries())
+                children = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.monotonic()
                 subprocess.run(["curl", "-s", "--no-progress-meter", "--parallel", "--parallel-max", str(options.concurrency), "--cacert", ca,
                                 "--create-dirs", "-K", config], check=True)
                 theirs.append(time.monotonic() - start)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                their_cpu.append(after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime)
                 connections["curl"] = len({entry[3] for entry in server.entries()[before:]})
             ratio = statistics.median(theirs) / statistics.median(ours)
             print(f"{scheme:5}  Avenues {', '.join(f'{t:.3f}' for t in ours)} s   curl --parallel {', '.join(f'{t:.3f}' for t in theirs)} s"
-                  f"   throughput {ratio:.2f}× curl's (medians)   connections: Avenues {connections['avenues']}, curl {connections['curl']}")
+                  f"   throughput {ratio:.2f}× curl's (medians)   connections: Avenues {connections['avenues']}, curl {connections['curl']}"
+                  f"   CPU (medians): Avenues {statistics.median(our_cpu) * 1000:.0f} ms, curl {statistics.median(their_cpu) * 1000:.0f} ms")
     finally:
         for server in servers:
             server.stop()

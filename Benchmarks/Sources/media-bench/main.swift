@@ -6,7 +6,10 @@ import Synchronization
 // at a time, and prints the wall time of each run: the Avenues side of `keepalive-bench.py`, which
 // runs `curl --parallel` on the same URLs beside it.
 //
-// Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3]
+// Each run prints its wall time and the process's CPU time during it (user + system, every thread).
+//
+// Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3] [--timeline]
+//   (--timeline: also when the 1st, 6th, 50th, 100th, 500th, 1000th… file of each run arrived)
 //        media-bench --latency BIG-URL SMALL-URL [--ca-file PEM]
 //   (downloads BIG-URL while fetching SMALL-URL?n=1, ?n=2, … one after another through another
 //   AsyncMedia on the same transport, and prints those small requests' latencies)
@@ -16,6 +19,7 @@ struct Options {
     var caFile: String?
     var concurrency = 6
     var runs = 3
+    var timeline = false
     var latency: (big: URL, small: URL)?
 
     init(_ arguments: [String]) {
@@ -23,8 +27,9 @@ struct Options {
         while let argument = rest.popFirst() {
             switch argument {
             case "--ca-file": caFile = rest.popFirst()
-            case "--concurrency": concurrency = rest.popFirst().flatMap(Int.init) ?? concurrency
-            case "--runs": runs = rest.popFirst().flatMap(Int.init) ?? runs
+            case "--concurrency": concurrency = rest.popFirst().flatMap(Int.init) ?? 0  // not a number: refused below
+            case "--runs": runs = rest.popFirst().flatMap(Int.init) ?? 0
+            case "--timeline": timeline = true
             case "--latency":
                 if let big = rest.popFirst().flatMap(URL.init(string:)), let small = rest.popFirst().flatMap(URL.init(string:)) {
                     latency = (big, small)
@@ -36,6 +41,10 @@ struct Options {
 }
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
+guard options.concurrency >= 1, options.runs >= 1 else {
+    FileHandle.standardError.write(Data("media-bench: --concurrency and --runs take a whole number of 1 or more\n".utf8))
+    exit(2)
+}
 if let (big, small) = options.latency {
     let transport: (any DownloadTransport)? = {
         #if os(Linux)
@@ -96,23 +105,57 @@ for run in 1 ... options.runs {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("media-bench-\(UUID().uuidString)")
     let media = AsyncMedia(directory: folder, maxConcurrentDownloads: options.concurrency, transport: transport)
     let clock = ContinuousClock()
+    let cpuBefore = processCPUSeconds()
     let start = clock.now
-    let failures = await downloadAll(urls, through: media)
+    let (failures, arrivals) = await downloadAll(urls, through: media, timeline: options.timeline)
     let elapsed = clock.now - start
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    print("run \(run): \(urls.count) files in \(String(format: "%.3f", seconds)) s, \(failures) failed")
+    let cpu = processCPUSeconds() - cpuBefore
+    print("run \(run): \(urls.count) files in \(String(format: "%.3f", seconds(elapsed))) s, \(failures) failed, cpu \(String(format: "%.3f", cpu)) s")
+    if options.timeline, !arrivals.isEmpty {
+        let marks = ([1, 6, 50, 100, 500, 1_000, 1_500, 2_000, 5_000, 10_000] + [arrivals.count]).filter { $0 >= 1 && $0 <= arrivals.count }
+        let sorted = arrivals.sorted()
+        print("  arrived: " + Array(Set(marks)).sorted().map { "#\($0) \(String(format: "%.1f", seconds(sorted[$0 - 1]) * 1000)) ms" }.joined(separator: ", "))
+    }
     try? FileManager.default.removeItem(at: folder)
 }
 
-/// Downloads every URL at once through `media`; returns how many failed. A discarding group, off the
-/// main actor: nothing wakes a collecting thread once per file.
-nonisolated func downloadAll(_ urls: [URL], through media: AsyncMedia) async -> Int {
-    final class Failures: Sendable { let count = Atomic<Int>(0) }
-    let failures = Failures()
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// User and system time of the whole process so far, in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    #if os(Linux)
+    let who = RUSAGE_SELF.rawValue
+    #else
+    let who = RUSAGE_SELF
+    #endif
+    guard getrusage(who, &usage) == 0 else { return 0 }
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+/// Downloads every URL at once through `media`; returns how many failed and, with `timeline`, when
+/// each file arrived after the start. A discarding group, off the main actor: nothing wakes a
+/// collecting thread once per file.
+nonisolated func downloadAll(_ urls: [URL], through media: AsyncMedia, timeline: Bool) async -> (failures: Int, arrivals: [Duration]) {
+    final class Tally: Sendable {
+        let failures = Atomic<Int>(0)
+        let arrivals = Mutex<[Duration]>([])
+    }
+    let tally = Tally()
+    let clock = ContinuousClock()
+    let start = clock.now
     await withDiscardingTaskGroup { group in
         for url in urls {
-            group.addTask { if (try? await media.file(for: url)) == nil { failures.count.add(1, ordering: .relaxed) } }
+            group.addTask {
+                if (try? await media.file(for: url)) == nil { tally.failures.add(1, ordering: .relaxed) }
+                if timeline {
+                    let arrived = clock.now - start
+                    tally.arrivals.withLock { $0.append(arrived) }
+                }
+            }
         }
     }
-    return failures.count.load(ordering: .relaxed)
+    return (tally.failures.load(ordering: .relaxed), tally.arrivals.withLock { $0 })
 }

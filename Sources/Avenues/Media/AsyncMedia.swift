@@ -98,7 +98,7 @@ public final class AsyncMedia: SchedulingProcessor {
     ///     processes may share it).
     ///   - sizeLimit: the largest total size in bytes, which also bounds one file; `nil` (the
     ///     default) for no limit.
-    ///   - maxConcurrentDownloads: the most transfers running at once; 6 by default.
+    ///   - maxConcurrentDownloads: the most transfers running at once, at least 1; 6 by default.
     ///   - limits: when a download is given up; ``DownloadLimits/default`` (60 s without a byte, one
     ///     hour in all, no size limit) by default.
     ///   - timeToLive: how long a file is used before it is revalidated; `nil` (the default): files
