@@ -34,10 +34,21 @@ struct MuxFreshness<Key: Hashable & Sendable>: Sendable {
     @usableFromInline let epochs: MuxEpochs<Key>
     /// The instant times are counted from.
     @usableFromInline let origin: ContinuousClock.Instant
+    /// The wall clock at `origin`.
+    let wallAtOrigin: Date
 
     init(timeToLive: Duration, clock: MuxClock, epochs: MuxEpochs<Key>) {
         (self.timeToLive, self.clock, self.epochs) = (timeToLive, clock, epochs)
         origin = clock.monotonic()
+        wallAtOrigin = clock.wall()
+    }
+
+    /// How far the wall clock moved against the monotonic one since `origin` (it was set, or it
+    /// drifted). A disk copy's age is a wall-clock age, so an instant made from it is off by up to
+    /// this much against the monotonic instants epochs begin at.
+    func wallClockSkew() -> Duration {
+        let skew = abs(clock.wall().timeIntervalSince(wallAtOrigin) - now().seconds)
+        return Saturating.duration(seconds: skew.isFinite ? skew : .infinity)
     }
 
     /// Now, on the multiplexer's monotonic clock, as the time since `origin`.
@@ -129,7 +140,8 @@ struct MuxDiskCopies<Key: Hashable & Sendable, Value: Codable & Sendable>: Stora
     }
 
     /// The copy, fresh when it is younger than the time-to-live and was fetched after its key's epoch
-    /// began (disk dates have millisecond resolution: a copy must be later by more than that).
+    /// began (disk dates have millisecond resolution, and the wall clock may have been set since
+    /// this process began: a copy must be later by more than both).
     /// Inlinable only to miss at once, specialized, without a disk (a map without a `cacheKey`).
     @inlinable
     func lookup(_ key: Key) -> StoredValue<MuxCopy<Value>>? {
@@ -147,7 +159,9 @@ struct MuxDiskCopies<Key: Hashable & Sendable, Value: Codable & Sendable>: Stora
         let age = Saturating.duration(seconds: max(0, clock.wall().timeIntervalSince(entry.storedAt)))
         let fetchedAt = freshness.now() - age
         let epoch = freshness.epochs.epoch(for: key)
-        let afterEpoch = epoch.began.map { fetchedAt - $0 > .milliseconds(1) } ?? true
+        // A wall clock set back 10 ms between a fetch and a refresh made the copy from before the
+        // refresh look 8 ms younger than it: served as fresh after the refresh.
+        let afterEpoch = epoch.began.map { fetchedAt - $0 > .milliseconds(1) + freshness.wallClockSkew() } ?? true
         let fresh = afterEpoch && age < freshness.timeToLive
         return StoredValue(MuxCopy(value: value, fetchedAt: fetchedAt, epoch: fresh ? epoch.number : 0), isStale: !fresh)
     }

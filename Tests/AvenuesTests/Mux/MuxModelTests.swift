@@ -243,21 +243,32 @@ extension MuxTests {
     /// `cacheKey` registers with the global `MuxRepository`: the multiplexers' time-to-live reaches
     /// their freshness test, the bound on per-key epochs (a
     /// full table drops epochs older than the time-to-live) and their disk copies' dates.
+    ///
+    /// On the clock it controls: on the system's, a disk copy is judged by its wall-clock age against
+    /// the monotonic instant its key's refresh began, and a clean CI clone once saw the copy from
+    /// before the refresh below served as fresh (a step back of the wall clock of a millisecond or
+    /// so between the fetch and the refresh does that; see the 2026-11-26 closing note).
     @Test func aMultiplexerTimeToLiveOfForeverServesItsCopiesWithoutTrapping() async throws {
         let folder = TemporaryFolder("forever-mux")
         for timeToLive in HostileDurationTests.forever {
+            let clock = ManualClock()
             let fetches = Shared(0)
-            let map = MultiplexerMap<Int, Int>(cacheKey: "forever", timeToLive: timeToLive, countLimit: 1, directory: folder.child("mux")) { key in
+            let map = MultiplexerMap<Int, Int>(
+                cacheKey: "forever", timeToLive: timeToLive, countLimit: 1, directory: folder.child("mux"), clock: clock.muxClock
+            ) { key in
                 fetches.withLock { $0 += 1 }
                 return key
             }
             #expect(try await map.value(for: 1) == 1)
+            clock.advance(by: .seconds(1))
             #expect(try await map.value(for: 1) == 1)
             #expect(fetches.value == 1)
             #expect(map.save().isEmpty)
             map.clearMemory()
-            #expect(try await map.value(for: 1) == 1)  // the disk copy, fresh for ever
+            clock.advance(by: .seconds(86_400 * 365))
+            #expect(try await map.value(for: 1) == 1)  // the disk copy, a year old, fresh for ever
             #expect(fetches.value == 1)
+            clock.advance(by: .seconds(1))
             for key in 0..<200 { map.refresh(for: key) }  // past the epochs' bound (4 × 1 + 64)
             #expect(try await map.value(for: 1) == 1)  // refreshed: fetched again, once
             #expect(try await map.value(for: 1) == 1)
@@ -265,5 +276,50 @@ extension MuxTests {
             map.clear()
             map.unregister()
         }
+    }
+}
+
+extension MuxTests {
+    /// Found 2026-11-26 from a CI flake: a disk copy is judged by its wall-clock age against the
+    /// monotonic instant its key's refresh began, so a wall clock set back a few milliseconds
+    /// between a fetch and a refresh made the copy from before the refresh look younger than the
+    /// refresh, and it was served as fresh after `clearMemory()`. Now a copy must be later than the
+    /// refresh by the wall clock's skew since the multiplexer began, too.
+    @Test func aWallClockSetBackDoesNotMakeACopyFromBeforeARefreshFresh() async throws {
+        let folder = TemporaryFolder("wall-step-mux")
+        let offset = Shared(Duration.zero)
+        let wallStep = Shared(Duration.zero)
+        let start = ContinuousClock.now
+        let wallStart = Date(timeIntervalSince1970: 1_800_000_000)
+        let clock = MuxClock(
+            monotonic: { start + offset.value },
+            wall: { wallStart.addingTimeInterval((offset.value - wallStep.value).seconds) }
+        )
+        let fetches = Shared(0)
+        let map = MultiplexerMap<Int, Int>(cacheKey: "wall-step", countLimit: 4, directory: folder.child("mux"), clock: clock) { key in
+            fetches.withLock { $0 += 1 }
+            return fetches.value
+        }
+        defer {
+            map.clear()
+            map.unregister()
+        }
+        #expect(try await map.value(for: 1) == 1)
+        #expect(map.save().isEmpty)
+        offset.withLock { $0 += .milliseconds(2) }
+        wallStep.withLock { $0 = .milliseconds(10) }  // the wall clock is set back 10 ms
+        map.refresh(for: 1)
+        offset.withLock { $0 += .milliseconds(2) }
+        map.clearMemory()
+        #expect(try await map.value(for: 1) == 2, "fetched again after the refresh")
+        // A copy fetched later than the refresh by more than the skew is fresh from disk.
+        map.refresh(for: 1)
+        offset.withLock { $0 += .milliseconds(20) }
+        #expect(try await map.value(for: 1) == 3)
+        offset.withLock { $0 += .milliseconds(20) }
+        #expect(map.save().isEmpty)
+        map.clearMemory()
+        #expect(try await map.value(for: 1) == 3)
+        #expect(fetches.value == 3)
     }
 }
