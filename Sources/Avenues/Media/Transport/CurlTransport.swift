@@ -254,16 +254,9 @@ private final class CurlTransfer: @unchecked Sendable {
     /// Configures an easy handle for this request: `idle` (one of this transport's, whose settings
     /// common to every request are made) or a new one. `nil` if libcurl could not make one.
     func configure(reusing idle: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-        let easy: UnsafeMutableRawPointer
-        if let idle {
-            easy = idle
-            self.easy = easy
-        } else {
-            guard let made = avenues_curl_easy_init() else { return nil }
-            easy = made
-            self.easy = easy
-            configureCommon(easy)
-        }
+        guard let easy = idle ?? avenues_curl_easy_init() else { return nil }
+        self.easy = easy
+        if idle == nil { configureCommon(easy) }
         let context = Unmanaged.passUnretained(self).toOpaque()
         setString(CurlOption.url, request.url.absoluteString)
         _ = avenues_curl_easy_setopt_long(easy, CurlOption.connectTimeoutMilliseconds, Int(clamping: min(Saturating.milliseconds(request.limits.idleTimeout), Int64(Int32.max))))

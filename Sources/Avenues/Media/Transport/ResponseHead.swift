@@ -189,12 +189,12 @@ struct HeaderBlockParser {
         let space = line.firstIndex(of: 0x20) ?? line.count
         let digits = space + 1
         let isDigit = { (byte: UInt8) in (0x30...0x39).contains(byte) }
-        guard line.starts(with: "HTTP/".utf8), digits + 3 <= line.count, isDigit(line[digits]), isDigit(line[digits + 1]),
-              isDigit(line[digits + 2]), digits + 3 == line.count || line[digits + 3] == 0x20
-        else { throw .malformed("the status line \(String(decoding: line, as: UTF8.self).prefix(80).debugDescription)") }
-        let code = Int(line[digits] - 0x30) * 100 + Int(line[digits + 1] - 0x30) * 10 + Int(line[digits + 2] - 0x30)
-        guard (100...599).contains(code) else { throw .malformed("the status line \(String(decoding: line, as: UTF8.self).prefix(80).debugDescription)") }
-        return code
+        if line.starts(with: "HTTP/".utf8), digits + 3 <= line.count, isDigit(line[digits]), isDigit(line[digits + 1]),
+           isDigit(line[digits + 2]), digits + 3 == line.count || line[digits + 3] == 0x20 {
+            let code = Int(line[digits] - 0x30) * 100 + Int(line[digits + 1] - 0x30) * 10 + Int(line[digits + 2] - 0x30)
+            if (100...599).contains(code) { return code }
+        }
+        throw .malformed("the status line \(String(decoding: line, as: UTF8.self).prefix(80).debugDescription)")
     }
 
     static func isTokenByte(_ byte: UInt8) -> Bool {
@@ -219,8 +219,8 @@ extension StringProtocol {
         let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
         var view = Substring(self).utf8[...]
         if let first = view.first, let last = view.last, !isSpace(first), !isSpace(last) { return String(self) }  // no copy of a String
-        while let first = view.first, first == 0x20 || first == 0x09 { view = view.dropFirst() }
-        while let last = view.last, last == 0x20 || last == 0x09 { view = view.dropLast() }
+        while let first = view.first, isSpace(first) { view = view.dropFirst() }
+        while let last = view.last, isSpace(last) { view = view.dropLast() }
         return String(decoding: view, as: UTF8.self)
     }
 }
