@@ -257,6 +257,18 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(headers["/bytes/400"]?["authorization"] == "")
         // One after another: one handle served the 21 requests that ended well (a 404 is not one).
         #expect(transport.handlesMade <= 2, "\(transport.handlesMade) handles for 22 requests")
+        // Straight through the transport, a request with no header at all after one with a
+        // credential (AsyncMedia always sends Accept-Encoding, so a handle's old list would
+        // otherwise never be left in place).
+        let direct = try CurlTransport()
+        let limits = DownloadLimits.default
+        _ = try await RecordingSink.run(direct, DownloadRequest(url: server.url("/bytes/501?direct"), headers: [HTTPField(name: "Authorization", value: "Bearer s3cret")], limits: limits))
+        let bare = try await RecordingSink.run(direct, DownloadRequest(url: server.url("/bytes/502?direct"), headers: [], limits: limits))
+        #expect(bare == MediaServer.body(502))
+        let seen = try await server.headers()
+        #expect(seen["/bytes/501"]?["authorization"] == "Bearer s3cret")
+        #expect(seen["/bytes/502"]?["authorization"] == "", "the second request carried the first one's header")
+        #expect(direct.handlesMade == 1)
     }
 
     @Test func aTransportOfTheUsersOwnPlugsIn() async throws {
@@ -441,6 +453,40 @@ final class Blackhole: Sendable {
 }
 
 /// A transport that answers every request with a canned body, as a user's own would.
+/// A sink that keeps a response's body, for requests made straight through a transport.
+final class RecordingSink: DownloadSink, @unchecked Sendable {
+    // Safe: a transport calls a sink from one thread at a time, each call after the last returned,
+    // and the continuation is resumed once, from `end`.
+    private var body: [UInt8] = []
+    private var status = 0
+    private let done: CheckedContinuation<Data, any Error>
+
+    private init(done: CheckedContinuation<Data, any Error>) { self.done = done }
+
+    /// The body of `request` through `transport` (an error for a status other than 200).
+    static func run(_ transport: any DownloadTransport, _ request: DownloadRequest) async throws -> Data {
+        try await withCheckedThrowingContinuation { continuation in
+            _ = transport.start(request, into: RecordingSink(done: continuation))
+        }
+    }
+
+    func head(status: Int, fields: [HTTPField]) -> Bool {
+        self.status = status
+        return true
+    }
+
+    func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        body += bytes
+        return true
+    }
+
+    func end(_ error: (any Error)?) {
+        if let error { return done.resume(throwing: error) }
+        guard status == 200 else { return done.resume(throwing: AsyncMediaError.httpStatus(status, url: URL(fileURLWithPath: "/"))) }
+        done.resume(returning: Data(body))
+    }
+}
+
 final class CannedTransport: DownloadTransport {
     var decodesContentCodings: Bool { false }
 
