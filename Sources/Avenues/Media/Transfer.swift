@@ -14,16 +14,21 @@ final class Transfer: DownloadSink {
     private let report: @Sendable (DownloadProgress) -> Void
     /// Called on the transport's thread when a body starts, before any of it is written.
     private let bodyStarts: @Sendable (TransferStateMachine.BodyPlan) -> Void
-    private let started = ContinuousClock.now
     private let state: Locked<State>
     private let writer: Writer
+    /// The gate whose slot this transfer waits for and then holds, with its ticket.
+    private let slot: (gate: TransferGate, ticket: UInt64)?
 
     /// Progress is reported at least every this many bytes, not per chunk.
     static let reportEvery: Int64 = 256 * 1024
 
     private struct State {
         var machine: TransferStateMachine
+        /// When the transfer began to move (`nil` while it waits for a slot): its time limits count from here.
+        var started: ContinuousClock.Instant?
         var lastActivity: ContinuousClock.Instant
+        /// The gate's slot (or place in its line) was given back.
+        var slotReleased = false
         var lastReported: Int64 = 0
         var continuation: CheckedContinuation<TransferStateMachine.Outcome, any Error>?
         var resumed = false
@@ -49,14 +54,37 @@ final class Transfer: DownloadSink {
         limits: DownloadLimits,
         writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void,
         bodyStarts: @escaping @Sendable (TransferStateMachine.BodyPlan) -> Void = { _ in },
-        report: @escaping @Sendable (DownloadProgress) -> Void
+        report: @escaping @Sendable (DownloadProgress) -> Void,
+        slot: (gate: TransferGate, ticket: UInt64)? = nil
     ) {
         url = request.url
         self.limits = limits
         self.report = report
         self.bodyStarts = bodyStarts
-        state = Locked(State(machine: TransferStateMachine(request: request), lastActivity: .now))
+        self.slot = slot
+        let now = ContinuousClock.now
+        // Without a gate it moves at once; with one, when ``moved()`` says so.
+        state = Locked(State(machine: TransferStateMachine(request: request), started: slot == nil ? now : nil, lastActivity: now))
         writer = Writer(file: file, writeBytes: writeBytes)
+    }
+
+    /// The transfer got its slot and is handed to the transport: its time limits start now.
+    func moved() {
+        state.withLock { state in
+            let now = ContinuousClock.now
+            state.started = now
+            state.lastActivity = now
+        }
+    }
+
+    /// Gives the gate's slot back (or the place in its line) the first time it is called; closes the
+    /// file of a transfer that never moved, since no transport will end it.
+    private func releaseSlot() {
+        guard let slot, state.withLock({ state in
+            defer { state.slotReleased = true }
+            return !state.slotReleased
+        }) else { return }
+        if slot.gate.leave(slot.ticket) { writer.close() }
     }
 
     /// The transport's handle: cancelled at once if the transfer already failed.
@@ -148,6 +176,7 @@ final class Transfer: DownloadSink {
             decodingError = AsyncMediaError.malformedResponse(url, reason: "\(error)")
         }
         writer.close()
+        releaseSlot()
         let transportError = error.map(Self.classify)
         let (continuation, result) = state.withLock { state in
             let result = state.machine.end(transportError: transportError, decodingError: decodingError)
@@ -176,6 +205,7 @@ final class Transfer: DownloadSink {
             return (continuation, state.handle)
         }
         handle?.cancel()
+        releaseSlot()
         continuation?.resume(throwing: error)
     }
 
@@ -227,8 +257,10 @@ final class Transfer: DownloadSink {
     /// Fails the transfer if no byte arrived for `idleTimeout` or it ran past `totalTimeout` by
     /// `now`; returns when to look again, or `nil` once it is decided (``TransferWatch`` asks).
     func checkLimits(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
-        let (lastActivity, done) = state.withLock { ($0.lastActivity, $0.machine.decided != nil) }
+        let (started, lastActivity, done) = state.withLock { ($0.started, $0.lastActivity, $0.machine.decided != nil) }
         if done { return nil }
+        // Waiting for a slot counts against no limit; looked at again after an idle timeout's time.
+        guard let started else { return now + limits.idleTimeout }
         if let total = limits.totalTimeout, now - started >= total {
             fail(AsyncMediaError.tookTooLong(url, limit: total))
             return nil
@@ -252,7 +284,8 @@ extension Result {
 
 /// The file side of a transfer: positions the file, decodes the body and writes it.
 // Safe: only a transport's callbacks touch it (`start`, `write`, `finish`, `close`), and a transport
-// calls a sink from one thread at a time (DownloadSink's contract), each call after the last returned.
+// calls a sink from one thread at a time (DownloadSink's contract), each call after the last returned;
+// a transfer that left the gate before it moved closes it once, and no transport ever had it.
 final class Writer: @unchecked Sendable {
     let path: String
     private let file: SharedDescriptor

@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import Avenues
 
@@ -285,5 +286,28 @@ struct AutoProcessorTests {
         let processor = AutoProcessor(Doubler())
         #expect(try await processor.value(for: 21) == 42)
         #expect(try await processor.process(4) == 8)
+    }
+    /// AsyncMedia's transfer gate keeps a freed slot for queued work until a worker takes that work
+    /// or retires: the processor says when a worker leaves for want of work, and only then.
+    @Test func aWorkerRetiringForWantOfWorkIsReportedAndOnlyThen() async throws {
+        let work = ControlledWork<Int, Int>()
+        let retired = Atomic<Int>(0)
+        let processor = AutoProcessor<Int, Int>(
+            maxConcurrent: 1, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: false,
+            work: { key, _ in try await work.process(key) }, workerRetired: { retired.add(1, ordering: .relaxed) }
+        )
+        #expect(processor.highestQueuedPriority == nil)
+        let first = Task { try await processor.value(for: 1) }
+        await work.waitUntilStarted(1)
+        let second = Task { try await processor.value(for: 2, priority: .prefetch) }
+        await eventually("2 is queued") { processor.highestQueuedPriority == .prefetch }
+        #expect(work.succeed(1, with: 10))
+        await work.waitUntilStarted(2)  // the same worker took it: nobody retired
+        #expect(retired.load(ordering: .relaxed) == 0)
+        #expect(work.succeed(2, with: 20))
+        #expect(try await first.value == 10)
+        #expect(try await second.value == 20)
+        await eventually("the worker retired") { retired.load(ordering: .relaxed) == 1 }
+        #expect(processor.highestQueuedPriority == nil)
     }
 }

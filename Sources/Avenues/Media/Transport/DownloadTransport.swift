@@ -80,7 +80,9 @@ public protocol DownloadSink: AnyObject, Sendable {
 /// The rules a transport keeps: it frames bodies by RFC 9112 (a length, chunks, or the end of the
 /// connection) and reports a body cut short as an error, never as an end; it follows no redirect;
 /// a ``DownloadHandle/cancel()`` returns at once, from any thread, and the transport then ends the
-/// sink promptly; one download never makes other traffic wait.
+/// sink promptly; one download never makes other traffic wait. AsyncMedia never asks a transport of
+/// yours to start a request from inside one of its calls to a sink (the request that follows a
+/// transfer's end is started from a task), so `start` may take a lock held around sink calls.
 ///
 /// On Linux the default is ``CurlTransport`` (libcurl, loaded at run time); on Apple platforms,
 /// `URLSessionTransport`.

@@ -83,6 +83,10 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     @usableFromInline let _startGate: (any RunStartGate)?
     @usableFromInline let _state: Locked<State>
     @usableFromInline let _claimIDs = Atomic<UInt64>(0)
+    /// Called (outside the lock) when a worker leaves for want of work, with no replacement: what
+    /// AsyncMedia's transfer gate waits for before it gives a slot kept for queued work to work
+    /// already prepared.
+    @usableFromInline let _workerRetired: (@Sendable () -> Void)?
 
     /// Creates a processor running `processor`'s work.
     ///
@@ -153,7 +157,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
         executor: (any TaskExecutor)?,
         propagatesPriority: Bool,
         work: @escaping Work,
-        availableOffline: (@Sendable (Key) -> Bool)? = nil
+        availableOffline: (@Sendable (Key) -> Bool)? = nil,
+        workerRetired: (@Sendable () -> Void)? = nil
     ) {
         let reserved = reservedForVisible
         self._maxConcurrentCount = maxConcurrent
@@ -163,6 +168,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
         self._propagatesPriority = propagatesPriority
         self._work = work
         self._availableOffline = availableOffline
+        self._workerRetired = workerRetired
         self._state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent, reservedForVisible: reserved)))
     }
 
@@ -325,6 +331,12 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
         _state.withLock { $0.machine.activity }
     }
 
+    /// The highest priority of the work queued now (not yet given a worker), if any.
+    @inlinable
+    var highestQueuedPriority: LoadPriority? {
+        _state.withLock { $0.machine.highestQueuedPriority }
+    }
+
     /// How much the processor holds now; all zero when idle, whatever it did before.
     @inlinable
     public var tableSizes: AutoProcessorTableSizes {
@@ -405,6 +417,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
                 (step, context) = advance(worker) { $0.endDelivery(of: job, worker: worker) }
             }
         }
+        if case .exit(replacement: nil) = step { _workerRetired?() }
     }
 
     /// Applies a worker event under the lock, retiring the worker's handle and starting its

@@ -481,6 +481,12 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         )
     }
 
+    /// The highest priority at which a live job is queued; O(1).
+    @inlinable
+    var highestQueuedPriority: LoadPriority? {
+        LoadPriority.allCases.reversed().first { queues[$0.rawValue].count > staleEntries[$0.rawValue] }
+    }
+
     /// Keys waiting for a worker and keys whose work is running; O(1).
     @inlinable
     var activity: AutoProcessorActivity {

@@ -1,0 +1,116 @@
+/// Which of one ``AsyncMedia``'s prepared transfers move bytes: at most `limit` at once. The others
+/// wait here with their file open and their request made, so the moment a transfer ends, the
+/// transport's own thread starts the next one: no hop through a worker task, no wakeup of the
+/// transport between two requests on a kept-alive connection.
+///
+/// The next to move is the waiting transfer of highest priority (the earliest among equals), unless
+/// the scheduler has queued work of a higher priority still: then the freed slot is kept for that
+/// work, which the worker of the transfer that ended picks up next. A slot is kept only until the
+/// next transfer enters or a worker retires for want of work, so prepared transfers never wait
+/// behind a slot nobody will take.
+final class TransferGate: Sendable {
+    /// The most transfers moving at once.
+    let limit: Int
+
+    private struct Waiting {
+        let id: UInt64
+        let priority: RunPriority?
+        let start: @Sendable () -> Void
+    }
+
+    private struct State {
+        var moving = 0
+        /// In the order they entered; a handful at most (one per prepared transfer).
+        var waiting: [Waiting] = []
+        var nextID: UInt64 = 0
+        /// The highest priority of the work the scheduler has queued (not yet prepared).
+        var queuedPriority: (@Sendable () -> LoadPriority?)?
+    }
+
+    private let state = Locked(State())
+
+    init(limit: Int) {
+        precondition(limit >= 1, "TransferGate needs at least one slot")
+        self.limit = limit
+    }
+
+    /// Tells the gate where to read the priority of the work queued before it (set once, after the
+    /// scheduler is made).
+    func readQueuedPriority(from function: @escaping @Sendable () -> LoadPriority?) {
+        state.withLock { $0.queuedPriority = function }
+    }
+
+    /// A ticket for a transfer about to enter.
+    func ticket() -> UInt64 {
+        state.withLock { state in
+            state.nextID &+= 1
+            return state.nextID
+        }
+    }
+
+    /// Lets the transfer of `ticket` move: `start` runs now, on this thread, if a slot is free (and
+    /// nothing waiting comes first), else later on the thread of the transfer that frees one.
+    func enter(_ ticket: UInt64, priority: RunPriority?, start: @escaping @Sendable () -> Void) {
+        state.withLock { $0.waiting.append(Waiting(id: ticket, priority: priority, start: start)) }
+        fill(keepingSlotsForQueuedWork: false)
+    }
+
+    /// The transfer of `ticket` is over (ended, failed or cancelled): its slot goes to the next, or
+    /// its place in the line is given up. Returns whether it was still waiting (it never started).
+    @discardableResult
+    func leave(_ ticket: UInt64) -> Bool {
+        let wasWaiting = state.withLock { state -> Bool in
+            if let index = state.waiting.firstIndex(where: { $0.id == ticket }) {
+                state.waiting.remove(at: index)
+                return true
+            }
+            state.moving -= 1
+            return false
+        }
+        if !wasWaiting { fill(keepingSlotsForQueuedWork: true) }
+        return wasWaiting
+    }
+
+    /// A worker of the scheduler retired for want of work: a slot kept for queued work that was
+    /// cancelled meanwhile goes to a waiting transfer.
+    func workerRetired() {
+        fill(keepingSlotsForQueuedWork: false)
+    }
+
+    /// Transfers waiting for a slot now.
+    var waitingCount: Int { state.withLock { $0.waiting.count } }
+
+    /// Transfers moving now.
+    var movingCount: Int { state.withLock { $0.moving } }
+
+    /// Starts waiting transfers while slots are free. Priorities are read outside the lock (each
+    /// ``RunPriority`` has a lock of its own), then the choice is taken if it is still there.
+    private func fill(keepingSlotsForQueuedWork: Bool) {
+        while true {
+            let snapshot = state.withLock { state -> (candidates: [(UInt64, RunPriority?)], queued: (@Sendable () -> LoadPriority?)?)? in
+                guard state.moving < limit, !state.waiting.isEmpty else { return nil }
+                return (state.waiting.map { ($0.id, $0.priority) }, state.queuedPriority)
+            }
+            guard let snapshot else { return }
+            // The highest priority; among equals the first to enter (the list is in entry order).
+            var best = snapshot.candidates[0].0
+            var bestPriority = snapshot.candidates[0].1?.value ?? .visible
+            for (id, priority) in snapshot.candidates.dropFirst() {
+                let value = priority?.value ?? .visible
+                if value > bestPriority { (best, bestPriority) = (id, value) }
+            }
+            if keepingSlotsForQueuedWork, let queued = snapshot.queued?(), queued > bestPriority { return }
+            let start = state.withLock { state -> (@Sendable () -> Void)?? in
+                guard state.moving < limit else { return .some(nil) }
+                guard let index = state.waiting.firstIndex(where: { $0.id == best }) else { return nil }  // left meanwhile: choose again
+                state.moving += 1
+                return .some(state.waiting.remove(at: index).start)
+            }
+            switch start {
+            case .none: continue
+            case .some(.none): return
+            case .some(.some(let start)): start()
+            }
+        }
+    }
+}

@@ -1,0 +1,333 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Avenues
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// AsyncMedia prepares up to `maxConcurrentDownloads` more transfers than it moves; they wait at a
+/// ``TransferGate`` and the thread of a transfer that ends starts the next. Only
+/// `maxConcurrentDownloads` move at once, the order stays the scheduler's (priority, then arrival),
+/// waiting counts against no time limit, and a waiting download cancelled gives back its file.
+@Suite("Transfer gate", .timeLimit(.minutes(2)))
+struct TransferGateTests {
+    // MARK: The gate alone
+
+    /// Starts recorded in order, for a gate driven by hand.
+    final class Starts: Sendable {
+        let order = Mutex<[UInt64]>([])
+        func start(_ ticket: UInt64) -> @Sendable () -> Void {
+            { self.order.withLock { $0.append(ticket) } }
+        }
+        var value: [UInt64] { order.withLock { $0 } }
+    }
+
+    @Test func aFreedSlotIsKeptForHigherQueuedWorkUntilItEntersOrAWorkerRetires() {
+        let gate = TransferGate(limit: 1)
+        let queued = Mutex<LoadPriority?>(nil)
+        gate.readQueuedPriority { queued.withLock { $0 } }
+        let starts = Starts()
+        let first = gate.ticket(), prefetch = gate.ticket()
+        gate.enter(first, priority: RunPriority(.visible), start: starts.start(first))
+        gate.enter(prefetch, priority: RunPriority(.prefetch), start: starts.start(prefetch))
+        #expect(starts.value == [first])
+        // Visible work is queued in the scheduler: the slot waits for it.
+        queued.withLock { $0 = .visible }
+        #expect(gate.leave(first) == false)
+        #expect(starts.value == [first] && gate.movingCount == 0 && gate.waitingCount == 1)
+        // That work was cancelled before a worker took it; the worker found nothing and retired.
+        queued.withLock { $0 = nil }
+        gate.workerRetired()
+        #expect(starts.value == [first, prefetch] && gate.movingCount == 1)
+        #expect(gate.leave(prefetch) == false)
+        #expect(gate.movingCount == 0)
+    }
+
+    @Test func aTransferLeavingWhileItWaitsGivesUpItsPlaceNotASlot() {
+        let gate = TransferGate(limit: 1)
+        let starts = Starts()
+        let (a, b, c) = (gate.ticket(), gate.ticket(), gate.ticket())
+        for ticket in [a, b, c] { gate.enter(ticket, priority: nil, start: starts.start(ticket)) }
+        #expect(gate.leave(b) == true)  // still waiting: never started
+        #expect(gate.movingCount == 1 && gate.waitingCount == 1)
+        gate.leave(a)
+        #expect(starts.value == [a, c])
+    }
+
+    /// Random enters, leaves, priority changes, queued work and retirements against a model: a slot
+    /// is never over-used, a free slot with transfers waiting exists only while it is kept for
+    /// higher queued work, and each start is the highest-priority waiting transfer, the earliest
+    /// among equals.
+    @Test(arguments: 0..<20)
+    func randomEventsMatchTheModel(seed: Int) {
+        var random = SplitMix64(seed: UInt64(seed) &+ 71)
+        let limit = Int.random(in: 1...3, using: &random)
+        let gate = TransferGate(limit: limit)
+        let queued = Mutex<LoadPriority?>(nil)
+        gate.readQueuedPriority { queued.withLock { $0 } }
+        let starts = Starts()
+        var priorities: [UInt64: RunPriority] = [:]
+        var waiting: [UInt64] = []  // the model: in entry order
+        var moving: Set<UInt64> = []
+        var keptForQueued = false
+        func expectedNext() -> UInt64? {
+            waiting.max { lhs, rhs in
+                let (l, r) = (priorities[lhs]?.value ?? .visible, priorities[rhs]?.value ?? .visible)
+                return l != r ? l < r : lhs > rhs  // equal: the earlier (smaller ticket) is the larger
+            }
+        }
+        /// Starts the model's waiting transfers while slots are free, as the gate must.
+        func modelFill(keeping: Bool) {
+            while moving.count < limit, let next = expectedNext() {
+                if keeping, let best = queued.withLock({ $0 }), best > (priorities[next]?.value ?? .visible) {
+                    keptForQueued = true
+                    return
+                }
+                waiting.removeAll { $0 == next }
+                moving.insert(next)
+            }
+            keptForQueued = false
+        }
+        for step in 0..<300 {
+            let before = starts.value.count
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<4:
+                let ticket = gate.ticket()
+                let priority = RunPriority(LoadPriority.allCases.randomElement(using: &random) ?? .visible)
+                priorities[ticket] = priority
+                waiting.append(ticket)
+                gate.enter(ticket, priority: priority, start: starts.start(ticket))
+                modelFill(keeping: false)
+            case 4..<7:
+                guard let ticket = (Array(moving) + waiting).randomElement(using: &random) else { continue }
+                let wasWaiting = waiting.contains(ticket)
+                #expect(gate.leave(ticket) == wasWaiting, "step \(step)")
+                if wasWaiting { waiting.removeAll { $0 == ticket } } else {
+                    moving.remove(ticket)
+                    modelFill(keeping: true)
+                }
+            case 7:
+                guard let ticket = waiting.randomElement(using: &random) else { continue }
+                priorities[ticket]?.update(LoadPriority.allCases.randomElement(using: &random) ?? .visible)
+            case 8:
+                queued.withLock { $0 = Bool.random(using: &random) ? nil : LoadPriority.allCases.randomElement(using: &random) }
+            default:
+                gate.workerRetired()
+                modelFill(keeping: false)
+            }
+            let started = Array(starts.value.dropFirst(before))
+            #expect(Set(started) == Set(moving).subtracting(starts.value.prefix(before)), "step \(step): started \(started)")
+            #expect(gate.movingCount == moving.count && gate.waitingCount == waiting.count, "step \(step)")
+            #expect(moving.count <= limit)
+            if moving.count < limit && !waiting.isEmpty { #expect(keptForQueued, "step \(step): a free slot left idle") }
+        }
+    }
+
+    // MARK: Through AsyncMedia
+
+    @Test func atMostMaxConcurrentDownloadsMoveAndTheRestWaitPrepared() async throws {
+        let folder = TemporaryFolder("gate-limit")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 2, transport: transport)
+        let paths = (0..<8).map { "/f\($0)" }
+        let downloads = paths.map { path in Task { try await media.file(for: HeldTransport.url(path)) } }
+        // Two move; two more are prepared and wait at the gate (queued, to `activity`); four wait
+        // for a worker.
+        await eventually("two move, six are queued") { transport.started.count == 2 && media.activity == AutoProcessorActivity(queued: 6, running: 2) }
+        #expect(transport.started.count == 2)
+        var finished = 0
+        while finished < paths.count {
+            await eventually("a transfer is moving") { transport.started.count > finished }
+            transport.finish(transport.started[finished])
+            finished += 1
+        }
+        for (path, download) in zip(paths, downloads) {
+            #expect(try Data(contentsOf: try await download.value) == HeldTransport.body(path))
+        }
+        #expect(transport.peak == 2)
+        #expect(Set(transport.started) == Set(paths))
+    }
+
+    /// Before the gate kept a slot for queued work, the prefetch prepared first moved before the
+    /// visible download queued behind it.
+    @Test func aVisibleDownloadQueuedBehindAPreparedPrefetchMovesFirst() async throws {
+        let folder = TemporaryFolder("gate-order")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
+        let a = Task { try await media.file(for: HeldTransport.url("/a"), priority: RunPriority(.visible)) }
+        await eventually("a moves") { transport.started == ["/a"] }
+        let b = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.prefetch)) }
+        await eventually("b is prepared and waits") { media.activity == AutoProcessorActivity(queued: 1, running: 1) }
+        let c = Task { try await media.file(for: HeldTransport.url("/c"), priority: RunPriority(.visible)) }
+        await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
+        transport.finish("/a")
+        await eventually("the next moves") { transport.started.count == 2 }
+        transport.finish(transport.started[1])
+        await eventually("the last moves") { transport.started.count == 3 }
+        transport.finish(transport.started[2])
+        #expect(transport.started == ["/a", "/c", "/b"])
+        for task in [a, b, c] { _ = try await task.value }
+    }
+
+    @Test func aDownloadCancelledWhileItWaitsClosesItsFileAndLeavesTheSlotsWhole() async throws {
+        let folder = TemporaryFolder("gate-cancel")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
+        let a = Task { try await media.file(for: HeldTransport.url("/a")) }
+        await eventually("a moves") { transport.started == ["/a"] }
+        let b = Task { try await media.file(for: HeldTransport.url("/b")) }
+        await eventually("b waits") { media.activity == AutoProcessorActivity(queued: 1, running: 1) }
+        #if os(Linux)
+        func descriptorsOfB() -> Int {
+            let name = MediaFolder.fileName(for: HeldTransport.url("/b"))
+            let links = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return links.filter { link in
+                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(link)")) ?? ""
+                return target.hasPrefix(folder.path + "/") && target.contains(name)  // other tests ask for "/b" too
+            }.count
+        }
+        #expect(descriptorsOfB() == 1)
+        #endif
+        b.cancel()
+        await #expect(throws: CancellationError.self) { try await b.value }
+        #if os(Linux)
+        await eventually("b's file is closed") { descriptorsOfB() == 0 }
+        #endif
+        transport.finish("/a")
+        _ = try await a.value
+        // The slot b never took is not lost: the next download moves at once.
+        let c = Task { try await media.file(for: HeldTransport.url("/c")) }
+        await eventually("c moves") { transport.started == ["/a", "/c"] }
+        transport.finish("/c")
+        _ = try await c.value
+        #expect(transport.peak == 1)
+    }
+
+    /// A transport of a user's that calls its sinks under its own lock, which `start` takes too: the
+    /// end of one transfer must not start the next on that thread (it would wait for itself).
+    @Test func aUsersTransportThatCallsSinksUnderItsLockIsNotReenteredFromThem() async throws {
+        let folder = TemporaryFolder("gate-foreign")
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: SelfLockingTransport())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<6 {
+                group.addTask {
+                    let file = try await media.file(for: HeldTransport.url("/locked/\(index)"))
+                    #expect(try Data(contentsOf: file) == SelfLockingTransport.body)
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test func waitingForASlotCountsAgainstNoTimeLimit() throws {
+        let folder = TemporaryFolder("gate-limits")
+        let path = folder.path + "/file"
+        let descriptor = try FileSystem.createExclusive(path, mode: 0o600)
+        let gate = TransferGate(limit: 1)
+        let busy = gate.ticket()
+        gate.enter(busy, priority: nil) {}
+        let limits = DownloadLimits(idleTimeout: .seconds(1), totalTimeout: .seconds(2))
+        let ticket = gate.ticket()
+        let transfer = Transfer(
+            request: .init(url: HeldTransport.url("/slow"), conditional: false, transportDecodes: false),
+            file: Transfer.FileTarget(path: path, descriptor: SharedDescriptor(descriptor), existing: 0),
+            limits: limits, writeBytes: { _, _, _ in }, report: { _ in }, slot: (gate, ticket)
+        )
+        gate.enter(ticket, priority: nil) { transfer.moved() }
+        // An hour in line: nothing failed, and it is looked at again an idle timeout later.
+        let later = ContinuousClock.now + .seconds(3_600)
+        #expect(transfer.checkLimits(now: later) == later + .seconds(1))
+        gate.leave(busy)  // its slot goes to the transfer: the limits count from now
+        let moved = ContinuousClock.now
+        #expect(transfer.checkLimits(now: moved).map { $0 > moved && $0 <= moved + .seconds(1) } == true)
+        // A second with no byte fails it, and its slot is given back.
+        #expect(transfer.checkLimits(now: moved + .seconds(5)) == nil)
+        #expect(gate.movingCount == 0)
+        transfer.end(CancellationError())  // as its transport would: the file is closed
+    }
+}
+
+/// A transport that holds every request until the test answers it, and counts how many it holds.
+final class HeldTransport: DownloadTransport {
+    private struct State {
+        var started: [String] = []
+        var sinks: [String: any DownloadSink] = [:]
+        var moving = 0
+        var peak = 0
+    }
+
+    private let state = Mutex(State())
+    private let queue = DispatchQueue(label: "held-transport")
+
+    var decodesContentCodings: Bool { false }
+
+    static func url(_ path: String) -> URL {
+        URL(string: "http://held.invalid" + path) ?? URL(fileURLWithPath: "/")
+    }
+
+    static func body(_ path: String) -> Data {
+        Data(("body of " + path).utf8)
+    }
+
+    /// Paths of the requests started, in order.
+    var started: [String] { state.withLock { $0.started } }
+    /// The most requests held at once.
+    var peak: Int { state.withLock { $0.peak } }
+
+    func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
+        let path = request.url.path
+        state.withLock { state in
+            state.started.append(path)
+            state.sinks[path] = sink
+            state.moving += 1
+            state.peak = max(state.peak, state.moving)
+        }
+        return DownloadHandle { [self] in end(path) { sink in sink.end(URLError(.cancelled)) } }
+    }
+
+    /// Answers `path` with its body, on the transport's queue.
+    func finish(_ path: String) {
+        end(path) { sink in
+            let body = Self.body(path)
+            guard sink.head(status: 200, fields: [HTTPField(name: "Content-Length", value: "\(body.count)")]) else {
+                return sink.end(nil)
+            }
+            _ = body.withUnsafeBytes { sink.body($0) }
+            sink.end(nil)
+        }
+    }
+
+    /// Takes `path`'s sink (once) and delivers to it on the queue; counted as ended first, since
+    /// its end may start the next transfer at once.
+    private func end(_ path: String, _ deliver: @escaping @Sendable (any DownloadSink) -> Void) {
+        guard let sink = state.withLock({ state -> (any DownloadSink)? in
+            guard let sink = state.sinks.removeValue(forKey: path) else { return nil }
+            state.moving -= 1
+            return sink
+        }) else { return }
+        queue.async { deliver(sink) }
+    }
+}
+
+/// Answers every request at once, calling the sink while it holds the lock its `start` takes.
+final class SelfLockingTransport: DownloadTransport {
+    static let body = Data("locked".utf8)
+    private let lock = Mutex(0)
+    private let queue = DispatchQueue(label: "self-locking-transport")
+
+    var decodesContentCodings: Bool { false }
+
+    func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
+        lock.withLock { $0 += 1 }
+        queue.async { [self] in
+            lock.withLock { _ in
+                guard sink.head(status: 200, fields: [HTTPField(name: "Content-Length", value: "\(Self.body.count)")]) else { return sink.end(nil) }
+                _ = Self.body.withUnsafeBytes { sink.body($0) }
+                sink.end(nil)
+            }
+        }
+        return DownloadHandle {}
+    }
+}
