@@ -18,6 +18,9 @@ enum FileSystem {
         let path: String
         let code: Int32
 
+        /// The system or the file system cannot do it (files with no name, on an old kernel or a
+        /// file system without them).
+        var isUnsupported: Bool { code == ENOTSUP || code == EOPNOTSUPP || code == EINVAL || code == EISDIR }
         /// The disk (or the user's quota) is full.
         var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
         /// The user may not do this here (or the file system is read-only).
@@ -275,6 +278,34 @@ enum FileSystem {
     static func rename(_ source: String, to destination: String) throws(Failure) {
         guard renameFile(source, destination) == 0 else { throw fail("rename", destination) }
     }
+
+    /// Opens a new file with no name in `directory` (`O_TMPFILE`), for reading and writing: it
+    /// vanishes when closed unless ``link(_:to:)`` gives it one. Making it takes no lock of the
+    /// directory. Fails with ``Failure/isUnsupported`` where the system or the file system cannot.
+    static func createUnnamed(in directory: String, mode: mode_t) throws(Failure) -> Int32 {
+        #if os(Linux)
+        let descriptor = open(directory, __O_TMPFILE | O_DIRECTORY | O_RDWR | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw fail("open", directory) }
+        return descriptor
+        #else
+        throw Failure(call: "open", path: directory, code: ENOTSUP)
+        #endif
+    }
+
+    /// Gives the file open as `descriptor` — one made by ``createUnnamed(in:mode:)`` — the name
+    /// `path` (`linkat` with `AT_EMPTY_PATH`); an existing `path` is an error (`EEXIST`), never
+    /// replaced.
+    static func link(_ descriptor: Int32, to path: String) throws(Failure) {
+        #if os(Linux)
+        let emptyPath: Int32 = 0x1000  // AT_EMPTY_PATH, the same on every Linux architecture
+        guard linkat(descriptor, "", AT_FDCWD, path, emptyPath) == 0 else { throw fail("linkat", path) }
+        #else
+        throw Failure(call: "linkat", path: path, code: ENOTSUP)
+        #endif
+    }
+
+    /// Whether an error says the name is taken.
+    static func isExistingName(_ failure: Failure) -> Bool { failure.code == EEXIST }
 
     /// Removes a file or symlink; a missing file is not an error.
     static func remove(_ path: String) throws(Failure) {

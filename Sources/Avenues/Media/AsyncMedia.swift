@@ -14,8 +14,9 @@ import Foundation
 ///   Apple platforms `URLSessionTransport`.
 /// - **Only whole files are cached.** A 200 or 203 answer (or a 206 continuing a resume) whose
 ///   body has its announced length, and whose compressed streams (`gzip`, `deflate`; every
-///   `Content-Encoding` and `Transfer-Encoding` field is read) ended with their checksums, is moved
-///   into the cache with one `rename(2)`. Anything else — another status, a body cut short, a
+///   `Content-Encoding` and `Transfer-Encoding` field is read) ended with their checksums, is put
+///   into the cache in one step: a file with no name (`O_TMPFILE`, Linux) linked into place, or a
+///   temporary file renamed. Anything else — another status, a body cut short, a
 ///   coding that cannot be decoded, a limit — caches nothing and throws ``AsyncMediaError``. A body
 ///   without a length or a coding that ends when the server closes the connection cannot be told
 ///   from one cut short, and is cached.
@@ -148,10 +149,11 @@ public final class AsyncMedia: SchedulingProcessor {
         headers: [String: String],
         transport: (any DownloadTransport)?,
         allowsRedirect: @escaping @Sendable (URL, URL) -> Bool = { _, _ in true },
+        unnamedFiles: Bool = true,
         writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
     ) {
         precondition(timeToLive.map { $0 >= .zero } ?? true, "AsyncMedia timeToLive must not be negative")
-        let folder = MediaFolder(directory: directory, sizeLimit: sizeLimit)
+        let folder = MediaFolder(directory: directory, sizeLimit: sizeLimit, unnamedFiles: unnamedFiles)
         let progress = ProgressHub()
         // Sorted: the order sent does not depend on hashing.
         let headers = headers.sorted { $0.key < $1.key }.map { HTTPField(name: $0.key, value: $0.value) }
@@ -415,7 +417,7 @@ public final class AsyncMedia: SchedulingProcessor {
             case .success(.file(let size)):
                 do {
                     partial.forgetValidator()  // before the move: a record never outlives its partial file
-                    let local = try folder.commit(partial.path, for: url, named: name, size: size, since: generation)
+                    let local = try folder.commit(partial, for: url, named: name, size: size, since: generation)
                     // Validators serve revalidation only, which needs a time-to-live; without one,
                     // recording them cost a second cache entry (a file written, renamed and counted)
                     // per download.

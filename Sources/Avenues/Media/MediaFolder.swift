@@ -33,11 +33,19 @@ final class MediaFolder: Sendable {
     /// made 2,000 small downloads quadratic (7.2 s, 85 % of it in the kernel's readdir and inode
     /// search).
     static let pruneInterval: Int64 = 10_000_000_000
+    /// Names of partial files that may exist: those the last prune listed, and those made since.
+    /// A download whose partial file is not among them writes to a file with no name instead.
+    private let knownPartials = Locked(Set<String>())
+    /// Whether files with no name can be made here and named (0: not tried yet, 1: yes, 2: no).
+    private let unnamedFiles = Atomic<UInt8>(0)
 
-    init(directory: URL, sizeLimit: Int?) {
+    /// - Parameter unnamedFiles: whether downloads may be written to files with no name (tests turn
+    ///   it off to run the named files' path on Linux).
+    init(directory: URL, sizeLimit: Int?, unnamedFiles: Bool = true) {
         precondition(sizeLimit.map { $0 >= 0 } ?? true, "AsyncMedia sizeLimit must be 0 or more")
         self.directory = directory.standardizedFileURL
         self.sizeLimit = sizeLimit
+        if !unnamedFiles { self.unnamedFiles.store(2, ordering: .relaxed) }
         folder = CacheFolder(path: self.directory.path, sizeLimit: sizeLimit, countLimit: nil, isEntry: Self.isMediaName)
     }
 
@@ -124,7 +132,7 @@ final class MediaFolder: Sendable {
     /// Moves a complete download into place (one `rename(2)`) and sweeps down to 80 % of the size
     /// limit if it is exceeded; a file larger than the whole limit still goes to its caller, and the
     /// next sweep takes it. A download begun before a clear is not committed (`CancellationError`).
-    func commit(_ temporary: String, for url: URL, named name: String, size: Int64, since generation: UInt64) throws -> URL {
+    func commit(_ partial: Partial, for url: URL, named name: String, size: Int64, since generation: UInt64) throws -> URL {
         try commits.withLock { commits throws in
             guard clears.load(ordering: .acquiring) == generation else { throw CancellationError() }
             commits.inFlight += 1
@@ -139,10 +147,11 @@ final class MediaFolder: Sendable {
             clear?.signal()
         }
         do throws(DiskStorageError) {
-            try folder.commit(temporary, as: name, size: Int(clamping: size))
+            try folder.commit(partial.finished, as: name, size: Int(clamping: size))
         } catch {
             throw AsyncMediaError.cannotStore(url, reason: error)
         }
+        if !partial.isUnnamed { forgetPartial(partial.path) }
         return URL(fileURLWithPath: folder.filePath(name), isDirectory: false)  // without the hint, Foundation stat()s the path
     }
 
@@ -182,9 +191,11 @@ final class MediaFolder: Sendable {
     // MARK: Partial downloads (resume)
 
     /// A download's file while it is written: a partial file that a later run resumes (kept when
-    /// the download is cut short with a validator to resume with), or a plain temporary file when
-    /// another download holds the URL's partial file.
+    /// the download is cut short with a validator to resume with), a file with no name that becomes
+    /// that partial file only if its body is worth resuming, or a plain temporary file when another
+    /// download holds the URL's partial file.
     final class Partial: Sendable {
+        /// The file's path; for a file with no name, the partial file's it would take.
         let path: String
         /// Open for reading and writing; holds the partial file's lock until its last owner (this
         /// run, a transfer still writing) lets it go.
@@ -199,11 +210,49 @@ final class MediaFolder: Sendable {
         /// file's lock), so a download that found none and wrote none deletes none — two failing
         /// `unlink(2)` calls fewer per small file.
         private let metaExists: Locked<Bool>
+        /// Whether the bytes have no name yet (`O_TMPFILE`): nothing to delete, and nothing a crash
+        /// leaves behind.
+        private let unnamed: Locked<Bool>
+        /// Called when a file with no name becomes the partial file.
+        private let named: (@Sendable () -> Void)?
 
         init(path: String, descriptor: Int32, validator: String?, resumable: Bool, metaPath: String?, metaExists: Bool) {
             (self.path, self.validator, self.resumable, self.metaPath) = (path, validator, resumable, metaPath)
             file = SharedDescriptor(descriptor)
             self.metaExists = Locked(metaPath != nil && metaExists)
+            unnamed = Locked(false)
+            named = nil
+        }
+
+        /// A file with no name, which becomes the partial file at `path` if its body is worth resuming.
+        init(unnamed descriptor: Int32, partialPath path: String, metaPath: String, named: @escaping @Sendable () -> Void) {
+            (self.path, validator, resumable, self.metaPath) = (path, nil, true, metaPath)
+            file = SharedDescriptor(descriptor)
+            metaExists = Locked(false)
+            unnamed = Locked(true)
+            self.named = named
+        }
+
+        /// Whether the bytes have no name yet.
+        var isUnnamed: Bool { unnamed.withLock { $0 } }
+
+        /// What the folder puts in place when the file is whole.
+        var finished: CacheFolder.Finished {
+            isUnnamed ? .unnamed(descriptor) : .file(path)
+        }
+
+        /// Gives a file with no name the partial file's name, locked, so a later run (in this process
+        /// or after a crash) can resume it; `false` if another download's partial file has it.
+        private func takeName() -> Bool {
+            unnamed.withLock { unnamed in
+                guard unnamed else { return true }
+                // Nobody else can hold this file yet; locked before it has a name anyone could open.
+                guard (try? FileSystem.tryLock(descriptor, path: path)) == true, (try? FileSystem.link(descriptor, to: path)) != nil else {
+                    return false
+                }
+                unnamed = false
+                return true
+            }
         }
 
         /// The bytes the file holds now.
@@ -215,6 +264,10 @@ final class MediaFolder: Sendable {
             guard let validator, !validator.contains("\n") else {
                 removeMeta()
                 return
+            }
+            if isUnnamed {
+                guard takeName() else { return }  // then it is not resumed: no record
+                named?()
             }
             let text = "avenues-partial 1\n\(url.absoluteString)\n\(validator)\n"
             let temporary = metaPath + ".tmp"
@@ -237,7 +290,7 @@ final class MediaFolder: Sendable {
         /// Deletes the file and what was recorded for it (the record first: it never outlives the file).
         func discard() {
             removeMeta()
-            try? FileSystem.remove(path)
+            if !isUnnamed { try? FileSystem.remove(path) }
         }
 
         /// Forgets what was recorded for it (before it is moved into place).
@@ -281,9 +334,19 @@ final class MediaFolder: Sendable {
     /// download, with what it holds; a plain temporary file if another download holds it.
     func openPartial(for url: URL, named name: String) throws(DiskStorageError) -> Partial {
         try folder.secure()
-        let path = folder.filePath(Self.partialPrefix + name)
+        let partialName = Self.partialPrefix + name
+        let path = folder.filePath(partialName)
         let metaPath = path + ".meta"
-        prunePartials(sparing: Self.partialPrefix + name)
+        prunePartials(sparing: partialName)
+        // No partial file of this URL is known (none was listed, none was made here since): the
+        // bytes go to a file with no name, linked into place when whole — one change of the
+        // directory per download instead of a create and a rename, and nothing left behind by a
+        // crash. A body worth resuming takes the partial file's name when it starts.
+        if !knownPartials.withLock({ $0.contains(partialName) }), let descriptor = unnamedFile() {
+            return Partial(unnamed: descriptor, partialPath: path, metaPath: metaPath) { [weak self] in
+                self?.knownPartials.withLock { _ = $0.insert(partialName) }
+            }
+        }
         // Held by another download (or the folder vanished): a file of this download's own.
         func ownTemporaryFile(closing descriptor: Int32?) throws(DiskStorageError) -> Partial {
             if let descriptor { FileSystem.close(descriptor) }
@@ -305,6 +368,42 @@ final class MediaFolder: Sendable {
             path: path, descriptor: descriptor, validator: info.size > 0 ? validator : nil, resumable: true, metaPath: metaPath,
             metaExists: metaExists
         )
+    }
+
+    /// A new file with no name in the folder, if the system can make one and name it later (found
+    /// out once: `linkat` with `AT_EMPTY_PATH` needs Linux 3.11 and, before 6.10, a capability; a
+    /// file system may have no such files). `nil`: a named file serves.
+    private func unnamedFile() -> Int32? {
+        let known = unnamedFiles.load(ordering: .relaxed)
+        guard known != 2 else { return nil }
+        let descriptor: Int32
+        do throws(FileSystem.Failure) {
+            descriptor = try FileSystem.createUnnamed(in: directory.path, mode: 0o600)
+        } catch {
+            // A missing or full folder says nothing of the system: asked again next time.
+            if error.isUnsupported { unnamedFiles.store(2, ordering: .relaxed) }
+            return nil
+        }
+        if known == 1 { return descriptor }
+        // The first one is named under a temporary name and deleted (a file can be named only
+        // once, so the download gets another).
+        let probe = folder.filePath(CacheFolder.temporaryName(for: "unnamed-probe"))
+        defer { FileSystem.close(descriptor) }
+        do throws(FileSystem.Failure) {
+            try FileSystem.link(descriptor, to: probe)
+            try? FileSystem.remove(probe)
+        } catch {
+            if error.isPermissionDenied || error.isNoSuchFile || error.isUnsupported { unnamedFiles.store(2, ordering: .relaxed) }
+            return nil
+        }
+        unnamedFiles.store(1, ordering: .relaxed)
+        return try? FileSystem.createUnnamed(in: directory.path, mode: 0o600)
+    }
+
+    /// A partial file of this process's is gone (moved into place or deleted).
+    private func forgetPartial(_ path: String) {
+        let name = String(path.split(separator: "/").last ?? "")
+        knownPartials.withLock { _ = $0.remove(name) }
     }
 
     /// Whether the `.meta` file may exist (it opened, or failed for a reason other than its
@@ -335,6 +434,9 @@ final class MediaFolder: Sendable {
         }
         guard due else { return }
         let names = ((try? FileSystem.contents(of: directory.path)) ?? []).filter(Self.isPartialName)
+        // Never forgotten here: a partial file another process deletes costs a named file, no more.
+        let files = names.filter { !Self.isRecordName($0) }
+        knownPartials.withLock { $0.formUnion(files) }
         var partials: [(name: String, size: Int, modified: Int64)] = []
         for name in names where !Self.isRecordName(name) {
             guard let info = try? FileSystem.linkStatus(folder.filePath(name)), info.isRegularFile else { continue }

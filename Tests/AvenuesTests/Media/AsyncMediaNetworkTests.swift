@@ -363,6 +363,46 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(try await server.headers()["/resumable/2000000"]?["range"] == "bytes=\(kept)-", "kept \(kept)")
     }
 
+    /// A body worth resuming takes its partial file's name when it starts (so a crash can resume
+    /// it); when a partial file of that name is held by another download, it stays a file with no
+    /// name, is not resumable, and still arrives whole — the other partial file untouched.
+    @Test func aBodyWorthResumingWhosePartialNameIsTakenStillArrivesWhole() async throws {
+        try await server.setETag("v1")
+        let media = media()
+        _ = try await media.file(for: server.url("/bytes/10"))  // the folder is listed for partial files now
+        let url = server.url("/resumable/100000")
+        let partial = folder.child("media").appendingPathComponent(MediaFolder.partialPrefix + MediaFolder.fileName(for: try AsyncMedia.canonical(url)))
+        let held = try FileSystem.createExclusive(partial.path, mode: 0o600)
+        defer { FileSystem.close(held) }
+        #expect(try FileSystem.tryLock(held, path: partial.path))
+        let file = try await media.file(for: url)
+        #expect(try Data(contentsOf: file) == MediaServer.body(100_000))
+        #expect(try FileSystem.linkStatus(partial.path).size == 0)  // the other download's, untouched
+        #expect(!FileManager.default.fileExists(atPath: partial.path + ".meta"))
+    }
+
+    /// With a time-to-live, a file that changed is fetched whole again and replaces the one kept:
+    /// a file with no name cannot be linked over a name, so it is linked as a temporary file and
+    /// renamed; nothing is left behind.
+    @Test(arguments: [true, false])
+    func aChangedFileReplacesTheOneKept(unnamedFiles: Bool) async throws {
+        try await server.setETag("v1")
+        let directory = folder.child("replaced-\(unnamedFiles)")
+        let media = AsyncMedia(
+            directory: directory, sizeLimit: nil, maxConcurrentDownloads: 6, limits: .default, timeToLive: .zero, headers: [:],
+            transport: CurlTransport.shared, unnamedFiles: unnamedFiles, writeBytes: { try FileSystem.writeAll($0, [$1], path: $2) }
+        )
+        let url = server.url("/resumable/20000")
+        let first = try await media.file(for: url)
+        try await server.setETag("v2")
+        let second = try await media.file(for: url)  // revalidated: the server answers 200, whole
+        #expect(first == second)
+        #expect(try Data(contentsOf: second) == MediaServer.body(20_000))
+        #expect(try await server.sent()["/resumable/20000"] == 40_000)
+        #expect(leftovers(in: directory).isEmpty)
+        try await server.setETag("v1")
+    }
+
     // MARK: Revalidation
 
     @Test func anExpiredFileIsRevalidatedAndA304MovesNoBody() async throws {

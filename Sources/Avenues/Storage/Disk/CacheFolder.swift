@@ -142,10 +142,24 @@ final class CacheFolder: Sendable {
 
     // MARK: Changes (under the folder lock)
 
+    /// A finished file to put in place: a temporary file, or a file with no name yet, open.
+    enum Finished {
+        /// Renamed into place.
+        case file(String)
+        /// Linked into place (a file made with `O_TMPFILE`); it is never named anything else.
+        case unnamed(Int32)
+    }
+
     /// Moves a finished temporary file into place as `name` (one `rename(2)`), counts it, and sweeps
     /// the folder if a limit is now exceeded, never deleting `name` itself in that sweep.
     func commit(_ temporary: String, as name: String, size: Int) throws(DiskStorageError) {
-        guard sizeLimit != nil || countLimit != nil else { return try commitUntracked(temporary, as: name) }
+        try commit(.file(temporary), as: name, size: size)
+    }
+
+    /// ``commit(_:as:size:)`` for either kind of finished file: an unnamed one is linked as `name`
+    /// (one `linkat(2)`), or, if `name` exists, linked as a temporary file renamed over it.
+    func commit(_ finished: Finished, as name: String, size: Int) throws(DiskStorageError) {
+        guard sizeLimit != nil || countLimit != nil else { return try commitUntracked(finished, as: name) }
         let now = FileSystem.wallClockNanoseconds()
         try state.withLock { (state: inout State) throws(DiskStorageError) in
             // The totals are written back even when unchanged (a value replaced by one of the same
@@ -156,9 +170,8 @@ final class CacheFolder: Sendable {
                 // next one recount instead of trusting totals that miss this entry.
                 writeTotals(totals, uncertain: true, to: lock)
                 do throws(FileSystem.Failure) {
-                    try FileSystem.rename(temporary, to: filePath(name))
+                    try place(finished, as: name)
                 } catch {
-                    try? FileSystem.remove(temporary)
                     throw DiskStorageError(error)
                 }
                 if let replaced, replaced.isRegularFile {
@@ -175,7 +188,7 @@ final class CacheFolder: Sendable {
 
     /// ``commit(_:as:size:)`` in a folder without limits: one `rename(2)` under the lock file held
     /// shared, the totals marked uncertain when this process first takes it.
-    private func commitUntracked(_ temporary: String, as name: String) throws(DiskStorageError) {
+    private func commitUntracked(_ finished: Finished, as name: String) throws(DiskStorageError) {
         try state.withLock { (state: inout State) throws(DiskStorageError) in
             if !state.sharedHeld {
                 let lock = try takeLockFile(&state, exclusive: false, creating: true)
@@ -203,11 +216,33 @@ final class CacheFolder: Sendable {
             if schedule { scheduleRelease() }
         }
         do throws(FileSystem.Failure) {
-            try FileSystem.rename(temporary, to: filePath(name))
+            try place(finished, as: name)
         } catch {
-            try? FileSystem.remove(temporary)
             moved = false
             throw DiskStorageError(error)
+        }
+    }
+
+    /// Puts `finished` in place as `name`; on failure nothing of it is left under a name.
+    private func place(_ finished: Finished, as name: String) throws(FileSystem.Failure) {
+        switch finished {
+        case .file(let temporary):
+            do throws(FileSystem.Failure) {
+                try FileSystem.rename(temporary, to: filePath(name))
+            } catch {
+                try? FileSystem.remove(temporary)
+                throw error
+            }
+        case .unnamed(let descriptor):
+            do throws(FileSystem.Failure) {
+                try FileSystem.link(descriptor, to: filePath(name))
+            } catch where FileSystem.isExistingName(error) {
+                // Replacing a file (a revalidated download, or another process's): a link cannot,
+                // so a temporary name is given first and renamed over it.
+                let temporary = filePath(Self.temporaryName(for: name))
+                try FileSystem.link(descriptor, to: temporary)
+                try place(.file(temporary), as: name)
+            }
         }
     }
 
