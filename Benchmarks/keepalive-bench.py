@@ -2,8 +2,12 @@
 """Many small files from one host: AsyncMedia (through `media-bench`) beside `curl --parallel
 --parallel-max 6`, on the same URLs, plain http and TLS, from nginx on 127.0.0.1, alternating runs.
 
-Usage: keepalive-bench.py [--files 2000] [--runs 3] [--concurrency 6]
+Usage: keepalive-bench.py [--files 2000] [--runs 3] [--concurrency 6] [--folder DIR]
 (builds media-bench in release first; nginx, openssl and curl must be on PATH)
+
+Both sides write their files under --folder: /dev/shm by default where it exists, so the figures are
+the network's and the CPU's, not a disk's (on this project's VM an ext4 /tmp made both sides 2-10x
+slower and noisier); give --folder /tmp to include the disk.
 
 Prints each run's wall time and the throughput ratio (curl's time / ours: ≥ 1.0 means we are at
 least as fast), how many TCP connections nginx saw for each side of the last run, and the median
@@ -30,12 +34,13 @@ def main():
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=6)
+    parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     options = parser.parse_args()
     for tool in ["nginx", "openssl", "curl"]:
         if shutil.which(tool) is None:
             sys.exit(f"keepalive-bench: {tool} is required; install it (apt-get install {tool}) and run again")
     binary = build_media_bench()
-    work = tempfile.mkdtemp(prefix="keepalive-bench-")
+    work = tempfile.mkdtemp(prefix="keepalive-bench-", dir=options.folder)
     os.chmod(work, 0o755)
     servers = []
     try:
@@ -49,7 +54,7 @@ def main():
             folder = os.path.join(work, "tls" if tls else "plain")
             os.makedirs(folder)
             servers.append(Nginx(tree, folder, tls=tls))
-        print(f"{options.files} files of 0.5–4 KiB from nginx on 127.0.0.1, {options.concurrency} at a time")
+        print(f"{options.files} files of 0.5–4 KiB from nginx on 127.0.0.1, {options.concurrency} at a time, written under {work}")
         for server in servers:
             scheme = server.url.split(":")[0]
             urls = [f"{server.url}f{index:05d}.txt" for index in range(options.files)]
@@ -67,7 +72,7 @@ def main():
             for run in range(options.runs):
                 before = len(server.entries())
                 output = subprocess.run([binary, listing, "--ca-file", ca, "--concurrency", str(options.concurrency), "--runs", "1"],
-                                        capture_output=True, text=True, check=True).stdout
+                                        capture_output=True, text=True, check=True, env=dict(os.environ, TMPDIR=work)).stdout
                 ours.append(float(output.split(" in ")[1].split(" s")[0]))
                 our_cpu.append(float(output.split(", cpu ")[1].split(" s")[0]))
                 connections["avenues"] = len({entry[3] for entry in server.entries()[before:]})
