@@ -28,6 +28,10 @@ final class TransferGate: Sendable {
     }
 
     private let state = Locked(State())
+    /// One caller fills at a time: a start that ends its transfer at once (a transport that fails
+    /// synchronously) frees a slot from inside the fill, which the fill then takes, instead of
+    /// recursing once per waiting transfer.
+    private let filling = SerialDrain<Bool>()
 
     init(limit: Int) {
         precondition(limit >= 1, "TransferGate needs at least one slot")
@@ -83,9 +87,15 @@ final class TransferGate: Sendable {
     /// Transfers moving now.
     var movingCount: Int { state.withLock { $0.moving } }
 
-    /// Starts waiting transfers while slots are free. Priorities are read outside the lock (each
+    /// Starts waiting transfers while slots are free; a slot is kept for queued work only if every
+    /// request to fill made meanwhile said so.
+    private func fill(keepingSlotsForQueuedWork keeping: Bool) {
+        filling.submit({ pending in pending = (pending ?? true) && keeping }, drain: { fillNow(keepingSlotsForQueuedWork: $0) })
+    }
+
+    /// ``fill(keepingSlotsForQueuedWork:)``'s work. Priorities are read outside the lock (each
     /// ``RunPriority`` has a lock of its own), then the choice is taken if it is still there.
-    private func fill(keepingSlotsForQueuedWork: Bool) {
+    private func fillNow(keepingSlotsForQueuedWork: Bool) {
         while true {
             let snapshot = state.withLock { state -> (candidates: [(UInt64, RunPriority?)], queued: (@Sendable () -> LoadPriority?)?)? in
                 guard state.moving < limit, !state.waiting.isEmpty else { return nil }

@@ -56,6 +56,33 @@ struct TransferGateTests {
         #expect(starts.value == [a, c])
     }
 
+    /// A transport that ends a transfer inside its start (one that fails at once) frees the slot
+    /// from inside the gate's fill: the next waiting transfer is started by that fill's loop, not by
+    /// a fill one level deeper for each (a thousand waiting transfers were a thousand nested starts).
+    @Test func transfersEndingAsTheyStartHandTheSlotOnWithoutRecursing() {
+        let gate = TransferGate(limit: 1)
+        let started = Atomic<Int>(0)
+        let depth = Atomic<Int>(0), deepest = Atomic<Int>(0)
+        let first = gate.ticket()
+        gate.enter(first, priority: nil) {}
+        let count = 1_000
+        for _ in 0..<count {
+            let ticket = gate.ticket()
+            gate.enter(ticket, priority: nil) {
+                let now = depth.add(1, ordering: .relaxed).newValue
+                deepest.max(now, ordering: .relaxed)
+                started.add(1, ordering: .relaxed)
+                gate.leave(ticket)
+                depth.subtract(1, ordering: .relaxed)
+            }
+        }
+        #expect(gate.waitingCount == count)
+        gate.leave(first)
+        #expect(started.load(ordering: .relaxed) == count)
+        #expect(deepest.load(ordering: .relaxed) == 1)
+        #expect(gate.movingCount == 0 && gate.waitingCount == 0)
+    }
+
     /// Random enters, leaves, priority changes, queued work and retirements against a model: a slot
     /// is never over-used, a free slot with transfers waiting exists only while it is kept for
     /// higher queued work, and each start is the highest-priority waiting transfer, the earliest
