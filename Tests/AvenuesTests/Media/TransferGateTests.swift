@@ -238,6 +238,18 @@ struct TransferGateTests {
         }
     }
 
+    /// Twice `Int.max` runs would overflow: the scheduler gets `Int.max`, the gate `Int.max` slots.
+    @Test func anUnboundedNumberOfDownloadsStillDownloads() async throws {
+        let folder = TemporaryFolder("gate-unbounded")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: .max, transport: transport)
+        let downloads = (0..<3).map { index in Task { try await media.file(for: HeldTransport.url("/u\(index)")) } }
+        await eventually("all three move") { transport.started.count == 3 }
+        for path in transport.started { transport.finish(path) }
+        for download in downloads { _ = try await download.value }
+        #expect(transport.peak == 3)
+    }
+
     @Test func waitingForASlotCountsAgainstNoTimeLimit() throws {
         let folder = TemporaryFolder("gate-limits")
         let path = folder.path + "/file"
