@@ -36,6 +36,10 @@ def main():
     parser.add_argument("--concurrency", type=int, default=6)
     parser.add_argument("--folder", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     options = parser.parse_args()
+    if options.folder is not None and not os.path.isdir(options.folder):
+        sys.exit(f"keepalive-bench: --folder {options.folder} is not a folder")
+    if options.files < 1 or options.runs < 1 or options.concurrency < 1:
+        sys.exit("keepalive-bench: --files, --runs and --concurrency take a whole number of 1 or more")
     for tool in ["nginx", "openssl", "curl"]:
         if shutil.which(tool) is None:
             sys.exit(f"keepalive-bench: {tool} is required; install it (apt-get install {tool}) and run again")

@@ -21,6 +21,8 @@ enum FileSystem {
         /// The system or the file system cannot do it (files with no name, on an old kernel or a
         /// file system without them).
         var isUnsupported: Bool { code == ENOTSUP || code == EOPNOTSUPP || code == EINVAL || code == EISDIR }
+        /// The name is taken.
+        var isExistingName: Bool { code == EEXIST }
         /// The disk (or the user's quota) is full.
         var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
         /// The user may not do this here (or the file system is read-only).
@@ -303,9 +305,6 @@ enum FileSystem {
         throw Failure(call: "linkat", path: path, code: ENOTSUP)
         #endif
     }
-
-    /// Whether an error says the name is taken.
-    static func isExistingName(_ failure: Failure) -> Bool { failure.code == EEXIST }
 
     /// Removes a file or symlink; a missing file is not an error.
     static func remove(_ path: String) throws(Failure) {

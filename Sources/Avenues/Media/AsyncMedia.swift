@@ -38,12 +38,11 @@ import Foundation
 ///   are a stable hash of the URL plus its path extension. With a `sizeLimit`, least recently used
 ///   files are deleted down to 80 % of it, across processes sharing the folder. A deleted folder is
 ///   created again on the next download.
-/// - `file:` URLs are returned as they are; schemes other than `http`/`https` are an error.
-///
 /// - **Many small files.** While `maxConcurrentDownloads` transfers move, as many more are prepared
 ///   (their file open, their request made); when one ends, the transport's thread starts the next
 ///   at once, in the queue's order (a freed slot waits for a more urgent download queued behind
 ///   them). A prepared download counts as queued in ``activity`` and against no limit until it moves.
+/// - `file:` URLs are returned as they are; schemes other than `http`/`https` are an error.
 ///
 /// `AsyncMedia` is a ``SchedulingProcessor`` (URL → local file URL): an ``Avenue`` over it (or over
 /// a transform of it) shows downloads by row with one queue — its `maxConcurrentDownloads` — where
@@ -190,8 +189,8 @@ public final class AsyncMedia: SchedulingProcessor {
         self.transport = chosen
         // Twice as many runs as slots: while `maxConcurrentDownloads` transfers move, as many more
         // wait at the gate with their file open and their request made, and the transport's thread
-        // starts one the moment another ends (2,000 small files took 9 % less time than with every
-        // run waiting for its slot in the scheduler). Their priorities reach the gate.
+        // starts one the moment another ends (2,000 small files: 92 ms against 107 with every run
+        // waiting for its slot in the scheduler, fresh processes). Their priorities reach the gate.
         let (runs, overflow) = maxConcurrentDownloads.multipliedReportingOverflow(by: 2)
         let downloader = AutoProcessor<URL, URL>(
             maxConcurrent: overflow ? Int.max : runs, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,

@@ -129,9 +129,9 @@ final class MediaFolder: Sendable {
     /// The number of clears so far.
     var generation: UInt64 { clears.load(ordering: .acquiring) }
 
-    /// Moves a complete download into place (one `rename(2)`) and sweeps down to 80 % of the size
-    /// limit if it is exceeded; a file larger than the whole limit still goes to its caller, and the
-    /// next sweep takes it. A download begun before a clear is not committed (`CancellationError`).
+    /// Moves a complete download into place (one `rename(2)`, or `linkat(2)` for a file with no
+    /// name) and sweeps down to 80 % of the size limit if it is exceeded; a file larger than the
+    /// whole limit still goes to its caller, and the next sweep takes it. A download begun before a clear is not committed (`CancellationError`).
     func commit(_ partial: Partial, for url: URL, named name: String, size: Int64, since generation: UInt64) throws -> URL {
         try commits.withLock { commits throws in
             guard clears.load(ordering: .acquiring) == generation else { throw CancellationError() }
@@ -438,7 +438,7 @@ final class MediaFolder: Sendable {
         let files = names.filter { !Self.isRecordName($0) }
         knownPartials.withLock { $0.formUnion(files) }
         var partials: [(name: String, size: Int, modified: Int64)] = []
-        for name in names where !Self.isRecordName(name) {
+        for name in files {
             guard let info = try? FileSystem.linkStatus(folder.filePath(name)), info.isRegularFile else { continue }
             partials.append((name, info.size, info.modified))
         }

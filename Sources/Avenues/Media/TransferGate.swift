@@ -110,16 +110,17 @@ final class TransferGate: Sendable {
                 if value > bestPriority { (best, bestPriority) = (id, value) }
             }
             if keepingSlotsForQueuedWork, let queued = snapshot.queued?(), queued > bestPriority { return }
-            let start = state.withLock { state -> (@Sendable () -> Void)?? in
-                guard state.moving < limit else { return .some(nil) }
-                guard let index = state.waiting.firstIndex(where: { $0.id == best }) else { return nil }  // left meanwhile: choose again
+            enum Taken { case start(@Sendable () -> Void), full, left }
+            let taken = state.withLock { state -> Taken in
+                guard state.moving < limit else { return .full }
+                guard let index = state.waiting.firstIndex(where: { $0.id == best }) else { return .left }
                 state.moving += 1
-                return .some(state.waiting.remove(at: index).start)
+                return .start(state.waiting.remove(at: index).start)
             }
-            switch start {
-            case .none: continue
-            case .some(.none): return
-            case .some(.some(let start)): start()
+            switch taken {
+            case .start(let start): start()
+            case .full: return
+            case .left: continue  // it left meanwhile: choose again
             }
         }
     }

@@ -268,11 +268,12 @@ struct TransferGateTests {
         // An hour in line: nothing failed, and it is looked at again an idle timeout later.
         let later = ContinuousClock.now + .seconds(3_600)
         #expect(transfer.checkLimits(now: later) == later + .seconds(1))
+        let before = ContinuousClock.now
         gate.leave(busy)  // its slot goes to the transfer: the limits count from now
-        let moved = ContinuousClock.now
-        #expect(transfer.checkLimits(now: moved).map { $0 > moved && $0 <= moved + .seconds(1) } == true)
+        let after = ContinuousClock.now
+        #expect(transfer.checkLimits(now: before).map { $0 > before && $0 <= after + .seconds(1) } == true)
         // A second with no byte fails it, and its slot is given back.
-        #expect(transfer.checkLimits(now: moved + .seconds(5)) == nil)
+        #expect(transfer.checkLimits(now: after + .seconds(5)) == nil)
         #expect(gate.movingCount == 0)
         transfer.end(CancellationError())  // as its transport would: the file is closed
     }

@@ -186,8 +186,8 @@ final class CacheFolder: Sendable {
         }
     }
 
-    /// ``commit(_:as:size:)`` in a folder without limits: one `rename(2)` under the lock file held
-    /// shared, the totals marked uncertain when this process first takes it.
+    /// ``commit(_:as:size:)`` in a folder without limits: one `rename(2)` or `linkat(2)` under the
+    /// lock file held shared, the totals marked uncertain when this process first takes it.
     private func commitUntracked(_ finished: Finished, as name: String) throws(DiskStorageError) {
         try state.withLock { (state: inout State) throws(DiskStorageError) in
             if !state.sharedHeld {
@@ -236,7 +236,7 @@ final class CacheFolder: Sendable {
         case .unnamed(let descriptor):
             do throws(FileSystem.Failure) {
                 try FileSystem.link(descriptor, to: filePath(name))
-            } catch where FileSystem.isExistingName(error) {
+            } catch where error.isExistingName {
                 // Replacing a file (a revalidated download, or another process's): a link cannot,
                 // so a temporary name is given first and renamed over it.
                 let temporary = filePath(Self.temporaryName(for: name))
