@@ -17,7 +17,7 @@ struct TransferGateTests {
 
     /// Starts recorded in order, for a gate driven by hand.
     final class Starts: Sendable {
-        let order = Mutex<[UInt64]>([])
+        let order = Locked<[UInt64]>([])
         func start(_ ticket: UInt64) -> @Sendable () -> Void {
             { self.order.withLock { $0.append(ticket) } }
         }
@@ -26,7 +26,7 @@ struct TransferGateTests {
 
     @Test func aFreedSlotIsKeptForHigherQueuedWorkUntilItEntersOrAWorkerRetires() {
         let gate = TransferGate(limit: 1)
-        let queued = Mutex<LoadPriority?>(nil)
+        let queued = Locked<LoadPriority?>(nil)
         gate.readQueuedPriority { queued.withLock { $0 } }
         let starts = Starts()
         let first = gate.ticket(), prefetch = gate.ticket()
@@ -92,7 +92,7 @@ struct TransferGateTests {
         var random = SplitMix64(seed: UInt64(seed) &+ 71)
         let limit = Int.random(in: 1...3, using: &random)
         let gate = TransferGate(limit: limit)
-        let queued = Mutex<LoadPriority?>(nil)
+        let queued = Locked<LoadPriority?>(nil)
         gate.readQueuedPriority { queued.withLock { $0 } }
         let starts = Starts()
         var priorities: [UInt64: RunPriority] = [:]
@@ -288,7 +288,7 @@ final class HeldTransport: DownloadTransport {
         var peak = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let queue = DispatchQueue(label: "held-transport")
 
     var decodesContentCodings: Bool { false }
@@ -344,7 +344,7 @@ final class HeldTransport: DownloadTransport {
 /// Answers every request at once, calling the sink while it holds the lock its `start` takes.
 final class SelfLockingTransport: DownloadTransport {
     static let body = Data("locked".utf8)
-    private let lock = Mutex(0)
+    private let lock = Locked(0)
     private let queue = DispatchQueue(label: "self-locking-transport")
 
     var decodesContentCodings: Bool { false }
