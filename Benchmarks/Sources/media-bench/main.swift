@@ -8,8 +8,9 @@ import Synchronization
 //
 // Each run prints its wall time and the process's CPU time during it (user + system, every thread).
 //
-// Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3] [--timeline]
-//   (--timeline: also when the 1st, 6th, 50th, 100th, 500th, 1000th… file of each run arrived)
+// Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3] [--timeline] [--list]
+//   (--timeline: also when the 1st, 6th, 50th, 100th, 500th, 1000th… file of each run arrived;
+//    --list: one `files(for:)` for the whole list instead of a task calling `file(for:)` per URL)
 //        media-bench --latency BIG-URL SMALL-URL [--ca-file PEM]
 //   (downloads BIG-URL while fetching SMALL-URL?n=1, ?n=2, … one after another through another
 //   AsyncMedia on the same transport, and prints those small requests' latencies)
@@ -20,6 +21,7 @@ struct Options {
     var concurrency = 6
     var runs = 3
     var timeline = false
+    var oneList = false
     var latency: (big: URL, small: URL)?
 
     init(_ arguments: [String]) {
@@ -30,6 +32,7 @@ struct Options {
             case "--concurrency": concurrency = rest.popFirst().flatMap(Int.init) ?? 0  // not a number: refused below
             case "--runs": runs = rest.popFirst().flatMap(Int.init) ?? 0
             case "--timeline": timeline = true
+            case "--list": oneList = true
             case "--latency":
                 if let big = rest.popFirst().flatMap(URL.init(string:)), let small = rest.popFirst().flatMap(URL.init(string:)) {
                     latency = (big, small)
@@ -107,7 +110,9 @@ for run in 1 ... options.runs {
     let clock = ContinuousClock()
     let cpuBefore = processCPUSeconds()
     let start = clock.now
-    let (failures, arrivals) = await downloadAll(urls, through: media, timeline: options.timeline)
+    let (failures, arrivals) = options.oneList
+        ? await downloadList(urls, through: media, timeline: options.timeline)
+        : await downloadAll(urls, through: media, timeline: options.timeline)
     let elapsed = clock.now - start
     let cpu = processCPUSeconds() - cpuBefore
     print("run \(run): \(urls.count) files in \(String(format: "%.3f", seconds(elapsed))) s, \(failures) failed, cpu \(String(format: "%.3f", cpu)) s")
@@ -158,4 +163,18 @@ nonisolated func downloadAll(_ urls: [URL], through media: AsyncMedia, timeline:
         }
     }
     return (tally.failures.load(ordering: .relaxed), tally.arrivals.withLock { $0 })
+}
+
+/// Downloads every URL through one ``AsyncMedia/files(for:priority:)``; returns how many failed and,
+/// with `timeline`, when each file arrived after the start. Off the main actor, like `downloadAll`.
+nonisolated func downloadList(_ urls: [URL], through media: AsyncMedia, timeline: Bool) async -> (failures: Int, arrivals: [Duration]) {
+    let clock = ContinuousClock()
+    let start = clock.now
+    var failures = 0
+    var arrivals: [Duration] = []
+    for await answer in media.files(for: urls) {
+        if case .failure = answer.result { failures += 1 }
+        if timeline { arrivals.append(clock.now - start) }
+    }
+    return (failures, arrivals)
 }

@@ -224,23 +224,112 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// ``file(for:)``, its download queued at `priority` (`.visible` without one).
-    func file(for url: URL, priority: RunPriority?) async throws -> URL {
-        if url.isFileURL { return url }
-        let url = try Self.canonical(url)
-        let generation = folder.generation
-        if let file = folder.cachedFile(for: url), validators.isFresh(url, timeToLive: timeToLive) { return file }
-        if let headerProblem { throw headerProblem }
-        if let error = gate.blocked(url) { throw error }  // the server asked to wait
+    func file(for given: URL, priority: RunPriority?) async throws -> URL {
+        let (url, generation): (URL, UInt64)
+        switch try lookUp(given) {
+        case .answered(let file): return file
+        case .download(let canonical, let since): (url, generation) = (canonical, since)
+        }
         // At the priority of the avenue row asking, if one is (`.visible` otherwise).
         let file: URL
         do {
             file = try await downloader.value(for: url, priority: priority?.value ?? .visible, following: priority)
         } catch {
-            gate.note(error, for: url)
-            throw error
+            return try downloaded(.failure(error), for: url, since: generation).get()
         }
-        guard folder.stillHolds(file, since: generation) else { throw CancellationError() }
-        return file
+        return try downloaded(.success(file), for: url, since: generation).get()
+    }
+
+    /// The local file of every URL of `urls`, as each is known: what ``file(for:)`` answers for it,
+    /// without a task per URL. Cached files come first; the others in the order their downloads end,
+    /// claimed in the order given at `priority` (`.visible` by default; `.prefetch` lets any visible
+    /// download go first). A URL given twice is downloaded once and answered twice. The sequence
+    /// ends after the last answer.
+    ///
+    /// The URLs are claimed at once, off the calling thread. Stopping early — leaving the loop,
+    /// cancelling the task that iterates, or dropping the sequence — withdraws the claims not yet
+    /// answered: downloads nobody else asked for stop, and their slots are free.
+    ///
+    /// ```swift
+    /// for await answer in media.files(for: urls) {
+    ///     if let file = try? answer.result.get() { show(file, for: answer.url) }
+    /// }
+    /// ```
+    public func files(for urls: some Sequence<URL>, priority: LoadPriority = .visible) -> AsyncStream<Answer> {
+        let urls = Array(urls)
+        let (stream, continuation) = AsyncStream.makeStream(of: Answer.self)
+        guard !urls.isEmpty else {
+            continuation.finish()
+            return stream
+        }
+        let list = ClaimedList<AutoProcessor<URL, URL>.Claim>(count: urls.count)
+        let answer: @Sendable (URL, Result<URL, any Error>) -> Void = { url, result in
+            continuation.yield(Answer(url: url, result: result))
+            if list.answered() { continuation.finish() }
+        }
+        continuation.onTermination = { [weak downloader] termination in
+            guard case .cancelled = termination else { return }
+            // Last first: a download prepared behind the moving one leaves before the moving one's
+            // slot is freed, so it never moves. Releasing a claim already answered does nothing.
+            for claim in list.stop().reversed() { downloader?.release(claim) }
+        }
+        Task.detached { [self] in
+            for given in urls {
+                guard !list.isStopped else { return }
+                do {
+                    switch try lookUp(given) {
+                    case .answered(let file): answer(given, .success(file))
+                    case .download(let url, let generation):
+                        let claim = downloader.claim(url, priority: priority) { [weak self] result in
+                            answer(given, self?.downloaded(result, for: url, since: generation) ?? .failure(CancellationError()))
+                        }
+                        if !list.add(claim) { downloader.release(claim) }  // stopped meanwhile
+                    }
+                } catch {
+                    answer(given, .failure(error))
+                }
+            }
+        }
+        return stream
+    }
+
+    /// One URL's answer from ``files(for:priority:)``.
+    public struct Answer: Sendable {
+        /// The URL as it was given.
+        public let url: URL
+        /// Its local file, or why there is none (what ``file(for:)`` would throw).
+        public let result: Result<URL, any Error>
+    }
+
+    /// What a request finds before any download: its answer, or the URL to download (canonical) and
+    /// the folder's generation then.
+    private enum LookUp {
+        case answered(URL)
+        case download(URL, since: UInt64)
+    }
+
+    /// The checks every request makes first: a `file:` URL, a cached file still fresh, headers that
+    /// cannot be sent, a server that asked to wait.
+    private func lookUp(_ url: URL) throws -> LookUp {
+        if url.isFileURL { return .answered(url) }
+        let url = try Self.canonical(url)
+        let generation = folder.generation
+        if let file = folder.cachedFile(for: url), validators.isFresh(url, timeToLive: timeToLive) { return .answered(file) }
+        if let headerProblem { throw headerProblem }
+        if let error = gate.blocked(url) { throw error }  // the server asked to wait
+        return .download(url, since: generation)
+    }
+
+    /// A download's result as its caller gets it: a failure noted (a `Retry-After` closes the URL for
+    /// a while), a file deleted by a clear since the request began answered with `CancellationError`.
+    private func downloaded(_ result: Result<URL, any Error>, for url: URL, since generation: UInt64) -> Result<URL, any Error> {
+        switch result {
+        case .success(let file):
+            return folder.stillHolds(file, since: generation) ? .success(file) : .failure(CancellationError())
+        case .failure(let error):
+            gate.note(error, for: url)
+            return .failure(error)
+        }
     }
 
     /// Same as ``file(for:)``, so AsyncMedia can serve an ``Avenue``.
@@ -485,6 +574,8 @@ public final class AsyncMedia: SchedulingProcessor {
             maximumSize: maximum, limitIsFolderSize: maximum != nil && maximum == folderLimit && maximum != context.limits.maximumSize,
             transportDecodes: context.transport.decodesContentCodings
         )
+        // A run cancelled while it prepared does not take a slot it would give back at once.
+        if Task.isCancelled { return (nil, .failure(CancellationError())) }
         // The transfer owns the file too, until its transport is done with it, which may be after
         // this run moved on (a cancel resumes the run at once).
         let ticket = context.gate.ticket()
@@ -654,6 +745,50 @@ final class ProgressHub: Sendable {
         for continuation in continuations {
             if let last { continuation.yield(last) }
             continuation.finish()
+        }
+    }
+}
+
+/// The claims of one ``AsyncMedia/files(for:priority:)``: how many answers are still to come, and
+/// whether its reader stopped (then the claims are handed back once, and no more are kept).
+final class ClaimedList<Claim: Sendable>: Sendable {
+    private struct State {
+        var unanswered: Int
+        var claims: [Claim] = []
+        var stopped = false
+    }
+
+    private let state: Locked<State>
+
+    init(count: Int) {
+        state = Locked(State(unanswered: count))
+    }
+
+    var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Counts an answer; true for the last.
+    func answered() -> Bool {
+        state.withLock { state in
+            state.unanswered -= 1
+            return state.unanswered == 0
+        }
+    }
+
+    /// Keeps `claim`; false if the reader stopped (the caller releases it).
+    func add(_ claim: Claim) -> Bool {
+        state.withLock { state in
+            guard !state.stopped else { return false }
+            state.claims.append(claim)
+            return true
+        }
+    }
+
+    /// Marks the reader gone; returns the claims kept so far (each once).
+    func stop() -> [Claim] {
+        state.withLock { state in
+            state.stopped = true
+            defer { state.claims = [] }
+            return state.claims
         }
     }
 }

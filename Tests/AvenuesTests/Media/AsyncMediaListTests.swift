@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+@testable import Avenues
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `files(for:)` answers every URL of a list once — cached ones at once, the others as their
+/// downloads end — with one claim per URL and no task per URL; a reader that stops early withdraws
+/// the claims not yet answered.
+@Suite("AsyncMedia lists", .timeLimit(.minutes(2)))
+struct AsyncMediaListTests {
+    /// The answers of a list, as (path or URL text, body or error text), in the order they came.
+    private static func read(_ stream: AsyncStream<AsyncMedia.Answer>) async -> [(String, String)] {
+        var answers: [(String, String)] = []
+        for await answer in stream {
+            let key = answer.url.scheme == "http" ? answer.url.path : answer.url.absoluteString
+            switch answer.result {
+            case .success(let file): answers.append((key, (try? String(contentsOf: file, encoding: .utf8)) ?? "unreadable"))
+            case .failure(let error): answers.append((key, "error: \(error)"))
+            }
+        }
+        return answers
+    }
+
+    @Test func everyURLIsAnsweredOnceInTheOrderItsDownloadEnds() async throws {
+        let folder = TemporaryFolder("list-order")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 2, transport: transport)
+        let paths = (0..<5).map { "/l\($0)" }
+        let answered = Locked<[(String, String)]>([])
+        let reader = Task {
+            for await answer in media.files(for: paths.map(HeldTransport.url)) {
+                let body = (try? answer.result.get()).flatMap { try? String(contentsOf: $0, encoding: .utf8) } ?? "failed"
+                answered.withLock { $0.append((answer.url.path, body)) }
+            }
+        }
+        // Claimed in the order given: the first two move (twice as many are prepared at once, and
+        // the first prepared moves first).
+        await eventually("two move") { transport.started.count == 2 }
+        #expect(Set(transport.started) == ["/l0", "/l1"])
+        var ended: [String] = []
+        while ended.count < paths.count {
+            await eventually("another moves") { transport.started.count >= min(ended.count + 2, paths.count) }
+            // The later of the two moving ends first; each answer is read before the next ends.
+            let moving = transport.started.filter { !ended.contains($0) }
+            let next = moving.count > 1 ? moving[1] : moving[0]
+            transport.finish(next)
+            ended.append(next)
+            await eventually("\(next) is answered") { answered.withLock { $0.count } == ended.count }
+        }
+        await reader.value
+        let answers = answered.withLock { $0 }
+        #expect(answers.map(\.0) == ended)
+        for (path, body) in answers { #expect(body == String(decoding: HeldTransport.body(path), as: UTF8.self)) }
+        #expect(transport.peak == 2)
+        await eventually("the scheduler is idle") { media.downloaderIsIdle }
+    }
+
+    @Test func cachedFilesComeAtOnceAndAURLGivenTwiceIsDownloadedOnce() async throws {
+        let folder = TemporaryFolder("list-cached")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 2, transport: transport)
+        let first = Task { try await media.file(for: HeldTransport.url("/cached")) }
+        await eventually("the first download moves") { transport.started == ["/cached"] }
+        transport.finish("/cached")
+        _ = try await first.value
+        let local = folder.url.appendingPathComponent("local.txt")
+        try Data("local".utf8).write(to: local)
+        let list = [
+            HeldTransport.url("/twice"), HeldTransport.url("/cached"), local, HeldTransport.url("/twice"),
+            try #require(URL(string: "ftp://held.invalid/no")),
+        ]
+        let reader = Task { await Self.read(media.files(for: list)) }
+        await eventually("one download of /twice moves") { transport.started == ["/cached", "/twice"] }
+        transport.finish("/twice")
+        let answers = await reader.value
+        #expect(answers.count == 5)
+        // What needs no download comes first, in the order given.
+        #expect(answers.prefix(3).map(\.0) == ["/cached", local.absoluteString, "ftp://held.invalid/no"])
+        #expect(answers[0].1 == "body of /cached" && answers[1].1 == "local")
+        #expect(answers[2].1.hasPrefix("error: ") && answers[2].1.contains("ftp"))
+        #expect(answers.suffix(2).map(\.0) == ["/twice", "/twice"])
+        #expect(answers.suffix(2).allSatisfy { $0.1 == "body of /twice" })
+        #expect(transport.started == ["/cached", "/twice"])
+    }
+
+    @Test func anEmptyListEndsAtOnce() async {
+        let folder = TemporaryFolder("list-empty")
+        let media = AsyncMedia(directory: folder.url, transport: HeldTransport())
+        let answers = await Self.read(media.files(for: []))
+        #expect(answers.isEmpty)
+    }
+
+    /// Leaving the loop after the first answer, or cancelling the task that reads: the download
+    /// moving is cancelled, the queued ones never move, and the scheduler empties.
+    @Test(arguments: [false, true])
+    func aReaderThatStopsWithdrawsTheClaimsNotYetAnswered(byCancelling: Bool) async throws {
+        let folder = TemporaryFolder("list-stop")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
+        let paths = (0..<6).map { "/s\($0)" }
+        let firstAnswered = Locked(false)
+        let reader = Task {
+            var count = 0
+            for await _ in media.files(for: paths.map(HeldTransport.url)) {
+                count += 1
+                firstAnswered.withLock { $0 = true }
+                if !byCancelling { break }
+            }
+            return count
+        }
+        await eventually("one moves") { transport.started.count == 1 }
+        let first = transport.started[0]
+        #expect(first == "/s0" || first == "/s1")
+        await eventually("every URL is claimed") { media.activity == AutoProcessorActivity(queued: 5, running: 1) }
+        transport.finish(first)
+        await eventually("the first is answered") { firstAnswered.withLock { $0 } }
+        if byCancelling {
+            await eventually("the second moves") { transport.started.count == 2 }
+            reader.cancel()
+        }
+        #expect(await reader.value == 1)
+        await eventually("every claim is withdrawn") { media.downloaderIsIdle }
+        // The second may have moved before the reader stopped; nothing after it did.
+        #expect(transport.started.count <= 2)
+        #expect(Set(transport.started).isSubset(of: ["/s0", "/s1", "/s2", "/s3"]))
+    }
+
+    /// Random lists over a few URLs — some cached, some repeated, some that cannot be asked — against
+    /// a model: each element is answered exactly once, with the body of its URL or the error its
+    /// scheme deserves, and each URL not cached is fetched once.
+    @Test(arguments: 0..<12)
+    func randomListsMatchTheModel(seed: Int) async throws {
+        var random = SplitMix64(seed: UInt64(seed))
+        let folder = TemporaryFolder("list-model-\(seed)")
+        let transport = CountingTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1 + Int(random.next() % 4), transport: transport)
+        let names = (0..<6).map { "/m\($0)" }
+        // Some are cached before the list.
+        var cached: Set<String> = []
+        for name in names where random.next() % 3 == 0 {
+            _ = try await media.file(for: HeldTransport.url(name))
+            cached.insert(name)
+        }
+        let fetchedBefore = transport.count
+        let list: [URL] = (0..<Int(random.next() % 20)).map { _ in
+            switch random.next() % 8 {
+            case 0: URL(string: "ftp://held.invalid/x") ?? HeldTransport.url("/unreachable")
+            default: HeldTransport.url(names[Int(random.next() % UInt64(names.count))])
+            }
+        }
+        let answers = await Self.read(media.files(for: list))
+        // The model: one answer per element, whatever the order.
+        let expected = list.map { url in url.scheme == "http" ? url.path : url.absoluteString }
+        #expect(answers.map(\.0).sorted() == expected.sorted())
+        for (key, body) in answers {
+            if key.hasPrefix("ftp:") {
+                #expect(body.hasPrefix("error: "))
+            } else {
+                #expect(body == CountingTransport.body)
+            }
+        }
+        let wanted = Set(list.filter { $0.scheme == "http" }.map(\.path)).subtracting(cached)
+        #expect(transport.count - fetchedBefore == wanted.count)
+        await eventually("the scheduler is idle") { media.downloaderIsIdle }
+    }
+}
+
+/// Answers every request at once with the same body, and counts the requests.
+final class CountingTransport: DownloadTransport {
+    static let body = "counted"
+    private let requests = Locked(0)
+    private let queue = DispatchQueue(label: "counting-transport")
+
+    var decodesContentCodings: Bool { false }
+    var count: Int { requests.withLock { $0 } }
+
+    func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
+        requests.withLock { $0 += 1 }
+        queue.async {
+            let body = Data(Self.body.utf8)
+            guard sink.head(status: 200, fields: [HTTPField(name: "Content-Length", value: "\(body.count)")]) else { return sink.end(nil) }
+            _ = body.withUnsafeBytes { sink.body($0) }
+            sink.end(nil)
+        }
+        return DownloadHandle {}
+    }
+}
