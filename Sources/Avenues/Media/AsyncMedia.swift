@@ -243,7 +243,8 @@ public final class AsyncMedia: SchedulingProcessor {
     /// The local file of every URL of `urls`, as each is known: what ``file(for:)`` answers for it,
     /// without a task per URL. Cached files come first; the others in the order their downloads end,
     /// claimed in the order given at `priority` (`.visible` by default; `.prefetch` lets any visible
-    /// download go first). A URL given twice is downloaded once and answered twice. The sequence
+    /// download go first; as with ``file(for:)``, the downloads prepared together move in the order
+    /// they are ready). A URL given twice is downloaded once and answered twice. The sequence
     /// ends after the last answer.
     ///
     /// The URLs are claimed at once, off the calling thread. Stopping early — leaving the loop,
