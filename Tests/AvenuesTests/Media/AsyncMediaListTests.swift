@@ -86,6 +86,21 @@ struct AsyncMediaListTests {
         #expect(transport.started == ["/cached", "/twice"])
     }
 
+    /// DownloadingFiles.md's example, as it is written there.
+    @Test func theArticlesExampleFetchesAList() async throws {
+        let folder = TemporaryFolder("list-article")
+        let transport = CountingTransport()
+        let media = AsyncMedia(directory: folder.url, transport: transport)
+        let urls = (0..<4).map { HeldTransport.url("/a\($0)") }
+        // DocC a list of files: begin
+        for await answer in media.files(for: urls, priority: .prefetch) {
+            if case .failure(let error) = answer.result { print("\(answer.url): \(error)") }
+        }
+        // DocC a list of files: end
+        #expect(transport.count == 4)
+        #expect(urls.allSatisfy { media.cachedFile(for: $0) != nil })
+    }
+
     @Test func anEmptyListEndsAtOnce() async {
         let folder = TemporaryFolder("list-empty")
         let media = AsyncMedia(directory: folder.url, transport: HeldTransport())
