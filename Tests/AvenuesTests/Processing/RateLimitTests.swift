@@ -45,6 +45,9 @@ struct RateLimitTests {
         processor.cancel(for: "waiting")
         await #expect(throws: CancellationError.self) { try await waiting.value }
         #expect(clock.sleepers == 0)
+        // The caller is answered at once; the cancelled run gives its turn back when its worker
+        // ends. Asking before then took the turn after it (2 s), and the test waited for ever.
+        await eventually("the cancelled run ended") { processor.tableSizes.isIdle }
         // The cancelled job's turn (at 1 s) is the next one's: not 2 s.
         let next = Task { try await processor.value(for: "next") }
         await eventually("the next run waits") { clock.sleepers == 1 }
