@@ -131,7 +131,8 @@ final class MediaFolder: Sendable {
 
     /// Moves a complete download into place (one `rename(2)`, or `linkat(2)` for a file with no
     /// name) and sweeps down to 80 % of the size limit if it is exceeded; a file larger than the
-    /// whole limit still goes to its caller, and the next sweep takes it. A download begun before a clear is not committed (`CancellationError`).
+    /// whole limit still goes to its caller, and the next sweep takes it. A download begun before a
+    /// clear is not committed (`CancellationError`).
     func commit(_ partial: Partial, for url: URL, named name: String, size: Int64, since generation: UInt64) throws -> URL {
         try commits.withLock { commits throws in
             guard clears.load(ordering: .acquiring) == generation else { throw CancellationError() }
