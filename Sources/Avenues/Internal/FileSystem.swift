@@ -23,6 +23,8 @@ enum FileSystem {
         var isUnsupported: Bool { code == ENOTSUP || code == EOPNOTSUPP || code == EINVAL || code == EISDIR }
         /// The name is taken.
         var isExistingName: Bool { code == EEXIST }
+        /// No such file or folder.
+        var isMissing: Bool { code == ENOENT }
         /// The disk (or the user's quota) is full.
         var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
         /// The user may not do this here (or the file system is read-only).
@@ -105,7 +107,6 @@ enum FileSystem {
         return FileInfo(info)
     }
 
-    /// The names in a directory, without `.` and `..`.
     /// The name in a directory entry, read in place: the kernel packs entries, so one may be
     /// shorter than `dirent`, and copying its whole `d_name` field reads past the end of the buffer
     /// (seen as a crash under load, and by AddressSanitizer).
@@ -116,6 +117,7 @@ enum FileSystem {
         }
     }
 
+    /// The names in a directory, without `.` and `..`.
     static func contents(of path: String) throws(Failure) -> [String] {
         guard let directory = opendir(path) else { throw fail("opendir", path) }
         defer { closedir(directory) }

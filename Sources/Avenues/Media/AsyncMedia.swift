@@ -275,12 +275,20 @@ public final class AsyncMedia: SchedulingProcessor {
             for claim in list.stop().reversed() { downloader?.release(claim) }
         }
         Task.detached { [self] in
-            for given in urls {
+            // When the first lookups mostly fail (a cold cache), one listing of the folder stands in
+            // for the rest, if the folder is small beside them.
+            var listed: Set<String>?
+            var downloads = 0
+            for (position, given) in urls.enumerated() {
                 guard !list.isStopped else { return }
+                if position == MediaFolder.smallestListedLookup, downloads * 4 >= position * 3 {
+                    listed = folder.listedNames(forLookups: urls.count - position)
+                }
                 do {
-                    switch try lookUp(given) {
+                    switch try lookUp(given, listed: listed) {
                     case .answered(let file): answer(given, .success(file))
                     case .download(let url, let generation):
+                        downloads += 1
                         let claim = downloader.claim(url, priority: priority) { [weak self] result in
                             answer(given, self?.downloaded(result, for: url, since: generation) ?? .failure(CancellationError()))
                         }
@@ -310,12 +318,12 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// The checks every request makes first: a `file:` URL, a cached file still fresh, headers that
-    /// cannot be sent, a server that asked to wait.
-    private func lookUp(_ url: URL) throws -> LookUp {
+    /// cannot be sent, a server that asked to wait. `listed`: the folder's names, if it was listed.
+    private func lookUp(_ url: URL, listed: Set<String>? = nil) throws -> LookUp {
         if url.isFileURL { return .answered(url) }
         let url = try Self.canonical(url)
         let generation = folder.generation
-        if let file = folder.cachedFile(for: url), validators.isFresh(url, timeToLive: timeToLive) { return .answered(file) }
+        if let file = folder.cachedFile(for: url, listed: listed), validators.isFresh(url, timeToLive: timeToLive) { return .answered(file) }
         if let headerProblem { throw headerProblem }
         if let error = gate.blocked(url) { throw error }  // the server asked to wait
         return .download(url, since: generation)
@@ -348,7 +356,7 @@ public final class AsyncMedia: SchedulingProcessor {
     /// is itself.
     public func cachedFile(for url: URL) -> URL? {
         if url.isFileURL { return url }
-        return (try? Self.canonical(url)).flatMap(folder.cachedFile(for:))
+        return (try? Self.canonical(url)).flatMap { folder.cachedFile(for: $0) }
     }
 
     /// Whether `url` was downloaded (however old): offline, ``file(for:)`` answers with that file.

@@ -179,6 +179,48 @@ struct AsyncMediaListTests {
         #expect(transport.count == 1)
     }
 
+    /// A list looks its folder up with one listing when the folder is small beside it (a cold
+    /// cache), and with a lookup per URL otherwise.
+    @Test func aFolderSmallBesideTheListIsListedOnce() throws {
+        let folder = TemporaryFolder("list-listing")
+        let notMade = MediaFolder(directory: folder.url.appendingPathComponent("not-made"), sizeLimit: nil)
+        #expect(notMade.listedNames(forLookups: 100) == [])
+        #expect(notMade.listedNames(forLookups: MediaFolder.smallestListedLookup - 1) == nil)
+        let media = MediaFolder(directory: folder.url, sizeLimit: nil)
+        try Data("a".utf8).write(to: folder.url.appendingPathComponent("a.txt"))
+        try Data("b".utf8).write(to: folder.url.appendingPathComponent("b.txt"))
+        // Two entries take at most a few thousand bytes of a folder on any file system.
+        let listed = try #require(media.listedNames(forLookups: 100_000))
+        #expect(listed.isSuperset(of: ["a.txt", "b.txt"]))
+        // A name the listing lacks is taken as absent; looked up, it is found.
+        let late = try #require(URL(string: "http://held.invalid/late"))
+        #expect(FileManager.default.createFile(atPath: media.filePath(for: late), contents: Data("late".utf8)))
+        #expect(media.cachedFile(for: late, listed: listed) == nil)
+        #expect(media.cachedFile(for: late) != nil)
+        #expect(media.cachedFile(for: late, listed: listed.union([MediaFolder.fileName(for: late)])) != nil)
+        // Thousands of entries beside a short list: each URL is looked up instead.
+        for index in 0..<2_000 {
+            #expect(FileManager.default.createFile(atPath: folder.url.appendingPathComponent("f\(index)").path, contents: nil))
+        }
+        #expect(media.listedNames(forLookups: 16) == nil)
+    }
+
+    /// A list whose first lookups fail lists the folder once for the rest: what is cached is still
+    /// answered from it, and only the others are fetched.
+    @Test func aColdListListsTheFolderAndStillFindsWhatIsCached() async throws {
+        let folder = TemporaryFolder("list-cold")
+        let transport = CountingTransport()
+        let media = AsyncMedia(directory: folder.url, transport: transport)
+        let cached = (0..<8).map { HeldTransport.url("/warm\($0)") }
+        for url in cached { _ = try await media.file(for: url) }
+        // Enough after the first lookups that even ext4's 4 KiB folder counts as small beside them.
+        let cold = (0..<200).map { HeldTransport.url("/cold\($0)") }
+        let answers = await Self.read(media.files(for: cold + cached))
+        #expect(answers.count == 208)
+        #expect(answers.allSatisfy { $0.1 == CountingTransport.body })
+        #expect(transport.count == 8 + 200)
+    }
+
     /// Random lists over a few URLs — some cached, some repeated, some that cannot be asked — against
     /// a model: each element is answered exactly once, with the body of its URL or the error its
     /// scheme deserves, and each URL not cached is fetched once.
@@ -196,7 +238,10 @@ struct AsyncMediaListTests {
             cached.insert(name)
         }
         let fetchedBefore = transport.count
-        let list: [URL] = (0..<Int(random.next() % 20)).map { _ in
+        // Long lists (half the seeds) find the folder small beside them and list it once; short
+        // ones look each URL up.
+        let length = seed < 6 ? Int(random.next() % 20) : 120 + Int(random.next() % 80)
+        let list: [URL] = (0..<length).map { _ in
             switch random.next() % 8 {
             case 0: URL(string: "ftp://held.invalid/x") ?? HeldTransport.url("/unreachable")
             default: HeldTransport.url(names[Int(random.next() % UInt64(names.count))])
