@@ -249,7 +249,9 @@ public final class AsyncMedia: SchedulingProcessor {
     ///
     /// The URLs are claimed at once, off the calling thread. Stopping early — leaving the loop,
     /// cancelling the task that iterates, or dropping the sequence — withdraws the claims not yet
-    /// answered: downloads nobody else asked for stop, and their slots are free.
+    /// answered: downloads nobody else asked for stop, and their slots are free. When most of the
+    /// first 16 lookups fail (a cold cache), the folder is listed once for the rest, if it is small
+    /// beside them; a file another process adds after that is fetched again.
     ///
     /// ```swift
     /// for await answer in media.files(for: urls) {
