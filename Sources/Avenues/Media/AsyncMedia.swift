@@ -279,15 +279,16 @@ public final class AsyncMedia: SchedulingProcessor {
         Task.detached { [self] in
             // When the first lookups mostly fail (a cold cache), one listing of the folder stands in
             // for the rest, if the folder is small beside them.
-            var listed: Set<String>?
+            var listing: MediaFolder.Listing?
+            defer { if let listing { folder.endListing(listing) } }
             var downloads = 0
             for (position, given) in urls.enumerated() {
                 guard !list.isStopped else { return }
                 if position == MediaFolder.smallestListedLookup, downloads * 4 >= position * 3 {
-                    listed = folder.listedNames(forLookups: urls.count - position)
+                    listing = folder.listing(forLookups: urls.count - position)
                 }
                 do {
-                    switch try lookUp(given, listed: listed) {
+                    switch try lookUp(given, listing: listing) {
                     case .answered(let file): answer(given, .success(file))
                     case .download(let url, let generation):
                         downloads += 1
@@ -320,12 +321,12 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// The checks every request makes first: a `file:` URL, a cached file still fresh, headers that
-    /// cannot be sent, a server that asked to wait. `listed`: the folder's names, if it was listed.
-    private func lookUp(_ url: URL, listed: Set<String>? = nil) throws -> LookUp {
+    /// cannot be sent, a server that asked to wait. `listing`: the folder's names, if it was listed.
+    private func lookUp(_ url: URL, listing: MediaFolder.Listing? = nil) throws -> LookUp {
         if url.isFileURL { return .answered(url) }
         let url = try Self.canonical(url)
         let generation = folder.generation
-        if let file = folder.cachedFile(for: url, listed: listed), validators.isFresh(url, timeToLive: timeToLive) { return .answered(file) }
+        if let file = folder.cachedFile(for: url, listing: listing), validators.isFresh(url, timeToLive: timeToLive) { return .answered(file) }
         if let headerProblem { throw headerProblem }
         if let error = gate.blocked(url) { throw error }  // the server asked to wait
         return .download(url, since: generation)

@@ -113,37 +113,68 @@ final class MediaFolder: Sendable {
         (try? FileSystem.linkStatus(folder.filePath(Self.fileName(for: url))))?.isRegularFile ?? false
     }
 
-    /// The cached file for `url`, if any (it becomes the most recently used). With `listed` (from
-    /// ``listedNames(forLookups:)``), a name not in it is taken as absent without a look.
-    func cachedFile(for url: URL, listed: Set<String>? = nil) -> URL? {
+    /// The cached file for `url`, if any (it becomes the most recently used). With `listing` (from
+    /// ``listing(forLookups:)``), a name not in it is taken as absent without a look.
+    func cachedFile(for url: URL, listing: Listing? = nil) -> URL? {
         let name = Self.fileName(for: url)
-        if let listed, !listed.contains(name) { return nil }
+        if let listing, !listing.contains(name) { return nil }
         return cachedFile(named: name)
     }
 
-    /// The names in the folder now, for `lookups` URLs still to look up, when listing it once costs
-    /// less than looking each up; `nil` when it would not (or the folder cannot be listed).
+    /// The names in a folder, taken once for a list's lookups in place of a failing `lstat` each.
+    /// Until ``MediaFolder/endListing(_:)``, every file this process moves into the folder is
+    /// added: a URL given twice, or fetched meanwhile by another caller, is found, not fetched again.
+    final class Listing: Sendable {
+        private let names = Locked(Set<String>())
+
+        func contains(_ name: String) -> Bool { names.withLock { $0.contains(name) } }
+
+        fileprivate func add(_ more: some Sequence<String>) { names.withLock { $0.formUnion(more) } }
+    }
+
+    /// Listings in use, which each commit adds its name to.
+    private let listings = Locked<[ObjectIdentifier: Listing]>([:])
+    /// How many listings are in use: a commit with none takes no lock for them.
+    private let listingsInUse = Atomic<Int>(0)
+
+    /// A listing of the folder now, for `lookups` URLs still to look up, when listing it once costs
+    /// less than looking each up; `nil` when it would not (or the folder cannot be listed). In use
+    /// until ``endListing(_:)``.
     ///
     /// For a list whose first lookups mostly failed (a cold cache): a failing `lstat` costs
     /// 1.5–3.3 µs against 0.3–0.5 µs for an entry listed (C, on tmpfs and ext4). A folder's size
     /// says how many entries it may hold: 20 bytes an entry on tmpfs, more on others (ext4 about 64,
     /// and it never shrinks), so estimating with 20 errs toward looking up; a size under 40 bytes
     /// (some file systems give 0) says nothing, and each URL is looked up. A folder not made yet
-    /// holds nothing. A listing is not a snapshot: a file made after it is fetched again, and the
+    /// holds nothing. A file another process makes after the listing is fetched again, and the
     /// download replaces it.
-    func listedNames(forLookups lookups: Int) -> Set<String>? {
+    func listing(forLookups lookups: Int) -> Listing? {
         guard lookups >= Self.smallestListedLookup else { return nil }
-        let info: FileSystem.FileInfo
+        // In use before the folder is read: a file moved in from then on is added, seen or not.
+        let listing = Listing()
+        listings.withLock { $0[ObjectIdentifier(listing)] = listing }
+        listingsInUse.add(1, ordering: .sequentiallyConsistent)
         do throws(FileSystem.Failure) {
-            info = try FileSystem.status(directory.path)
+            let info = try FileSystem.status(directory.path)
+            // At most about twice as many entries as lookups.
+            guard info.isDirectory, info.size >= 40, info.size / 40 <= lookups else {
+                endListing(listing)
+                return nil
+            }
+            listing.add(try FileSystem.contents(of: directory.path))
+        } catch where error.isMissing {
+            // Not made yet: nothing in it.
         } catch {
-            return error.isMissing ? [] : nil
+            endListing(listing)
+            return nil
         }
-        guard info.isDirectory, info.size >= 40,
-              info.size / 40 <= lookups,  // at most about twice as many entries as lookups
-              let names = try? FileSystem.contents(of: directory.path)
-        else { return nil }
-        return Set(names)
+        return listing
+    }
+
+    /// Stops adding this process's commits to `listing`.
+    func endListing(_ listing: Listing) {
+        listings.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(listing)) }
+        listingsInUse.subtract(1, ordering: .sequentiallyConsistent)
     }
 
     /// The fewest lookups worth a listing: below this, a listing's own calls (a `stat`, an
@@ -185,6 +216,9 @@ final class MediaFolder: Sendable {
             throw AsyncMediaError.cannotStore(url, reason: error)
         }
         if !partial.isUnnamed { forgetPartial(partial.path) }
+        if listingsInUse.load(ordering: .sequentiallyConsistent) > 0 {
+            for listing in listings.withLock({ Array($0.values) }) { listing.add(CollectionOfOne(name)) }
+        }
         return URL(fileURLWithPath: folder.filePath(name), isDirectory: false)  // without the hint, Foundation stat()s the path
     }
 
