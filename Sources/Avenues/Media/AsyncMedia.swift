@@ -251,7 +251,8 @@ public final class AsyncMedia: SchedulingProcessor {
     /// cancelling the task that iterates, or dropping the sequence — withdraws the claims not yet
     /// answered: downloads nobody else asked for stop, and their slots are free. When most of the
     /// first 16 lookups fail (a cold cache), the folder is listed once for the rest, if it is small
-    /// beside them; a file another process adds after that is fetched again.
+    /// beside them. What this `AsyncMedia` downloads meanwhile is found; a file that another process
+    /// (or another `AsyncMedia` on the same folder) adds after the listing is fetched again.
     ///
     /// ```swift
     /// for await answer in media.files(for: urls) {

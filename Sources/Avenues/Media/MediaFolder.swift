@@ -146,8 +146,8 @@ final class MediaFolder: Sendable {
     /// says how many entries it may hold: 20 bytes an entry on tmpfs, more on others (ext4 about 64,
     /// and it never shrinks), so estimating with 20 errs toward looking up; a size under 40 bytes
     /// (some file systems give 0) says nothing, and each URL is looked up. A folder not made yet
-    /// holds nothing. A file another process makes after the listing is fetched again, and the
-    /// download replaces it.
+    /// holds nothing. A file another process (or another `MediaFolder` of the same folder) makes
+    /// after the listing is fetched again, and the download replaces it.
     func listing(forLookups lookups: Int) -> Listing? {
         guard lookups >= Self.smallestListedLookup else { return nil }
         // In use before the folder is read: a file moved in from then on is added, seen or not.
