@@ -111,7 +111,10 @@ final class AsyncMediaNetworkTests: Sendable {
 
     /// Item 1: only the first Transfer-Encoding / Content-Encoding field was read, and the chunk
     /// framing (5,040 bytes) or gzip bytes were cached as the file.
-    @Test(arguments: ["te-identity-chunked", "te-gzip", "te-gzip-close", "ce-twice", "continue"])
+    /// The probe of 2026-11-26 adds raw deflate, chunk extensions, a status line without a reason,
+    /// bare line feeds and an `HTTP/2` status line on an HTTP/1.1 connection, as curl takes them.
+    @Test(arguments: ["te-identity-chunked", "te-gzip", "te-gzip-close", "ce-twice", "continue",
+                      "deflate-raw", "chunk-ext", "no-reason", "bare-lf", "http2-status"])
     func everyCodingFieldIsDecodedAndInformationalHeadsAreSkipped(hostile: String) async throws {
         let file = try await media().file(for: server.url("/hostile/\(hostile)"))
         #expect(try Data(contentsOf: file) == Self.data)
@@ -128,7 +131,12 @@ final class AsyncMediaNetworkTests: Sendable {
     }
 
     /// Item 6 (and item 1's siblings): framing a hostile server makes ambiguous is refused.
-    @Test(arguments: ["chunk-space", "empty-length", "two-lengths", "brotli"])
+    /// The probe of 2026-11-26 adds a 206 nobody asked for, lengths that overflow, carry a sign or
+    /// are negative, a chunk size that overflows, 2 MB of header fields, 5,000 `103` heads, bytes
+    /// after a gzip stream, a NUL in a field, and a redirect to `file:`.
+    @Test(arguments: ["chunk-space", "empty-length", "two-lengths", "brotli",
+                      "unasked-206", "length-overflow", "length-plus", "length-negative", "chunk-overflow", "header-bomb",
+                      "hints-flood", "gzip-trailing-garbage", "nul-in-header", "location-file"])
     func ambiguousOrUndecodableAnswersAreRefused(hostile: String) async throws {
         let media = media()
         let url = server.url("/hostile/\(hostile)")
@@ -136,6 +144,27 @@ final class AsyncMediaNetworkTests: Sendable {
             error is AsyncMediaError || error is URLError
         }
         #expect(media.cachedFile(for: url) == nil)
+    }
+
+    /// Probe of 2026-11-26: an HTTP/0.9 answer or a status that is not three digits failed as
+    /// `invalidURL` ("Check the URL"): libcurl reports both as an unsupported protocol. The URL is
+    /// fine; the server's answer is not HTTP.
+    @Test(arguments: ["http09", "status-garbage", "status-huge"])
+    func anAnswerThatIsNotHTTPIsTheServersFaultNotTheURLs(hostile: String) async throws {
+        let media = media()
+        let url = server.url("/hostile/\(hostile)")
+        await #expect { try await media.file(for: url) } throws: { error in
+            guard case .malformedResponse(let failing, _)? = error as? AsyncMediaError else { return false }
+            return failing == url && !"\(error)".contains("Check the URL")
+        }
+        #expect(media.cachedFile(for: url) == nil)
+    }
+
+    /// Probe of 2026-11-26: `Content-Encoding: gzip` on an empty body failed for ever ("Try again");
+    /// it is an empty file, as curl and browsers take it.
+    @Test func aCodedEmptyBodyIsAnEmptyFile() async throws {
+        let file = try await media().file(for: server.url("/hostile/gzip-empty"))
+        #expect(try Data(contentsOf: file).isEmpty)
     }
 
     /// Item 3: Authorization, Cookie and X-Api-Key were sent to the other origin a redirect named.

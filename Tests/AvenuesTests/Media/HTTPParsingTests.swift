@@ -250,6 +250,21 @@ struct HTTPParsingTests {
         #expect(throws: ContentDecoder.Failure.self) { try decode([.gzip], Data("this is not gzip at all".utf8)) }
     }
 
+    /// Probe of 2026-11-26: `Content-Encoding: gzip` on an empty body (`Content-Length: 0`) failed as
+    /// "ended after 0 bytes, before its compressed stream did … Try again", for ever; curl and
+    /// browsers take it as an empty file. A stream begun and cut short still never ends.
+    @Test func aCodingGivenNoBytesIsAnEmptyBody() throws {
+        for codings in [[ResponseHead.Coding.gzip], [.deflate], [.gzip, .gzip]] {
+            let (decoded, finished) = try decode(codings, Data())
+            #expect(decoded.isEmpty && finished)
+        }
+        let gz = try Self.gzipped(Self.original)
+        #expect(try !decode([.gzip], gz.prefix(1)).finished)
+        // An outer gzip stream that ended, holding an empty inner one: whole.
+        let emptyInner = try decode([.gzip, .gzip], try Self.gzipped(Data()))
+        #expect(emptyInner.0.isEmpty && emptyInner.finished)
+    }
+
     @Test func deflateBodiesDecodeZlibWrappedOrRaw() throws {
         // zlib-wrapped, as RFC 9110 says, and raw, as some servers send: both made with Python's zlib.
         guard let python = executable(named: "python3") else { throw TestError("python3 is not on PATH") }

@@ -33,6 +33,7 @@ Range, Authorization, Cookie, X-Api-Key, If-Range and If-None-Match headers it w
 /counts' "headers", and the bytes of body it sent under "sent".
 """
 import gzip
+import zlib
 import json
 import sys
 import threading
@@ -320,6 +321,7 @@ def bomb(n):
 
 DATA = body(50000)
 GZ = gzip.compress(DATA)
+RAW_DEFLATE = (lambda c: c.compress(DATA) + c.flush())(zlib.compressobj(wbits=-15))
 
 
 def chunked(payload, step=1000):
@@ -343,6 +345,25 @@ def hostile(case):
         "two-lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 50000\r\nContent-Length: 3\r\n\r\n" + DATA,
         "brotli": b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 5\r\n\r\nhello",
         "retry-forever": b"HTTP/1.1 503 Busy\r\nRetry-After: 9223372036854775807000\r\nContent-Length: 0\r\n\r\n",
+        "unasked-206": b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-4/50000\r\nContent-Length: 5\r\n\r\n" + DATA[:5],
+        "length-overflow": b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n" + DATA,
+        "length-plus": b"HTTP/1.1 200 OK\r\nContent-Length: +50000\r\n\r\n" + DATA,
+        "length-negative": b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\nConnection: close\r\n\r\n" + DATA,
+        "status-garbage": b"HTTP/1.1 2x0 OK\r\nContent-Length: 50000\r\n\r\n" + DATA,
+        "status-huge": b"HTTP/1.1 99999999999999999999 OK\r\nContent-Length: 50000\r\n\r\n" + DATA,
+        "header-bomb": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 100) for i in range(20000)) + b"Content-Length: 50000\r\n\r\n" + DATA,
+        "hints-flood": b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n" * 5000 + b"HTTP/1.1 200 OK\r\nContent-Length: 50000\r\n\r\n" + DATA,
+        "deflate-raw": b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\nContent-Length: %d\r\n\r\n" % len(RAW_DEFLATE) + RAW_DEFLATE,
+        "gzip-trailing-garbage": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % (len(GZ) + 7) + GZ + b"garbage",
+        "gzip-empty": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n",
+        "chunk-ext": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"".join(b"%x;name=value\r\n" % len(DATA[i:i + 1000]) + DATA[i:i + 1000] + b"\r\n" for i in range(0, len(DATA), 1000)) + b"0\r\n\r\n",
+        "chunk-overflow": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffffffff\r\n" + DATA + b"\r\n0\r\n\r\n",
+        "no-reason": b"HTTP/1.1 200\r\nContent-Length: 50000\r\n\r\n" + DATA,
+        "nul-in-header": b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 50000\r\n\r\n" + DATA,
+        "bare-lf": b"HTTP/1.1 200 OK\nContent-Length: 50000\n\n" + DATA,
+        "location-file": b"HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\n\r\n",
+        "http09": DATA,
+        "http2-status": b"HTTP/2 200\r\nContent-Length: 50000\r\n\r\n" + DATA,
     }
     return answers.get(case, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
 

@@ -49,9 +49,11 @@ final class ContentDecoder {
         try feed(layer: 0, input, emit: emit)
     }
 
-    /// Checks that every stream ended; throws ``Failure/incomplete`` if one did not.
+    /// Checks that every stream ended; throws ``Failure/incomplete`` if one did not. A coding
+    /// given no bytes at all (`Content-Encoding: gzip` on an empty body) is an empty file, as curl
+    /// and browsers take it: there is no stream to be cut short.
     func finish() throws(Failure) {
-        for layer in layers where !layer.ended { throw .incomplete }
+        for layer in layers where !layer.ended && layer.sawInput { throw .incomplete }
     }
 
     private func feed(layer index: Int, _ input: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) throws -> Void) throws {

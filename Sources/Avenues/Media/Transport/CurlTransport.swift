@@ -353,7 +353,12 @@ private final class CurlTransfer: @unchecked Sendable {
         case 16, 18, 52, 55, 56, 92: return URLError(.networkConnectionLost, userInfo: info)
         case 35, 77, 58: return URLError(.secureConnectionFailed, userInfo: info)
         case 60: return URLError(.serverCertificateUntrusted, userInfo: info)
-        case 1, 3: return AsyncMediaError.invalidURL(url, reason: detail)
+        // CURLE_UNSUPPORTED_PROTOCOL: for an http or https URL, an answer that is not HTTP/1.x or
+        // later (an HTTP/0.9 body, a status that is not three digits), not a fault of the URL.
+        case 1:
+            let scheme = url.scheme?.lowercased()
+            return scheme == "http" || scheme == "https" ? AsyncMediaError.malformedResponse(url, reason: detail) : AsyncMediaError.unsupportedScheme(url)
+        case 3: return AsyncMediaError.invalidURL(url, reason: detail)
         case 8: return AsyncMediaError.malformedResponse(url, reason: detail)
         default: return URLError(.unknown, userInfo: info)
         }
