@@ -27,7 +27,8 @@ let package = Package(
             exclude: ["Media/media_test_server.py"]  // run by the AsyncMedia tests, found next to them
         ),
         // A child process for the crash-safety test: it writes entries until the test kills it.
-        .executableTarget(name: "DiskStorageCrashWriter", dependencies: ["Avenues"], path: "Tests/DiskStorageCrashWriter"),
+        // It also exits in the middle of a download (the exit test counts libcurl's steps: CAvenuesNetwork).
+        .executableTarget(name: "DiskStorageCrashWriter", dependencies: ["Avenues", "CAvenuesNetwork"], path: "Tests/DiskStorageCrashWriter"),
         .testTarget(name: "AvenuesSQLiteTests", dependencies: ["AvenuesSQLite", "SQLiteStorageWorker"]),
         // A child process for the SQLite tests: several of it share one database; one is killed mid-write.
         .executableTarget(name: "SQLiteStorageWorker", dependencies: ["AvenuesSQLite"], path: "Tests/SQLiteStorageWorker"),

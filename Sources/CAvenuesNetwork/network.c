@@ -1,9 +1,13 @@
 #include "CAvenuesNetwork.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 // MARK: libcurl
 
@@ -60,6 +64,101 @@ static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static int curl_status = -1;
 static char curl_error[512] = "libcurl was not loaded";
 
+// MARK: exit
+
+// A process that calls exit() while a transfer runs tears its libraries down (OpenSSL's atexit
+// clean-up, every library's destructors) under a thread still inside them: seen 2026-11-26 as
+// SIGSEGV in libcrypto or memcpy on the curl thread in 5 of 60 exits during a list of https
+// downloads. So each curl thread passes a gate between steps; at exit the gate closes, the polls
+// are woken, and exit waits until every such thread is asleep at the gate.
+static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t exit_cond = PTHREAD_COND_INITIALIZER;
+static int exiting = 0;
+static int threads_inside = 0;
+static __thread int this_thread_inside = 0;
+static void **multis = NULL;  // the multi handles in use, woken at exit
+static size_t multi_count = 0, multi_capacity = 0;
+static atomic_ulong perform_count = 0;
+
+static void sleep_for_ever(void) {
+    for (;;) pause();
+}
+
+void avenues_curl_thread_enter(void) {
+    pthread_mutex_lock(&exit_lock);
+    if (exiting) {
+        pthread_mutex_unlock(&exit_lock);
+        sleep_for_ever();
+    }
+    threads_inside += 1;
+    this_thread_inside = 1;
+    pthread_mutex_unlock(&exit_lock);
+}
+
+void avenues_curl_thread_leave(void) {
+    pthread_mutex_lock(&exit_lock);
+    if (this_thread_inside) {
+        threads_inside -= 1;
+        this_thread_inside = 0;
+    }
+    if (exiting) pthread_cond_broadcast(&exit_cond);
+    pthread_mutex_unlock(&exit_lock);
+}
+
+void avenues_curl_thread_checkpoint(void) {
+    pthread_mutex_lock(&exit_lock);
+    int stop = exiting;
+    pthread_mutex_unlock(&exit_lock);
+    if (!stop) return;
+    avenues_curl_thread_leave();
+    sleep_for_ever();
+}
+
+unsigned long avenues_curl_perform_count(void) { return atomic_load(&perform_count); }
+
+static void remember_multi(void *multi) {
+    pthread_mutex_lock(&exit_lock);
+    if (multi_count == multi_capacity) {
+        size_t capacity = multi_capacity == 0 ? 8 : multi_capacity * 2;
+        void **grown = realloc(multis, capacity * sizeof(void *));
+        if (grown == NULL) {  // not woken at exit: its poll ends within its timeout (1 s)
+            pthread_mutex_unlock(&exit_lock);
+            return;
+        }
+        multis = grown;
+        multi_capacity = capacity;
+    }
+    multis[multi_count++] = multi;
+    pthread_mutex_unlock(&exit_lock);
+}
+
+static void forget_multi(void *multi) {
+    pthread_mutex_lock(&exit_lock);
+    for (size_t index = 0; index < multi_count; index++) {
+        if (multis[index] == multi) {
+            multis[index] = multis[--multi_count];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&exit_lock);
+}
+
+static void close_gate_at_exit(void) {
+    pthread_mutex_lock(&exit_lock);
+    exiting = 1;
+    // Under the lock, so no handle is cleaned up meanwhile (forget_multi waits for it);
+    // curl_multi_wakeup may be called from any thread.
+    for (size_t index = 0; index < multi_count; index++) curl.multi_wakeup(multis[index]);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 1;
+    // A thread that calls exit() from inside a transfer (a sink's code) does not wait for itself.
+    while (threads_inside - this_thread_inside > 0) {
+        if (pthread_cond_timedwait(&exit_cond, &exit_lock, &deadline) == ETIMEDOUT) break;
+    }
+    pthread_mutex_unlock(&exit_lock);
+}
+
 static void *open_first(const char *const *names) {
     for (const char *const *name = names; *name != NULL; name++) {
         void *library = dlopen(*name, RTLD_NOW | RTLD_LOCAL);
@@ -111,6 +210,9 @@ static void load_curl(void) {
         strncpy(curl_error, "curl_global_init failed", sizeof curl_error - 1);
         return;
     }
+    // After curl_global_init, which sets up the TLS library and its own atexit clean-up:
+    // handlers run last registered first, so the gate closes before that clean-up.
+    atexit(close_gate_at_exit);
     curl_status = 0;
 }
 
@@ -133,12 +235,23 @@ int avenues_curl_easy_setopt_callback(void *easy, int option, avenues_curl_data_
 int avenues_curl_easy_getinfo_long(void *easy, int info, long *value) { return curl.easy_getinfo(easy, info, value); }
 const char *avenues_curl_easy_strerror(int code) { return avenues_curl_load() == 0 ? curl.easy_strerror(code) : curl_error; }
 
-void *avenues_curl_multi_init(void) { return avenues_curl_load() == 0 ? curl.multi_init() : NULL; }
-void avenues_curl_multi_cleanup(void *multi) { curl.multi_cleanup(multi); }
+void *avenues_curl_multi_init(void) {
+    if (avenues_curl_load() != 0) return NULL;
+    void *multi = curl.multi_init();
+    if (multi != NULL) remember_multi(multi);
+    return multi;
+}
+void avenues_curl_multi_cleanup(void *multi) {
+    forget_multi(multi);
+    curl.multi_cleanup(multi);
+}
 int avenues_curl_multi_setopt_long(void *multi, int option, long value) { return curl.multi_setopt(multi, option, value); }
 int avenues_curl_multi_add_handle(void *multi, void *easy) { return curl.multi_add_handle(multi, easy); }
 int avenues_curl_multi_remove_handle(void *multi, void *easy) { return curl.multi_remove_handle(multi, easy); }
-int avenues_curl_multi_perform(void *multi, int *running) { return curl.multi_perform(multi, running); }
+int avenues_curl_multi_perform(void *multi, int *running) {
+    atomic_fetch_add_explicit(&perform_count, 1, memory_order_relaxed);
+    return curl.multi_perform(multi, running);
+}
 int avenues_curl_multi_poll(void *multi, int timeout_milliseconds, int *descriptors) {
     return curl.multi_poll(multi, NULL, 0, timeout_milliseconds, descriptors);
 }

@@ -1,4 +1,5 @@
 import Avenues
+import CAvenuesNetwork
 import Foundation
 
 // A child process for the DiskStorage tests.
@@ -13,7 +14,33 @@ import Foundation
 //   DiskStorageCrashWriter download <folder> <url>
 //       Downloads <url> with AsyncMedia into <folder>, printing "started" once the download runs,
 //       until it is killed (the resume test).
+//   DiskStorageCrashWriter exit-mid-download <folder> <url>
+//       Starts downloading <url> (a body that never ends) and calls exit(0) once bytes arrive; its
+//       last exit handler prints "steps during exit <n>": how many times libcurl stepped while
+//       exit() ran (the exit test expects none).
 let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "exit-mid-download", let url = URL(string: arguments[3]) {
+    // Registered before libcurl is loaded, so it runs after AsyncMedia's own exit handler: what it
+    // counts is what the transport's thread does while the libraries are being torn down.
+    atexit {
+        let before = avenues_curl_perform_count()
+        usleep(100_000)
+        let line = "steps during exit \(avenues_curl_perform_count() &- before)\n"
+        _ = line.withCString { write(1, $0, strlen($0)) }
+    }
+    let media = AsyncMedia(directory: URL(fileURLWithPath: arguments[2], isDirectory: true))
+    let progress = media.progress(for: url)
+    let moving = DispatchSemaphore(value: 0)
+    Task.detached { _ = try? await media.file(for: url) }
+    Task.detached {
+        for await step in progress where step.received > 0 {
+            moving.signal()
+            break
+        }
+    }
+    moving.wait()
+    exit(0)
+}
 if arguments.count == 4, arguments[1] == "download", let url = URL(string: arguments[3]) {
     let media = AsyncMedia(directory: URL(fileURLWithPath: arguments[2], isDirectory: true))
     FileHandle.standardOutput.write(Data("started\n".utf8))

@@ -273,8 +273,12 @@ extension RemoteTable {
     /// A transport that trusts the CA certificates in the PEM file at `caFile` instead of the
     /// system's (`--ca-file`, as curl's `--cacert`); an error line if that cannot be.
     public static func transport(caFile: String) throws(CAFileProblem) -> any DownloadTransport {
-        guard FileManager.default.isReadableFile(atPath: caFile) else {
-            throw CAFileProblem(description: "cannot read the CA file \(TerminalSafe.clean(caFile)); give a readable PEM file of CA certificates")
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: caFile, isDirectory: &isFolder), !isFolder.boolValue,
+              FileManager.default.isReadableFile(atPath: caFile)
+        else {
+            let what = isFolder.boolValue ? "is a folder" : "cannot be read"
+            throw CAFileProblem(description: "the CA file \(TerminalSafe.clean(caFile)) \(what); give a readable PEM file of CA certificates")
         }
         #if os(Linux)
         do {
@@ -297,8 +301,12 @@ extension RemoteTable {
     public static func rootMessage(for error: any Error, root: URL) -> String {
         switch error {
         case let error as URLError where [.serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateHasUnknownRoot,
-                                          .serverCertificateNotYetValid, .secureConnectionFailed].contains(error.code):
+                                          .serverCertificateNotYetValid].contains(error.code):
             "cannot make a secure connection to \(root) (\(error.localizedDescription)); if its certificate is signed by a CA of your own, give that CA with --ca-file or SSL_CERT_FILE"
+        case let error as URLError where error.code == .secureConnectionFailed:
+            // The handshake itself failed: a server that does not speak TLS on that port (OpenSSL's
+            // "wrong version number") as often as a certificate.
+            "cannot make a secure connection to \(root) (\(error.localizedDescription)); check that it serves https on that port, and if its certificate is signed by a CA of your own, give that CA with --ca-file or SSL_CERT_FILE"
         case let error as URLError:
             "cannot reach \(root) (\(error.code == .cannotConnectToHost ? "connection refused" : error.localizedDescription)), and it was never listed here before; check the URL and that the server runs"
         case let error as AsyncMediaError:

@@ -7,7 +7,8 @@ Usage: test_browse_https.py BIN_DIR   (the folder holding the built `browse` and
 - `pages URL --ca-file CA` and `browse URL --ca-file CA`, piped, print exactly what they print for
   the same folder on disk; `SSL_CERT_FILE=CA` does the same as `--ca-file`;
 - without the CA the certificate is not trusted: one line on stderr that says so and names
-  `--ca-file`, exit status 1 (not "offline"); an unreadable CA file is one line and exit status 1;
+  `--ca-file`, exit status 1 (not "offline"); an unreadable CA file, or a folder given as one, is
+  one line and exit status 1;
 - in a terminal (tmux, 120x40): the first screen fills from a cold cache, PgDn shows the next,
   q restores the terminal;
 - keep-alive: the files of the first screens came over a few connections, not one each (counted in
@@ -65,6 +66,13 @@ def main():
         lines = missing.stderr.strip().splitlines()
         if missing.returncode != 1 or len(lines) != 1 or "CA file" not in lines[0]:
             fail(f"a missing CA file must be one line and exit status 1, got {missing.returncode}: {missing.stderr!r}")
+        print("ok:", lines[0])
+        # Probe of 2026-11-26: a folder passed the readability check and failed later as a secure
+        # connection that could not be made, telling the user to give the --ca-file they gave.
+        folder = subprocess.run([browse, server.url, "--ca-file", work], capture_output=True, text=True, timeout=60)
+        lines = folder.stderr.strip().splitlines()
+        if folder.returncode != 1 or len(lines) != 1 or "is a folder" not in lines[0]:
+            fail(f"a folder given as the CA file must be one line saying so and exit status 1, got {folder.returncode}: {folder.stderr!r}")
         print("ok:", lines[0])
 
         # In a terminal, from a cold cache.

@@ -41,6 +41,20 @@ int avenues_curl_multi_wakeup(void *multi);
 /// The next finished transfer of `multi`: 1 with its handle and result, or 0 when there is none.
 int avenues_curl_multi_next_done(void *multi, void **easy, int *result);
 
+/// The process is exiting: a thread that runs transfers must stop touching libcurl before the
+/// libraries' clean-up (OpenSSL's, Foundation's) frees what it uses. Such a thread calls
+/// avenues_curl_thread_enter() when it starts (and after sleeping outside libcurl),
+/// avenues_curl_thread_leave() before such a sleep and when it ends, and
+/// avenues_curl_thread_checkpoint() between steps: once exit() has begun, enter and checkpoint
+/// never return (the thread sleeps until the process is gone). A handler registered with atexit
+/// once libcurl is loaded wakes every multi handle in use and waits, at most a second, for every
+/// such thread to be asleep or gone.
+void avenues_curl_thread_enter(void);
+void avenues_curl_thread_leave(void);
+void avenues_curl_thread_checkpoint(void);
+/// How many times curl_multi_perform ran in this process (for the exit test).
+unsigned long avenues_curl_perform_count(void);
+
 void *avenues_curl_slist_append(void *list, const char *text);
 void avenues_curl_slist_free_all(void *list);
 

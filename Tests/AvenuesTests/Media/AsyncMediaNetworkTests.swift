@@ -370,6 +370,24 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(asked?["range"] == "" && asked?["if-range"] == "", "asked for a part: \(String(describing: asked))")
     }
 
+    /// Seen 2026-11-26: a process that called exit() during https downloads crashed in 5 of 60 runs
+    /// (SIGSEGV in libcrypto or memcpy on the curl thread, while the libraries were torn down; in
+    /// `browse`, SIGABRT on quitting). Once exit() begins, the transport's thread takes no more
+    /// steps: the child's last exit handler counts them over 100 ms (before: about one a
+    /// millisecond, the body's pace).
+    @Test func exitDuringADownloadStopsTheTransportsThreadFirst() async throws {
+        let process = Process()
+        process.executableURL = try DiskStorageCrashTests.writerExecutable()
+        process.arguments = ["exit-mid-download", folder.child("exit").path, server.url("/endless?pause_ms=1").absoluteString]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(printed.contains("steps during exit 0\n"), "printed \(printed.debugDescription)")
+    }
+
     @Test func aDownloadOfAProcessKilledWithSIGKILLResumes() async throws {
         try await server.setETag("v1")
         let directory = folder.child("killed")

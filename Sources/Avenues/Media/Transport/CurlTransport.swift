@@ -18,6 +18,10 @@ import Foundation
 /// Bodies are handed over still in their content codings: AsyncMedia decodes them and checks that
 /// each compressed stream is whole (libcurl 7.88 takes a `gzip` body cut in half for a whole one).
 /// The CA file is `SSL_CERT_FILE` from the environment unless one is given.
+///
+/// A process may call `exit()` while downloads run: before the libraries are torn down (OpenSSL's
+/// clean-up, destructors), this transport's thread stops at its next step and sleeps, and `exit()`
+/// waits for that (a second at most), so the process exits instead of crashing in libcurl.
 public final class CurlTransport: DownloadTransport {
     /// libcurl could not be loaded; the reason says why.
     public struct Unavailable: Error, CustomStringConvertible, Sendable {
@@ -135,7 +139,12 @@ private final class Engine: @unchecked Sendable {
     }
 
     func run() {
+        // Between steps the thread passes the exit gate: once the process calls exit(), it sleeps
+        // there instead of running libcurl under the libraries' clean-up (network.c).
+        avenues_curl_thread_enter()
+        defer { avenues_curl_thread_leave() }
         while true {
+            avenues_curl_thread_checkpoint()
             let commands = inbox.withLock { inbox -> [Command] in
                 defer { inbox.commands = [] }
                 return inbox.commands
@@ -166,7 +175,11 @@ private final class Engine: @unchecked Sendable {
                     inbox.idle = true
                     return true
                 }
-                if wait { idle.wait() }
+                if wait {
+                    avenues_curl_thread_leave()  // asleep outside libcurl: exit need not wait
+                    idle.wait()
+                    avenues_curl_thread_enter()
+                }
             } else {
                 // Marked under the lock that `submit` appends under: a command that came meanwhile
                 // is taken first; one that comes after finds `polling` and wakes the poll.
