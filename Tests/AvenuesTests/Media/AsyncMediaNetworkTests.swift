@@ -370,6 +370,49 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(asked?["range"] == "" && asked?["if-range"] == "", "asked for a part: \(String(describing: asked))")
     }
 
+    /// Probe of 2026-11-26: kept-alive connections the server has reset (RST, as load balancers do
+    /// with idle ones). A request that meets one before any byte of an answer is sent again on
+    /// another connection, then on a new one (libcurl does this over http and over TLS), so the
+    /// download arrives; a connection reset each time is the error, and so is one reset after the
+    /// head of an answer. (A server that resets a connection right after
+    /// answering loses its answer whenever the client has not read it yet: the kernel drops it.)
+    @Test func aRequestOnAKeptAliveConnectionTheServerResetStillArrives() async throws {
+        try await staleConnections(tls: false)
+    }
+
+    /// The same over TLS (the test server with a certificate made by openssl).
+    @Test(.enabled(if: executable(named: "openssl") != nil))
+    func aRequestOnAKeptAliveTLSConnectionTheServerResetStillArrives() async throws {
+        try await staleConnections(tls: true)
+    }
+
+    func staleConnections(tls: Bool) async throws {
+        let certificate = tls ? try MediaServer.makeCertificate(in: folder.child("certificate")) : nil
+        let server = try MediaServer(tls: certificate)
+        // A transport of its own, with two idle connections (two downloads at once): libcurl sends a
+        // request that met a reset once more itself, on the other stale one.
+        let transport = try CurlTransport(caFile: certificate?.certificate)
+        let media = AsyncMedia(directory: folder.child("reset-\(tls)"), transport: transport)
+        func twoConnections() async throws {
+            async let first = media.file(for: server.url("/drip/2000?chunk=500&pause_ms=20&n=\(UUID())"))
+            async let second = media.file(for: server.url("/drip/2000?chunk=500&pause_ms=20&n=\(UUID())"))
+            _ = try await (first, second)
+        }
+        try await twoConnections()
+        let file = try await media.file(for: server.url("/reset-on-reuse/777"))
+        #expect(try Data(contentsOf: file) == MediaServer.body(777))
+        // Reset on every connection: the error.
+        try await twoConnections()
+        await #expect(throws: URLError.self) { try await media.file(for: server.url("/reset-always")) }
+        // Reset after the head came: the answer had begun.
+        try await twoConnections()
+        await #expect(throws: (any Error).self) { try await media.file(for: server.url("/reset-after-head")) }
+        let asked = try await server.order().filter { $0.hasPrefix("/reset") }
+        // One or two stale connections (as many as the two downloads left idle), then a new one.
+        #expect((2...3).contains(asked.filter { $0 == "/reset-on-reuse/777" }.count), "\(asked)")
+        #expect(asked.filter { $0 == "/reset-after-head" }.count <= 2, "\(asked)")
+    }
+
     /// Seen 2026-11-26: a process that called exit() during https downloads crashed in 5 of 60 runs
     /// (SIGSEGV in libcrypto or memcpy on the curl thread, while the libraries were torn down; in
     /// `browse`, SIGABRT on quitting). Once exit() begins, the transport's thread takes no more

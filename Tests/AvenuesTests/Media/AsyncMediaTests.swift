@@ -24,17 +24,25 @@ func executable(named name: String) -> URL? {
 /// `media_test_server.py`, started on 127.0.0.1 and an ephemeral port; stopped when released.
 final class MediaServer: Sendable {
     let port: Int
+    /// `https` when the server speaks TLS, else `http`.
+    let scheme: String
     private let process: Process
     private let input: Pipe
+    /// What asks this server for its counts: a transport that trusts its certificate over TLS.
+    private let control: CurlTransport?
 
-    init() throws {
+    /// A server over plain http, or over TLS with `tls`: a certificate for 127.0.0.1 (PEM) that is
+    /// its own CA, and its key.
+    init(tls: (certificate: String, key: String)? = nil) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("media_test_server.py")
         guard let python = executable(named: "python3") else {
             throw TestError("python3 is not on PATH: the AsyncMedia tests run their HTTP server with it; install python3")
         }
         let process = Process()
         process.executableURL = python
-        process.arguments = [script.path]
+        process.arguments = [script.path] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
+        scheme = tls == nil ? "http" : "https"
+        control = try tls.map { try CurlTransport(caFile: $0.certificate) } ?? CurlTransport.shared
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output
@@ -60,14 +68,14 @@ final class MediaServer: Sendable {
     }
 
     func url(_ path: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)\(path)") ?? URL(fileURLWithPath: "/")
+        URL(string: "\(scheme)://127.0.0.1:\(port)\(path)") ?? URL(fileURLWithPath: "/")
     }
 
     /// The body of a GET of `url`, through libcurl. Not URLSession: on Linux its async methods
     /// cancel a task synchronously inside Swift's cancellation handler (a deadlock when a test's
     /// time limit cancels a poll) and its task registry crashed a ThreadSanitizer run ("Trying to
     /// access a behaviour for a task that in not in the registry").
-    static func get(_ url: URL) async throws -> (Data, Int) {
+    static func get(_ url: URL, through transport: CurlTransport? = CurlTransport.shared) async throws -> (Data, Int) {
         final class Collector: DownloadSink, @unchecked Sendable {  // the transport calls it from one thread at a time
             var data = Data()
             var status = 0
@@ -85,15 +93,32 @@ final class MediaServer: Sendable {
                 if let error { done.resume(throwing: error) } else { done.resume(returning: (data, status)) }
             }
         }
-        guard let transport = CurlTransport.shared else { throw URLError(.unsupportedURL) }
+        guard let transport else { throw URLError(.unsupportedURL) }
         return try await withCheckedThrowingContinuation { done in
             _ = transport.start(DownloadRequest(url: url, headers: [], limits: .default), into: Collector(done))
         }
     }
 
+    /// A certificate for 127.0.0.1 that is its own CA, and its key, made with openssl in `folder`.
+    static func makeCertificate(in folder: URL) throws -> (certificate: String, key: String) {
+        guard let openssl = executable(named: "openssl") else { throw TestError("openssl is not on PATH: the https tests make a certificate with it") }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let certificate = folder.appendingPathComponent("cert.pem").path, key = folder.appendingPathComponent("key.pem").path
+        let process = Process()
+        process.executableURL = openssl
+        process.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+                             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TestError("openssl could not make a certificate") }
+        return (certificate, key)
+    }
+
     /// Requests per path, and connections the client closed mid-body, as the server saw them.
     func counts() async throws -> (requests: [String: Int], closed: [String: Int]) {
-        let (data, _) = try await Self.get(url("/counts"))
+        let (data, _) = try await Self.get(url("/counts"), through: control)
         struct Counts: Decodable { var requests: [String: Int]; var closed: [String: Int] }
         let counts = try JSONDecoder().decode(Counts.self, from: data)
         return (counts.requests, counts.closed)
@@ -101,28 +126,28 @@ final class MediaServer: Sendable {
 
     /// Every request's path and query, in the order the server received them.
     func order() async throws -> [String] {
-        let (data, _) = try await Self.get(url("/counts"))
+        let (data, _) = try await Self.get(url("/counts"), through: control)
         struct Counts: Decodable { var order: [String] }
         return try JSONDecoder().decode(Counts.self, from: data).order
     }
 
     /// The Accept-Encoding and Range headers each path was last asked with.
     func headers() async throws -> [String: [String: String]] {
-        let (data, _) = try await Self.get(url("/counts"))
+        let (data, _) = try await Self.get(url("/counts"), through: control)
         struct Counts: Decodable { var headers: [String: [String: String]] }
         return try JSONDecoder().decode(Counts.self, from: data).headers
     }
 
     /// The bytes of body the server sent per path (the paths that count them).
     func sent() async throws -> [String: Int] {
-        let (data, _) = try await Self.get(url("/counts"))
+        let (data, _) = try await Self.get(url("/counts"), through: control)
         struct Counts: Decodable { var sent: [String: Int] }
         return try JSONDecoder().decode(Counts.self, from: data).sent
     }
 
     /// Asks the server to answer `/resumable` with this ETag from now on.
     func setETag(_ value: String) async throws {
-        _ = try await Self.get(url("/set-etag/\(value)"))
+        _ = try await Self.get(url("/set-etag/\(value)"), through: control)
     }
 
     /// The bytes the server sends for `/bytes/<count>` and `/drip/<count>`.

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A small HTTP server for the AsyncMedia tests, on 127.0.0.1 and an ephemeral port.
+"""A small HTTP server for the AsyncMedia tests, on 127.0.0.1 and an ephemeral port; over TLS with
+`--tls CERT KEY`.
 
 Prints "PORT <n>" once listening, then serves until killed or stdin closes.
 
@@ -21,6 +22,10 @@ Prints "PORT <n>" once listening, then serves until killed or stdin closes.
   /bomb/<n>                 n zero bytes gzip-encoded (a small body that decodes to a large file)
   /away/<port>/<path>       302 to http://localhost:<port>/<path>: another origin than 127.0.0.1
   /hops/<k>                 302 to /hops/<k-1>, ..., /hops/0 answers 100 bytes
+  /reset-on-reuse/<n>       n bytes as /bytes, when it is the first request on its connection; else
+                            the connection is reset (RST) without an answer
+  /reset-always, /reset-after-head
+                            the connection is reset at once, or after the head of an answer
   /resumable/<n>?cut=&chunk=&pause_ms=
                             n bytes with the ETag /set-etag/<value> set (v1 at first) and ranges; a
                             request without Range gets the first `cut` bytes of the announced n, then
@@ -35,6 +40,9 @@ Range, Authorization, Cookie, X-Api-Key, If-Range and If-None-Match headers it w
 import gzip
 import zlib
 import json
+import socket
+import ssl
+import struct
 import sys
 import threading
 import time
@@ -99,7 +107,19 @@ class Handler(BaseHTTPRequestHandler):
                                  ("Accept-Encoding", "Range", "Authorization", "Cookie", "X-Api-Key", "If-Range", "If-None-Match", "X-Injected")}
         kind = parts[0]
         size = int(parts[1].split(".")[0]) if len(parts) > 1 and parts[1].split(".")[0].isdigit() else 0
-        if kind == "bytes":
+        # Requests this connection carried before this one (one handler serves a connection).
+        earlier = getattr(self, "requests_on_connection", 0)
+        self.requests_on_connection = earlier + 1
+        if kind == "reset-always" or kind == "reset-after-head" or (kind == "reset-on-reuse" and earlier > 0):
+            # A kept-alive connection the server drops with a reset when it is used again.
+            if kind == "reset-after-head":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+                self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
+        if kind in ("bytes", "reset-on-reuse"):
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(size))
@@ -371,6 +391,10 @@ def hostile(case):
 def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    if len(sys.argv) == 4 and sys.argv[1] == "--tls":  # --tls CERT KEY: https instead of http
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"PORT {server.server_address[1]}", flush=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     sys.stdin.read()  # the test closes stdin (or exits) to stop the server
