@@ -1,6 +1,7 @@
 import Avenues
 import CSQLite
 import Foundation
+import Synchronization
 
 /// A thread-safe ``Storage`` of `Data` in one SQLite database file: the same contract as
 /// ``DiskStorage``, for millions of small values (a summary per row, a diff stat per commit) where a
@@ -19,7 +20,8 @@ import Foundation
 ///   transaction: one commit per value cost more than a file per value. ``write(_:for:storedAt:expiresAt:)``
 ///   commits before it returns. Reads are served from a snapshot at most 20 ms old (a read
 ///   transaction per read cost as much as the read), so another instance or process sees a commit
-///   within 20 ms; a killed process loses at most its last 10 ms of `set`s, never a value's bytes.
+///   within 20 ms; a killed process loses at most its last 10 ms of `set`s, never a value's bytes;
+///   one that exits normally (`exit()`, or returning from `main`) commits them first.
 /// - **Checked:** every entry carries a checksum of its key, value and dates: a damaged page that
 ///   SQLite itself does not notice reads as a miss. A file that is not a database of ours —
 ///   corrupt, truncated, another program's — is renamed aside (`….corrupt`) and a new one created.
@@ -108,6 +110,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         self.now = now
         self.keyString = keyString
         connection = GuardedConnection(SQLiteConnection(path: self.file.path))
+        ExitCommits.shared.add(ObjectIdentifier(self)) { [weak self] in self?.commitWaiting() }
     }
 
     /// Creates a storage in the database `name` inside the platform's cache folder
@@ -140,6 +143,13 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     }
 
     deinit {
+        ExitCommits.shared.remove(ObjectIdentifier(self))
+        commitWaiting()
+    }
+
+    /// Commits the values `set` that wait for their batch: when the storage is released, and when
+    /// the process exits normally (a global storage is never released).
+    private func commitWaiting() {
         connection.withLock { connection in try? commitPending(connection) }
     }
 
@@ -581,5 +591,32 @@ final class GuardedConnection: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body(connection)
+    }
+}
+
+/// Every live ``SQLiteStorage``, so that the values its `set` left waiting for their batched commit
+/// are committed when the process exits normally: `exit()` (or returning from `main`) releases no
+/// global, and they were lost (all 300 of a tool that `set` them and ended).
+private final class ExitCommits: Sendable {
+    static let shared = ExitCommits()
+
+    private let commits = Mutex<[ObjectIdentifier: @Sendable () -> Void]>([:])
+
+    private init() {
+        // Registered once, when the first storage is made: at exit each commits what waits.
+        atexit { ExitCommits.shared.commitAll() }
+    }
+
+    func add(_ storage: ObjectIdentifier, _ commit: @escaping @Sendable () -> Void) {
+        commits.withLock { $0[storage] = commit }
+    }
+
+    func remove(_ storage: ObjectIdentifier) {
+        _ = commits.withLock { $0.removeValue(forKey: storage) }
+    }
+
+    private func commitAll() {
+        // Outside the lock: a commit takes the storage's own lock (never the other way round).
+        for commit in commits.withLock({ Array($0.values) }) { commit() }
     }
 }

@@ -344,6 +344,19 @@ struct SQLiteStorageTests {
         return (text, status)
     }
 
+    /// Probe of 2026-11-26: a process that `set` values and then ended normally — exit(), or
+    /// returning from main, where a global storage is never deinitialized — lost every value still
+    /// waiting for its batched commit (300 of 300; its last 10 ms of `set`s were meant to be lost
+    /// only to a kill). They are committed when the process exits.
+    @Test(.timeLimit(.minutes(1)))
+    func valuesSetJustBeforeANormalExitAreKept() async throws {
+        let folder = Folder()
+        let (_, status) = try await Self.run(["set-and-exit", folder.database.path])
+        #expect(status == 0)
+        let (output, _) = try await Self.run(["verify", folder.database.path])
+        #expect(output == "ok 300 present\n")
+    }
+
     @Test(.timeLimit(.minutes(3)))
     func threeProcessesShareOneDatabaseWithoutAWrongValueAndWithinTheLimits() async throws {
         let folder = Folder()

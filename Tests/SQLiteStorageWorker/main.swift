@@ -11,6 +11,8 @@ import Foundation
 //       writes versions of 200 keys until killed; prints "started" after the first 100
 //   SQLiteStorageWorker verify DB
 //       checks every value there; prints "ok N present" or "wrong: …"
+//   SQLiteStorageWorker set-and-exit DB
+//       `set`s 300 keys (batched commits) and calls exit(0) at once: a normal exit must keep them
 
 func value(key: String, version: Int) -> Data {
     let letters = Array("abcdefghijklmnopqrstuvwxyz")
@@ -30,7 +32,7 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 3 else { fail("usage: SQLiteStorageWorker mixed|write-forever|verify DB …") }
+guard arguments.count >= 3 else { fail("usage: SQLiteStorageWorker mixed|write-forever|verify|set-and-exit DB …") }
 let file = URL(fileURLWithPath: arguments[2])
 
 switch arguments[1] {
@@ -78,6 +80,10 @@ case "write-forever":
             FileHandle.standardOutput.write(Data("started\n".utf8))  // unbuffered: the test waits for it
         }
     }
+case "set-and-exit":
+    let storage = SQLiteStorage<String>(file: file)
+    for index in 0..<300 { storage.set(value(key: "k\(index)", version: 1), for: "k\(index)") }
+    exit(0)
 case "verify":
     let storage = SQLiteStorage<String>(file: file)
     var present = 0
