@@ -79,6 +79,7 @@ static __thread int this_thread_inside = 0;
 static void **multis = NULL;  // the multi handles in use, woken at exit
 static size_t multi_count = 0, multi_capacity = 0;
 static atomic_ulong perform_count = 0;
+static atomic_ulong exit_waits_given_up = 0;
 
 static void sleep_for_ever(void) {
     for (;;) pause();
@@ -115,6 +116,7 @@ void avenues_curl_thread_checkpoint(void) {
 }
 
 unsigned long avenues_curl_perform_count(void) { return atomic_load(&perform_count); }
+unsigned long avenues_curl_exit_waits_given_up(void) { return atomic_load(&exit_waits_given_up); }
 
 static void remember_multi(void *multi) {
     pthread_mutex_lock(&exit_lock);
@@ -154,8 +156,23 @@ static void close_gate_at_exit(void) {
     deadline.tv_sec += 1;
     // A thread that calls exit() from inside a transfer (a sink's code) does not wait for itself.
     while (threads_inside - this_thread_inside > 0) {
-        if (pthread_cond_timedwait(&exit_cond, &exit_lock, &deadline) == ETIMEDOUT) break;
+        if (pthread_cond_timedwait(&exit_cond, &exit_lock, &deadline) == ETIMEDOUT) {
+            atomic_fetch_add(&exit_waits_given_up, 1);
+            break;
+        }
     }
+    pthread_mutex_unlock(&exit_lock);
+}
+
+// fork(): the child has only the thread that forked. Without this it counted the parent's curl
+// threads as inside (so its exit waited the whole second for threads it does not have), woke the
+// parent's multi handles, and could inherit the lock held.
+static void before_fork(void) { pthread_mutex_lock(&exit_lock); }
+static void after_fork_in_parent(void) { pthread_mutex_unlock(&exit_lock); }
+static void after_fork_in_child(void) {
+    threads_inside = 0;
+    this_thread_inside = 0;
+    multi_count = 0;
     pthread_mutex_unlock(&exit_lock);
 }
 
@@ -213,6 +230,7 @@ static void load_curl(void) {
     // After curl_global_init, which sets up the TLS library and its own atexit clean-up:
     // handlers run last registered first, so the gate closes before that clean-up.
     atexit(close_gate_at_exit);
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     curl_status = 0;
 }
 

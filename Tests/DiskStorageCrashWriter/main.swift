@@ -18,7 +18,34 @@ import Foundation
 //       Starts downloading <url> (a body that never ends) and calls exit(0) once bytes arrive; its
 //       last exit handler prints "steps during exit <n>": how many times libcurl stepped while
 //       exit() ran (the exit test expects none).
+//   DiskStorageCrashWriter fork-and-exit <folder> <url>
+//       Starts downloading <url> (a body that never ends), forks once bytes arrive, and both the
+//       child and the parent call exit(0); each prints "<child|parent> exit waits given up <n>"
+//       (the fork test expects none: the child has no curl thread to wait for).
 let arguments = CommandLine.arguments
+let firstProcess = getpid()
+if arguments.count == 4, arguments[1] == "fork-and-exit", let url = URL(string: arguments[3]) {
+    atexit {  // runs after the transport's exit handler, registered later
+        let line = "\(getpid() == firstProcess ? "parent" : "child") exit waits given up \(avenues_curl_exit_waits_given_up())\n"
+        _ = line.withCString { write(1, $0, strlen($0)) }
+    }
+    let media = AsyncMedia(directory: URL(fileURLWithPath: arguments[2], isDirectory: true))
+    let progress = media.progress(for: url)
+    let moving = DispatchSemaphore(value: 0)
+    Task.detached { _ = try? await media.file(for: url) }
+    Task.detached {
+        for await step in progress where step.received > 0 {
+            moving.signal()
+            break
+        }
+    }
+    moving.wait()
+    let child = fork()
+    if child == 0 { exit(0) }
+    var status: Int32 = 0
+    waitpid(child, &status, 0)
+    exit(0)
+}
 if arguments.count == 4, arguments[1] == "exit-mid-download", let url = URL(string: arguments[3]) {
     // Registered before libcurl is loaded, so it runs after AsyncMedia's own exit handler: what it
     // counts is what the transport's thread does while the libraries are being torn down.

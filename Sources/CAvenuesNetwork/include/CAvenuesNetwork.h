@@ -54,6 +54,9 @@ void avenues_curl_thread_leave(void);
 void avenues_curl_thread_checkpoint(void);
 /// How many times curl_multi_perform ran in this process (for the exit test).
 unsigned long avenues_curl_perform_count(void);
+/// How many times exit() stopped waiting for a curl thread after its second (for the fork test).
+/// A forked child starts with none of the parent's threads counted.
+unsigned long avenues_curl_exit_waits_given_up(void);
 
 void *avenues_curl_slist_append(void *list, const char *text);
 void avenues_curl_slist_free_all(void *list);

@@ -431,6 +431,21 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(printed.contains("steps during exit 0\n"), "printed \(printed.debugDescription)")
     }
 
+    /// A child forked while a download runs has none of its parent's threads: its exit does not
+    /// wait for a curl thread (before: the whole second, for the parent's, counted as its own).
+    @Test func aForkedChildExitsWithoutWaitingForItsParentsTransport() async throws {
+        let process = Process()
+        process.executableURL = try DiskStorageCrashTests.writerExecutable()
+        process.arguments = ["fork-and-exit", folder.child("fork").path, server.url("/endless?pause_ms=1").absoluteString]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(printed.contains("child exit waits given up 0\n") && printed.contains("parent exit waits given up 0\n"), "printed \(printed.debugDescription)")
+    }
+
     @Test func aDownloadOfAProcessKilledWithSIGKILLResumes() async throws {
         try await server.setETag("v1")
         let directory = folder.child("killed")
