@@ -24,6 +24,7 @@ import Foundation
 //       (the fork test expects none: the child has no curl thread to wait for).
 let arguments = CommandLine.arguments
 let firstProcess = getpid()
+#if os(Linux)  // fork() is unavailable to Swift on Apple platforms
 if arguments.count == 4, arguments[1] == "fork-and-exit", let url = URL(string: arguments[3]) {
     atexit {  // runs after the transport's exit handler, registered later
         let line = "\(getpid() == firstProcess ? "parent" : "child") exit waits given up \(avenues_curl_exit_waits_given_up())\n"
@@ -46,6 +47,7 @@ if arguments.count == 4, arguments[1] == "fork-and-exit", let url = URL(string: 
     waitpid(child, &status, 0)
     exit(0)
 }
+#endif
 if arguments.count == 4, arguments[1] == "exit-mid-download", let url = URL(string: arguments[3]) {
     // Registered before libcurl is loaded, so it runs after AsyncMedia's own exit handler: what it
     // counts is what the transport's thread does while the libraries are being torn down.
