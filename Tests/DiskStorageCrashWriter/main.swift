@@ -24,13 +24,9 @@ import Foundation
 //       (the fork test expects none: the child has no curl thread to wait for).
 let arguments = CommandLine.arguments
 let firstProcess = getpid()
-#if os(Linux)  // fork() is unavailable to Swift on Apple platforms
-if arguments.count == 4, arguments[1] == "fork-and-exit", let url = URL(string: arguments[3]) {
-    atexit {  // runs after the transport's exit handler, registered later
-        let line = "\(getpid() == firstProcess ? "parent" : "child") exit waits given up \(avenues_curl_exit_waits_given_up())\n"
-        _ = line.withCString { write(1, $0, strlen($0)) }
-    }
-    let media = AsyncMedia(directory: URL(fileURLWithPath: arguments[2], isDirectory: true))
+
+/// Starts downloading `url` (a body that never ends) and returns once its first bytes arrived.
+func startDownloadAndWaitForBytes(_ media: AsyncMedia, _ url: URL) {
     let progress = media.progress(for: url)
     let moving = DispatchSemaphore(value: 0)
     Task.detached { _ = try? await media.file(for: url) }
@@ -41,6 +37,16 @@ if arguments.count == 4, arguments[1] == "fork-and-exit", let url = URL(string: 
         }
     }
     moving.wait()
+}
+
+#if os(Linux)  // fork() is unavailable to Swift on Apple platforms
+if arguments.count == 4, arguments[1] == "fork-and-exit", let url = URL(string: arguments[3]) {
+    atexit {  // runs after the transport's exit handler, registered later
+        let line = "\(getpid() == firstProcess ? "parent" : "child") exit waits given up \(avenues_curl_exit_waits_given_up())\n"
+        _ = line.withCString { write(1, $0, strlen($0)) }
+    }
+    let media = AsyncMedia(directory: URL(fileURLWithPath: arguments[2], isDirectory: true))
+    startDownloadAndWaitForBytes(media, url)
     let child = fork()
     if child == 0 { exit(0) }
     var status: Int32 = 0
@@ -58,16 +64,7 @@ if arguments.count == 4, arguments[1] == "exit-mid-download", let url = URL(stri
         _ = line.withCString { write(1, $0, strlen($0)) }
     }
     let media = AsyncMedia(directory: URL(fileURLWithPath: arguments[2], isDirectory: true))
-    let progress = media.progress(for: url)
-    let moving = DispatchSemaphore(value: 0)
-    Task.detached { _ = try? await media.file(for: url) }
-    Task.detached {
-        for await step in progress where step.received > 0 {
-            moving.signal()
-            break
-        }
-    }
-    moving.wait()
+    startDownloadAndWaitForBytes(media, url)
     exit(0)
 }
 if arguments.count == 4, arguments[1] == "download", let url = URL(string: arguments[3]) {

@@ -419,31 +419,29 @@ final class AsyncMediaNetworkTests: Sendable {
     /// steps: the child's last exit handler counts them over 100 ms (before: about one a
     /// millisecond, the body's pace).
     @Test func exitDuringADownloadStopsTheTransportsThreadFirst() async throws {
+        let printed = try exitingChild("exit-mid-download")
+        #expect(printed.contains("steps during exit 0\n"), "printed \(printed.debugDescription)")
+    }
+
+    /// Runs the helper in `mode` over an endless body to its end; what it printed. It must exit 0.
+    func exitingChild(_ mode: String) throws -> String {
         let process = Process()
         process.executableURL = try DiskStorageCrashTests.writerExecutable()
-        process.arguments = ["exit-mid-download", folder.child("exit").path, server.url("/endless?pause_ms=1").absoluteString]
+        process.arguments = [mode, folder.child(mode).path, server.url("/endless?pause_ms=1").absoluteString]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
-        #expect(printed.contains("steps during exit 0\n"), "printed \(printed.debugDescription)")
+        return printed
     }
 
     #if os(Linux)  // the helper forks, which Swift does not allow on Apple platforms
     /// A child forked while a download runs has none of its parent's threads: its exit does not
     /// wait for a curl thread (before: the whole second, for the parent's, counted as its own).
     @Test func aForkedChildExitsWithoutWaitingForItsParentsTransport() async throws {
-        let process = Process()
-        process.executableURL = try DiskStorageCrashTests.writerExecutable()
-        process.arguments = ["fork-and-exit", folder.child("fork").path, server.url("/endless?pause_ms=1").absoluteString]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        let printed = try exitingChild("fork-and-exit")
         #expect(printed.contains("child exit waits given up 0\n") && printed.contains("parent exit waits given up 0\n"), "printed \(printed.debugDescription)")
     }
     #endif
