@@ -240,6 +240,15 @@ public final class AsyncMedia: SchedulingProcessor {
         return try downloaded(.success(file), for: url, since: generation).get()
     }
 
+    /// What ``file(for:)`` does once its look for a cached file failed, without that look: the
+    /// claim of a caller whose look came just before another run moved the file in (for tests).
+    func fileAfterAFailedLookUp(_ given: URL) async throws -> URL {
+        let url = try Self.canonical(given)
+        let generation = folder.generation
+        let file = try await downloader.value(for: url, priority: .visible, following: nil)
+        return try downloaded(.success(file), for: url, since: generation).get()
+    }
+
     /// The local file of every URL of `urls`, as each is known: what ``file(for:)`` answers for it,
     /// without a task per URL. Cached files come first; the others in the order their downloads end,
     /// claimed in the order given at `priority` (`.visible` by default; `.prefetch` lets any visible
@@ -496,6 +505,13 @@ public final class AsyncMedia: SchedulingProcessor {
         // failing lookup per download; a file another process fetched meanwhile is fetched again).
         let cached = context.timeToLive == nil ? nil : folder.cachedFile(named: name)
         if let cached, context.validators.isFresh(url, timeToLive: context.timeToLive) { return cached }  // revalidated while queued
+        // Its caller looked just before another run of this URL moved the file in, and claimed just
+        // after that run ended (a URL given twice in a list, two callers): found, not fetched twice.
+        if context.timeToLive == nil, folder.wasCommittedHere(name), let file = folder.cachedFile(named: name) {
+            let size = Int64((try? FileSystem.linkStatus(file.path).size) ?? 0)
+            context.progress.finish(url, with: DownloadProgress(received: size, expected: size, isComplete: true))
+            return file
+        }
         let generation = folder.generation
         let partial: MediaFolder.Partial
         do {

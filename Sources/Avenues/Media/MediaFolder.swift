@@ -134,6 +134,11 @@ final class MediaFolder: Sendable {
 
     /// Listings in use, which each commit adds its name to.
     private let listings = Locked<[ObjectIdentifier: Listing]>([:])
+    /// The names (their hash values) this process moved into the folder since the last clear: a
+    /// download run whose caller looked for its file just before another run of the URL moved it in,
+    /// and claimed just after that run ended, finds it instead of fetching it twice. Forgotten past
+    /// 2^20 names (16 MB at most; then such a run fetches again).
+    private let committedHere = Locked(Set<Int>())
     /// How many listings are in use: a commit with none takes no lock for them.
     private let listingsInUse = Atomic<Int>(0)
 
@@ -216,10 +221,20 @@ final class MediaFolder: Sendable {
             throw AsyncMediaError.cannotStore(url, reason: error)
         }
         if !partial.isUnnamed { forgetPartial(partial.path) }
+        committedHere.withLock { names in
+            if names.count >= 1 << 20 { names.removeAll() }
+            names.insert(name.hashValue)
+        }
         if listingsInUse.load(ordering: .sequentiallyConsistent) > 0 {
             for listing in listings.withLock({ Array($0.values) }) { listing.add(CollectionOfOne(name)) }
         }
         return URL(fileURLWithPath: folder.filePath(name), isDirectory: false)  // without the hint, Foundation stat()s the path
+    }
+
+    /// Whether this process moved a file named `name` into the folder since the last clear (a hash
+    /// that collides only costs an `lstat`).
+    func wasCommittedHere(_ name: String) -> Bool {
+        committedHere.withLock { $0.contains(name.hashValue) }
     }
 
     /// Whether no clear started since `generation` and, in a folder with a size limit, `file` still
@@ -246,6 +261,7 @@ final class MediaFolder: Sendable {
                 return semaphore
             }
             commitsEnded?.wait()
+            committedHere.withLock { $0.removeAll() }
             folder.removeAll()
             // Records first: a record never outlives its partial file (see `openPartial`).
             let partials = ((try? FileSystem.contents(of: directory.path)) ?? []).filter(Self.isPartialName)

@@ -239,6 +239,24 @@ struct AsyncMediaListTests {
         #expect(transport.count == 8 + 200)
     }
 
+    /// Seen 2026-11-26 in CI (the model test, seed 8, under ThreadSanitizer: 6 fetches for 5): a
+    /// lookup that failed just before another run of its URL moved the file in, and a claim made
+    /// just after that run ended, started a second run, which fetched the file again. The run now
+    /// finds a file this process moved in.
+    @Test func aClaimJustAfterAnotherRunOfItsURLEndedFetchesNothing() async throws {
+        let folder = TemporaryFolder("list-late-claim")
+        let transport = CountingTransport()
+        let media = AsyncMedia(directory: folder.url, transport: transport)
+        let url = HeldTransport.url("/late")
+        let first = try await media.file(for: url)
+        let second = try await media.fileAfterAFailedLookUp(url)
+        #expect(second == first && transport.count == 1)
+        // After a clear it is fetched again.
+        media.clear()
+        _ = try await media.fileAfterAFailedLookUp(url)
+        #expect(transport.count == 2)
+    }
+
     /// Random lists over a few URLs — some cached, some repeated, some that cannot be asked — against
     /// a model: each element is answered exactly once, with the body of its URL or the error its
     /// scheme deserves, and each URL not cached is fetched once.
