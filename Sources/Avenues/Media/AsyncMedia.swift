@@ -225,11 +225,16 @@ public final class AsyncMedia: SchedulingProcessor {
 
     /// ``file(for:)``, its download queued at `priority` (`.visible` without one).
     func file(for given: URL, priority: RunPriority?) async throws -> URL {
-        let (url, generation): (URL, UInt64)
         switch try lookUp(given) {
         case .answered(let file): return file
-        case .download(let canonical, let since): (url, generation) = (canonical, since)
+        case .download(let url, let generation): return try await fetch(url, since: generation, priority: priority)
         }
+    }
+
+    /// The download (or the run joined) of canonical `url` for a caller whose look for a cached file
+    /// failed at folder generation `generation`. Tests call it without the look: a caller whose look
+    /// came just before another run moved the file in.
+    func fetch(_ url: URL, since generation: UInt64, priority: RunPriority?) async throws -> URL {
         // At the priority of the avenue row asking, if one is (`.visible` otherwise).
         let file: URL
         do {
@@ -237,15 +242,6 @@ public final class AsyncMedia: SchedulingProcessor {
         } catch {
             return try downloaded(.failure(error), for: url, since: generation).get()
         }
-        return try downloaded(.success(file), for: url, since: generation).get()
-    }
-
-    /// What ``file(for:)`` does once its look for a cached file failed, without that look: the
-    /// claim of a caller whose look came just before another run moved the file in (for tests).
-    func fileAfterAFailedLookUp(_ given: URL) async throws -> URL {
-        let url = try Self.canonical(given)
-        let generation = folder.generation
-        let file = try await downloader.value(for: url, priority: .visible, following: nil)
         return try downloaded(.success(file), for: url, since: generation).get()
     }
 
@@ -290,7 +286,6 @@ public final class AsyncMedia: SchedulingProcessor {
             // When the first lookups mostly fail (a cold cache), one listing of the folder stands in
             // for the rest, if the folder is small beside them.
             var listing: MediaFolder.Listing?
-            defer { if let listing { folder.endListing(listing) } }
             var downloads = 0
             for (position, given) in urls.enumerated() {
                 guard !list.isStopped else { return }
@@ -407,6 +402,9 @@ public final class AsyncMedia: SchedulingProcessor {
         let usage = folder.usage
         return DiskUsage(count: usage.count, size: usage.size)
     }
+
+    /// The folder's clears so far, as a lookup records them (for tests).
+    var generation: UInt64 { folder.generation }
 
     /// Whether no download is queued or running (for tests).
     var downloaderIsIdle: Bool { downloader.tableSizes.isIdle }

@@ -114,37 +114,29 @@ final class MediaFolder: Sendable {
     }
 
     /// The cached file for `url`, if any (it becomes the most recently used). With `listing` (from
-    /// ``listing(forLookups:)``), a name not in it is taken as absent without a look.
+    /// ``listing(forLookups:)``), a name neither in it nor moved in by this process since is taken
+    /// as absent without a look.
     func cachedFile(for url: URL, listing: Listing? = nil) -> URL? {
         let name = Self.fileName(for: url)
-        if let listing, !listing.contains(name) { return nil }
+        if let listing, !listing.names.contains(name), !wasCommittedHere(name) { return nil }
         return cachedFile(named: name)
     }
 
     /// The names in a folder, taken once for a list's lookups in place of a failing `lstat` each.
-    /// Until ``MediaFolder/endListing(_:)``, every file this process moves into the folder is
-    /// added: a URL given twice, or fetched meanwhile by another caller, is found, not fetched again.
-    final class Listing: Sendable {
-        private let names = Locked(Set<String>())
-
-        func contains(_ name: String) -> Bool { names.withLock { $0.contains(name) } }
-
-        fileprivate func add(_ more: some Sequence<String>) { names.withLock { $0.formUnion(more) } }
+    /// What this process moves in afterwards is known from ``wasCommittedHere(_:)``.
+    struct Listing: Sendable {
+        let names: Set<String>
     }
 
-    /// Listings in use, which each commit adds its name to.
-    private let listings = Locked<[ObjectIdentifier: Listing]>([:])
     /// The names (their hash values) this process moved into the folder since the last clear: a
-    /// download run whose caller looked for its file just before another run of the URL moved it in,
-    /// and claimed just after that run ended, finds it instead of fetching it twice. Forgotten past
-    /// 2^20 names (16 MB at most; then such a run fetches again).
+    /// lookup after a listing finds them, and a download run whose caller looked for its file just
+    /// before another run of the URL moved it in, and claimed just after that run ended, finds it
+    /// instead of fetching it twice. Forgotten past 2^20 names (16 MB at most; then such a file is
+    /// fetched again).
     private let committedHere = Locked(Set<Int>())
-    /// How many listings are in use: a commit with none takes no lock for them.
-    private let listingsInUse = Atomic<Int>(0)
 
     /// A listing of the folder now, for `lookups` URLs still to look up, when listing it once costs
-    /// less than looking each up; `nil` when it would not (or the folder cannot be listed). In use
-    /// until ``endListing(_:)``.
+    /// less than looking each up; `nil` when it would not (or the folder cannot be listed).
     ///
     /// For a list whose first lookups mostly failed (a cold cache): a failing `lstat` costs
     /// 1.5–3.3 µs against 0.3–0.5 µs for an entry listed (C, on tmpfs and ext4). A folder's size
@@ -155,31 +147,18 @@ final class MediaFolder: Sendable {
     /// after the listing is fetched again, and the download replaces it.
     func listing(forLookups lookups: Int) -> Listing? {
         guard lookups >= Self.smallestListedLookup else { return nil }
-        // In use before the folder is read: a file moved in from then on is added, seen or not.
-        let listing = Listing()
-        listings.withLock { $0[ObjectIdentifier(listing)] = listing }
-        listingsInUse.add(1, ordering: .sequentiallyConsistent)
+        // A file moved in while the folder is read is in the listing or in `committedHere` (it is
+        // added there after it is in place), so a later lookup finds it either way.
         do throws(FileSystem.Failure) {
             let info = try FileSystem.status(directory.path)
             // At most about twice as many entries as lookups.
-            guard info.isDirectory, info.size >= 40, info.size / 40 <= lookups else {
-                endListing(listing)
-                return nil
-            }
-            listing.add(try FileSystem.contents(of: directory.path))
+            guard info.isDirectory, info.size >= 40, info.size / 40 <= lookups else { return nil }
+            return Listing(names: Set(try FileSystem.contents(of: directory.path)))
         } catch where error.isMissing {
-            // Not made yet: nothing in it.
+            return Listing(names: [])  // not made yet: nothing in it
         } catch {
-            endListing(listing)
             return nil
         }
-        return listing
-    }
-
-    /// Stops adding this process's commits to `listing`.
-    func endListing(_ listing: Listing) {
-        listings.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(listing)) }
-        listingsInUse.subtract(1, ordering: .sequentiallyConsistent)
     }
 
     /// The fewest lookups worth a listing: below this, a listing's own calls (a `stat`, an
@@ -224,9 +203,6 @@ final class MediaFolder: Sendable {
         committedHere.withLock { names in
             if names.count >= 1 << 20 { names.removeAll() }
             names.insert(name.hashValue)
-        }
-        if listingsInUse.load(ordering: .sequentiallyConsistent) > 0 {
-            for listing in listings.withLock({ Array($0.values) }) { listing.add(CollectionOfOne(name)) }
         }
         return URL(fileURLWithPath: folder.filePath(name), isDirectory: false)  // without the hint, Foundation stat()s the path
     }
