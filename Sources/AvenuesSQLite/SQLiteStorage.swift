@@ -265,7 +265,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     /// - Parameters:
     ///   - storedAt: when the data was produced, if earlier than now; now by default.
     ///   - expiresAt: when the entry stops being served; by default `timeToLive` after `storedAt`,
-    ///     or never.
+    ///     or never. A date that is not a number (NaN) counts as 1970, as in `DiskStorage`.
     /// - Throws: ``SQLiteStorageError``: `.exceedsLimit` (the older entry for the key is removed, so
     ///   a read never returns a value older than the last write), `.diskFull`, `.busy`,
     ///   `.permissionDenied`, `.unsafeFile`, `.folderUnavailable`, `.io`. A failed write changes
@@ -291,12 +291,11 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         if countLimit == 0 || size.overflow || sizeLimit.map({ size.partialValue > $0 }) ?? false {
             throw SQLiteStorageError(.exceedsLimit, path: name, detail: countLimit == 0 ? "the countLimit is 0" : "\(size.partialValue) bytes with its key, over the sizeLimit")
         }
-        let written = storedAt ?? now()
-        let expires = expiresAt ?? timeToLive.map { written.addingTimeInterval(Self.seconds($0)) }
-        return PendingWrite(
-            data: data, size: size.partialValue, storedAt: written.timeIntervalSince1970, expiresAt: expires?.timeIntervalSince1970,
-            usedAt: Self.nanoseconds(now())
-        )
+        // A date that is not a number is the epoch, as in DiskStorage: SQLite stores NaN as NULL, so
+        // such an entry was refused (stored_at) or deleted by its first read (expires_at).
+        let written = Self.secondsSinceEpoch(storedAt ?? now())
+        let expires = expiresAt.map(Self.secondsSinceEpoch) ?? timeToLive.map { written + Self.seconds($0) }
+        return PendingWrite(data: data, size: size.partialValue, storedAt: written, expiresAt: expires, usedAt: Self.nanoseconds(now()))
     }
 
     /// Commits the pending values (and the pending recency) in one transaction, evicting what the
@@ -520,6 +519,12 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     @inline(__always)
     private static func fnv1a(_ byte: UInt8, _ hash: UInt64) -> UInt64 {
         (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+    }
+
+    /// Seconds since 1970 as stored: NaN is 0; infinities stay (SQLite keeps them).
+    static func secondsSinceEpoch(_ date: Date) -> Double {
+        let seconds = date.timeIntervalSince1970
+        return seconds.isNaN ? 0 : seconds
     }
 
     /// Wall-clock nanoseconds since 1970, clamped.

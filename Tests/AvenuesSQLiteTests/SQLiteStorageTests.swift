@@ -479,6 +479,25 @@ struct SQLiteStoragePropertyTests {
     }
 
     /// Parameters and names a hostile or careless caller might pass.
+    /// As DiskStorage takes them: NaN counts as 1970, infinities are kept. Before, SQLite stored NaN
+    /// as NULL: a NaN `storedAt` failed as an I/O error and a NaN `expiresAt` was written, then
+    /// deleted as damaged by its first read.
+    @Test func datesThatAreNotNumbersCountAsTheEpochAndInfinitiesAreKept() throws {
+        let folder = Folder()
+        let storage = SQLiteStorage<String>(file: folder.database)
+        try storage.write(Data("a".utf8), for: "stored", storedAt: Date(timeIntervalSince1970: .nan))
+        try storage.write(Data("b".utf8), for: "expires", expiresAt: Date(timeIntervalSince1970: .nan))
+        try storage.write(Data("c".utf8), for: "never", expiresAt: Date(timeIntervalSince1970: .infinity))
+        try storage.write(Data("d".utf8), for: "always", expiresAt: Date(timeIntervalSince1970: -.infinity))
+        let reopened = SQLiteStorage<String>(file: folder.database)
+        #expect(try reopened.entry(for: "stored")?.storedAt == Date(timeIntervalSince1970: 0))
+        #expect(reopened.lookup("stored")?.isStale == false)
+        #expect(reopened.value(for: "expires") == nil)
+        #expect(try reopened.entry(for: "expires", includingExpired: true)?.data == Data("b".utf8))
+        #expect(reopened.lookup("never")?.isStale == false)
+        #expect(reopened.lookup("always")?.isStale == true)
+    }
+
     @Test func extremeLimitsDurationsAndNames() throws {
         let folder = Folder()
         let huge = SQLiteStorage<String>(file: folder.database, sizeLimit: .max, countLimit: .max, timeToLive: .seconds(1e19))

@@ -120,6 +120,23 @@ struct DiskStorageHostileTests {
         try storage.write(bytes("x"), for: "x", expiresAt: Date(timeIntervalSince1970: .greatestFiniteMagnitude))
     }
 
+    /// Dates a caller computed from a broken header or clock: NaN counts as 1970 (as in
+    /// SQLiteStorage, which the same test holds to it), infinities are kept.
+    @Test func datesThatAreNotNumbersCountAsTheEpochAndInfinitiesAreKept() throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"))
+        try storage.write(bytes("a"), for: "stored", storedAt: Date(timeIntervalSince1970: .nan))
+        try storage.write(bytes("b"), for: "expires", expiresAt: Date(timeIntervalSince1970: .nan))
+        try storage.write(bytes("c"), for: "never", expiresAt: Date(timeIntervalSince1970: .infinity))
+        try storage.write(bytes("d"), for: "always", expiresAt: Date(timeIntervalSince1970: -.infinity))
+        #expect(try storage.entry(for: "stored")?.storedAt == Date(timeIntervalSince1970: 0))
+        #expect(storage.lookup("stored")?.isStale == false)
+        #expect(storage.value(for: "expires") == nil)
+        #expect(try storage.entry(for: "expires", includingExpired: true)?.data == bytes("b"))
+        #expect(storage.lookup("never")?.isStale == false)
+        #expect(storage.lookup("always")?.isStale == true)
+    }
+
     @Test func aNegativeTimeToLiveIsRejected() async {
         await #expect(processExitsWith: .failure) {
             _ = DiskStorage<String>(directory: URL(fileURLWithPath: "/nonexistent"), timeToLive: .seconds(-1))

@@ -210,7 +210,7 @@ public final class DiskStorage<Key: Sendable>: Storage {
     ///   - storedAt: when the data was produced, if earlier than now (a copy of a value fetched a
     ///     while ago); now by default.
     ///   - expiresAt: when the entry stops being served; by default `timeToLive` after `storedAt`,
-    ///     or never.
+    ///     or never. A date that is not a number (NaN) counts as 1970.
     /// - Throws: ``DiskStorageError``: `.folderUnavailable`, `.unsafeFolder`, `.diskFull`,
     ///   `.permissionDenied`, `.exceedsLimit`, `.io`. Nothing is left behind on failure, and an older
     ///   entry for the key stays as it was (except after `.exceedsLimit`, which removes it, so a
