@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "RemoteCatalog", targets: ["RemoteCatalog"]),
         // For the Fuzz package, which feeds `pages --filter`'s line filter arbitrary files.
         .library(name: "FilePager", targets: ["FilePager"]),
+        // For the Fuzz package, which feeds the terminal code arbitrary text and key presses.
+        .library(name: "TerminalUI", targets: ["TerminalUI"]),
     ],
     dependencies: [
         .package(path: ".."),

@@ -66,10 +66,15 @@ public struct KeyDecoder: Sendable {
         case 0x00..<0x20: return (.unknown, 1)
         case 0x20..<0x80: return (.character(Character(Unicode.Scalar(first))), 1)
         default:
-            let length = first >= 0xF0 ? 4 : first >= 0xE0 ? 3 : first >= 0xC0 ? 2 : 1
+            // A byte that cannot start a character, or a start whose next bytes do not continue it,
+            // is one unknown byte: the keys after it (typed ASCII, an escape sequence) are kept.
+            guard first >= 0xC2, first <= 0xF4 else { return (.unknown, 1) }
+            let length = first >= 0xF0 ? 4 : first >= 0xE0 ? 3 : 2
+            if bytes.dropFirst().prefix(length - 1).contains(where: { $0 & 0xC0 != 0x80 }) { return (.unknown, 1) }
             guard bytes.count >= length else { return nil }
             let text = String(decoding: bytes[0..<length], as: UTF8.self)
-            return (text.first.map(Key.character) ?? .unknown, length)
+            guard text.unicodeScalars.count == 1, let character = text.first else { return (.unknown, 1) }
+            return (.character(character), length)
         }
     }
 

@@ -2,16 +2,20 @@
 /// (combining) characters. An approximation of `wcwidth` that covers what file names and first
 /// lines of files contain.
 public enum TextWidth {
-    /// Columns taken by `character`: 0, 1 or 2.
+    /// Columns taken by `character`: 2 for an emoji shown as a picture, else the sum of its scalars'
+    /// columns, as a terminal draws them (a base and its combining marks: the base's; a spacing
+    /// mark such as U+093E adds one; a prepended mark such as U+0605 adds none to the scalar it
+    /// joins).
     public static func columns(_ character: Character) -> Int {
-        guard let first = character.unicodeScalars.first else { return 0 }
         if character.unicodeScalars.contains(where: { $0.properties.isEmojiPresentation }) { return 2 }
-        return columns(first)
+        return character.unicodeScalars.reduce(0) { $0 + columns($1) }
     }
 
     static func columns(_ scalar: Unicode.Scalar) -> Int {
         let value = scalar.value
         if value == 0 || (value < 0x20) || (0x7F..<0xA0).contains(value) { return 0 }
+        // Hangul's medial vowels and final consonants join the initial consonant's two columns.
+        if (0x1160...0x11FF).contains(value) || (0xD7B0...0xD7FF).contains(value) { return 0 }
         switch scalar.properties.generalCategory {
         case .nonspacingMark, .enclosingMark, .format: return 0
         default: break
@@ -159,9 +163,17 @@ public enum TextWidth {
         if cut {
             while used + 1 > width, let last = kept.popLast() { used -= columns(last) }
             kept.append("…")
-            used += 1
         }
-        let result = keepEnd ? String(kept.reversed()) : String(kept)
+        // Measured again as one string: characters that were apart in `text` (a control dropped
+        // between them) can join into one, such as two regional indicators into a flag.
+        func joined() -> String { keepEnd ? String(kept.reversed()) : String(kept) }
+        var result = joined()
+        used = columns(result)
+        while used > width, !kept.isEmpty {  // never seen: a join takes no more columns than its parts
+            if cut, kept.count >= 2 { kept.remove(at: kept.count - 2) } else { kept.removeLast() }
+            result = joined()
+            used = columns(result)
+        }
         let padding = spaces(width - used)
         return alignRight ? padding + result : result + padding
     }

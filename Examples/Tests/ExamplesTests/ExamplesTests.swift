@@ -25,6 +25,17 @@ struct KeyDecoderTests {
         #expect(decoder.decode([0xA9]) == [.character("é")])
     }
 
+    /// Found by ScreenTextFuzzer: a byte that starts a UTF-8 character swallowed the two or three
+    /// bytes after it, typed keys and escape sequences included.
+    @Test func aByteThatIsNotUTF8IsOneUnknownKeyAndTheKeysAfterItAreKept() {
+        var decoder = KeyDecoder()
+        #expect(decoder.decode([0xE2] + Array("jk".utf8)) == [.unknown, .character("j"), .character("k")])
+        #expect(decoder.decode([0xF0, 0x9F] + Array("\u{1B}[B".utf8)) == [.unknown, .unknown, .down])
+        #expect(decoder.decode([0xFF, 0x80, 0xC0, 0xAF, 0xED, 0xA0, 0x80]) == Array(repeating: .unknown, count: 7))
+        #expect(decoder.decode([0xF0, 0x9F, 0x98]) == [])  // the rest may still come
+        #expect(decoder.decode([0x80, 0xE2, 0x82, 0xAC]) == [.character("😀"), .character("€")])
+    }
+
     @Test func modifiedArrowsAndUnknownSequencesDoNotDerailDecoding() {
         var decoder = KeyDecoder()
         #expect(decoder.decode(Array("\u{1B}[1;5A\u{1B}[99~q".utf8)) == [.up, .unknown, .character("q")])
@@ -58,6 +69,24 @@ struct TextWidthTests {
         #expect(TextWidth.fit("42", 5, alignRight: true) == "   42")
         #expect(TextWidth.fit("Sources/Terminal/Keys.swift", 12, keepEnd: true) == "…/Keys.swift")
         #expect(TextWidth.columns(TextWidth.fit("日本語のファイル名", 7)) == 7)
+    }
+
+    /// Found by ScreenTextFuzzer: a character's columns were its first scalar's, so a row padded
+    /// after a prepended mark (U+0605 joins the space after it), or a `?` shown for a control
+    /// before a spacing mark (U+093E joins it), took one column less than its width.
+    @Test func aFittedTextTakesItsWidthWhateverJoinsAtItsSeamsAndMarks() {
+        #expect(TextWidth.columns("\u{605} ") == 1)
+        #expect(TextWidth.columns("?\u{93E}") == 2)
+        #expect(TextWidth.columns("\u{1100}\u{1161}\u{11A8}") == 2)  // Hangul jamo: one syllable
+        for (text, width) in [("ab\u{605}", 6), ("\u{2}\u{93E}[B~4@Oq", 5), ("\u{1F1EB}\u{202E}\u{1F1F7}x", 4), ("x\u{605}", 1)] {
+            for alignRight in [false, true] {
+                for keepEnd in [false, true] {
+                    let fitted = TextWidth.fit(text, width, alignRight: alignRight, keepEnd: keepEnd)
+                    #expect(TextWidth.columns(fitted) == width, "\(text.debugDescription) right \(alignRight) end \(keepEnd): \(fitted.debugDescription)")
+                }
+            }
+            #expect(TextWidth.columns(TextWidth.fitPath(text, width)) == width)
+        }
     }
 
     /// The ASCII and simple-scalar paths against the character path, on text that mixes what they
