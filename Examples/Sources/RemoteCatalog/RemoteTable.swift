@@ -321,6 +321,26 @@ extension RemoteTable {
         }
     }
 
+    /// What is wrong with `argument` if it looks like a URL (`scheme://…`) that cannot be browsed,
+    /// for a tool to say instead of "no such folder"; `nil` if it does not look like one, or is a
+    /// remote folder URL.
+    public static func urlProblem(_ argument: String) -> String? {
+        guard remoteURL(argument) == nil, let separator = argument.range(of: "://") else { return nil }
+        let scheme = argument[..<separator.lowerBound]
+        guard let first = scheme.unicodeScalars.first, ("a"..."z").contains(first) || ("A"..."Z").contains(first),
+              scheme.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0) })
+        else { return nil }
+        switch scheme.lowercased() {
+        case "http", "https":
+            return "\(argument) is not a URL that can be read (it needs a host, and a port from 1 to 65535 if it has one); give the URL of a folder index, such as http://example.com/files/"
+        case "file":
+            let path = URL(string: argument)?.path ?? String(argument[separator.upperBound...])
+            return "\(argument) is a file URL; give its path instead (\(path.isEmpty ? "/" : path))"
+        default:
+            return "\(scheme): URLs cannot be browsed; give an http:// or https:// URL of a folder index, or the path of a folder"
+        }
+    }
+
     /// `argument` as a remote folder URL, if it is an `http` or `https` URL with a host.
     public static func remoteURL(_ argument: String) -> URL? {
         guard let url = URL(string: argument), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",

@@ -74,6 +74,7 @@ struct Browse: Tool {
         guard maxDepth >= 0, maxFiles >= 1, maxFolders >= 1 else {
             throw ValidationError("--max-depth must be 0 or more, --max-files and --max-folders at least 1.")
         }
+        guard !folder.isEmpty else { throw ValidationError("the folder is empty text; give a path (. for this folder) or a URL.") }
     }
 
     func run() async throws {
@@ -81,6 +82,7 @@ struct Browse: Tool {
             try await runRemote(url)
             return
         }
+        if !FileManager.default.fileExists(atPath: folder), let problem = RemoteTable.urlProblem(folder) { Self.fail(problem) }
         let entries: [FileEntry]
         do {
             entries = try FileListing.list(folder, includeHidden: all)

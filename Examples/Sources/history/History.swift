@@ -42,6 +42,7 @@ struct History: Tool {
 
     func validate() throws {
         guard pageSize >= 1 else { throw ValidationError("--page-size must be at least 1.") }
+        guard !repository.isEmpty else { throw ValidationError("the repository is empty text; give a path (. for this folder).") }
     }
 
     func run() async throws {

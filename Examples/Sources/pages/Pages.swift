@@ -94,6 +94,7 @@ struct Pages: Tool {
         guard (pageSize ?? 1) >= 1 else { throw ValidationError("--page-size must be at least 1.") }
         guard ahead >= 1 else { throw ValidationError("--ahead must be at least 1.") }
         guard latency >= 0 else { throw ValidationError("--latency must be 0 or more milliseconds.") }
+        guard !folder.isEmpty else { throw ValidationError("the file or folder is empty text; give a path (. for this folder) or a URL.") }
     }
 
     func run() async throws {
@@ -105,7 +106,7 @@ struct Pages: Tool {
         }
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
-            Self.fail("\(folder) does not exist; give the path of a file or a folder")
+            Self.fail(RemoteTable.urlProblem(folder) ?? "\(folder) does not exist; give the path of a file or a folder")
         }
         if !isFolder.boolValue {
             await Self.page(file: folder, filter: query)

@@ -13,6 +13,19 @@ import Testing
 struct DirectoryIndexTests {
     static let folder = URL(string: "http://127.0.0.1:8080/")!
 
+    /// Before, each of these said "is not a folder that can be read (No such file or directory)".
+    @Test func aURLThatCannotBeBrowsedSaysWhyAndAPathIsNoURL() {
+        for bad in ["http://[::1", "http://", "https://127.0.0.1:-1/", "HTTP://:80/"] {
+            #expect(RemoteTable.urlProblem(bad)?.contains("is not a URL that can be read") == true, "\(bad)")
+        }
+        #expect(RemoteTable.urlProblem("ftp://example.com/")?.hasPrefix("ftp: URLs cannot be browsed") == true)
+        #expect(RemoteTable.urlProblem("a://b/c d")?.hasPrefix("a: URLs cannot be browsed") == true)
+        #expect(RemoteTable.urlProblem("file:///var/log/")?.hasSuffix("give its path instead (/var/log)") == true)
+        for fine in ["http://127.0.0.1:8080/", "https://example.com/a/", "/tmp/a", "9p://x", "", "notes.txt", "a b://c"] {
+            #expect(RemoteTable.urlProblem(fine) == nil, "\(fine)")
+        }
+    }
+
     func parse(_ fixture: String) throws -> [IndexEntry] {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/" + fixture)
         return try DirectoryIndex.parse(try Data(contentsOf: url), folder: Self.folder)

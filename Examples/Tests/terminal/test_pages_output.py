@@ -115,6 +115,13 @@ def main():
             ([pages, "--ahead", "0", files], "pages: --ahead must be at least 1; see 'pages --help'"),
             ([pages, "--bogus"], "pages: unknown option '--bogus'; see 'pages --help'"),
             ([browse, "--width", "x"], "browse: the value 'x' is invalid for '--width <width>'; see 'browse --help'"),
+            # A URL that cannot be browsed is not "no such folder", and empty text is not "here".
+            ([browse, "http://[::1"], "browse: http://[::1 is not a URL that can be read (it needs a host, and a port from 1 to 65535 if it has one);"
+                                      " give the URL of a folder index, such as http://example.com/files/"),
+            ([browse, "ftp://example.com/pub/"], "browse: ftp: URLs cannot be browsed; give an http:// or https:// URL of a folder index, or the path of a folder"),
+            ([pages, "file:///etc/"], "pages: file:///etc/ is a file URL; give its path instead (/etc)"),
+            ([browse, ""], "browse: the folder is empty text; give a path (. for this folder) or a URL; see 'browse --help'"),
+            ([pages, ""], "pages: the file or folder is empty text; give a path (. for this folder) or a URL; see 'pages --help'"),
         ]:
             result = subprocess.run(arguments, capture_output=True, timeout=60)
             message = result.stderr.decode().strip()
