@@ -11,6 +11,10 @@ import Synchronization
 // Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3] [--timeline] [--list]
 //   (--timeline: also when the 1st, 6th, 50th, 100th, 500th, 1000th… file of each run arrived;
 //    --list: one `files(for:)` for the whole list instead of a task calling `file(for:)` per URL)
+//        media-bench URL-LIST --transport-only [--atomic] [--answers] [--ca-file PEM] [--concurrency 6] [--runs 3]
+//   (no AsyncMedia: the transport alone writes each body to a file as curl does, the next request
+//   started from the end of the last — TransportOnly.swift; --atomic: a file with no name linked into
+//   place, as AsyncMedia commits on Linux; --answers: each file handed to a reading task)
 //        media-bench --latency BIG-URL SMALL-URL [--ca-file PEM]
 //   (downloads BIG-URL while fetching SMALL-URL?n=1, ?n=2, … one after another through another
 //   AsyncMedia on the same transport, and prints those small requests' latencies)
@@ -23,6 +27,7 @@ struct Options {
     var timeline = false
     var oneList = false
     var latency: (big: URL, small: URL)?
+    var transportOnly: TransportOnlyOptions?
 
     init(_ arguments: [String]) {
         var rest = arguments[...]
@@ -33,6 +38,9 @@ struct Options {
             case "--runs": runs = rest.popFirst().flatMap(Int.init) ?? 0
             case "--timeline": timeline = true
             case "--list": oneList = true
+            case "--transport-only": transportOnly = transportOnly ?? TransportOnlyOptions()
+            case "--atomic": transportOnly = transportOnly ?? TransportOnlyOptions(); transportOnly?.atomic = true
+            case "--answers": transportOnly = transportOnly ?? TransportOnlyOptions(); transportOnly?.answers = true
             case "--latency":
                 if let big = rest.popFirst().flatMap(URL.init(string:)), let small = rest.popFirst().flatMap(URL.init(string:)) {
                     latency = (big, small)
@@ -103,6 +111,27 @@ do {
 #else
 transport = nil
 #endif
+
+if let only = options.transportOnly, let transport {
+    for run in 1 ... options.runs {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("media-bench-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            FileHandle.standardError.write(Data("media-bench: cannot make \(folder.path): \(error)\n".utf8))
+            exit(1)
+        }
+        let clock = ContinuousClock()
+        let cpuBefore = processCPUSeconds()
+        let start = clock.now
+        let failures = await transportOnly(urls, through: transport, into: folder.path, concurrency: options.concurrency, options: only)
+        let elapsed = clock.now - start
+        let cpu = processCPUSeconds() - cpuBefore
+        print("run \(run): \(urls.count) files in \(String(format: "%.3f", seconds(elapsed))) s, \(failures) failed, cpu \(String(format: "%.3f", cpu)) s")
+        try? FileManager.default.removeItem(at: folder)
+    }
+    exit(0)
+}
 
 for run in 1 ... options.runs {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("media-bench-\(UUID().uuidString)")

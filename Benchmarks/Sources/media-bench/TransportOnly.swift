@@ -1,0 +1,128 @@
+import Avenues
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How `--transport-only` writes and hands over each file.
+struct TransportOnlyOptions {
+    /// Each body into a file with no name, linked into place when whole (`O_TMPFILE` + `linkat`, as
+    /// AsyncMedia commits on Linux) instead of opened under its name (as `curl -o`).
+    var atomic = false
+    /// Each file's path handed to a task that reads them as they end (as `files(for:)`'s reader).
+    var answers = false
+}
+
+/// The transport alone, fed as curl feeds itself: `concurrency` requests in flight, the next one
+/// started from the end of the last, each body written to its own file as it arrives (open at the
+/// head, write, close at the end) on the transport's thread. No cache, no de-duplication, no task
+/// per file: what the keep-alive client costs beside curl, and with `options` what a cache's atomic
+/// commit and a reader's wake per file add (`keepalive-bench.py` prints all three). Returns how
+/// many failed.
+func transportOnly(
+    _ urls: [URL], through transport: any DownloadTransport, into folder: String, concurrency: Int, options: TransportOnlyOptions
+) async -> Int {
+    let (stream, answers) = AsyncStream.makeStream(of: String.self)
+    let reader: Task<Void, Never>? = options.answers ? Task.detached {
+        for await _ in stream {}
+    } : nil
+    let failures = await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+        let queue = TransportQueue(urls: urls, transport: transport, folder: folder, options: options, answers: options.answers ? answers : nil, done: done)
+        for _ in 0 ..< min(concurrency, urls.count) { queue.startNext() }
+        if urls.isEmpty { done.resume(returning: 0) }
+    }
+    answers.finish()
+    await reader?.value
+    return failures
+}
+
+/// The URLs not yet started, and what ended.
+private final class TransportQueue: Sendable {
+    struct State {
+        var next = 0
+        var ended = 0
+        var failures = 0
+    }
+    let urls: [URL]
+    let transport: any DownloadTransport
+    let folder: String
+    let options: TransportOnlyOptions
+    let answers: AsyncStream<String>.Continuation?
+    let done: CheckedContinuation<Int, Never>
+    let state = Mutex(State())
+
+    init(urls: [URL], transport: any DownloadTransport, folder: String, options: TransportOnlyOptions,
+         answers: AsyncStream<String>.Continuation?, done: CheckedContinuation<Int, Never>) {
+        (self.urls, self.transport, self.folder, self.options, self.answers, self.done) = (urls, transport, folder, options, answers, done)
+    }
+
+    func startNext() {
+        let index = state.withLock { state -> Int? in
+            guard state.next < urls.count else { return nil }
+            defer { state.next += 1 }
+            return state.next
+        }
+        guard let index else { return }
+        let sink = FileSink(path: folder + "/f\(index)", queue: self)
+        _ = transport.start(DownloadRequest(url: urls[index], headers: [], limits: .default), into: sink)
+    }
+
+    func ended(_ path: String, failed: Bool) {
+        if !failed { answers?.yield(path) }
+        let (finished, failures) = state.withLock { state in
+            state.ended += 1
+            if failed { state.failures += 1 }
+            return (state.ended == urls.count, state.failures)
+        }
+        if finished { done.resume(returning: failures) } else { startNext() }
+    }
+}
+
+/// One body into one file, on the transport's thread.
+// Safe: a transport calls a sink's methods one at a time, in order (DownloadSink's contract).
+private final class FileSink: DownloadSink, @unchecked Sendable {
+    let path: String
+    let queue: TransportQueue
+    var descriptor: Int32 = -1
+    var failed = false
+
+    init(path: String, queue: TransportQueue) {
+        (self.path, self.queue) = (path, queue)
+    }
+
+    func head(status: Int, fields: [HTTPField]) -> Bool {
+        guard status == 200 else {
+            failed = true
+            return false
+        }
+        #if os(Linux)
+        if queue.options.atomic {
+            descriptor = open(queue.folder, 0o20_000_000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0o644)  // O_TMPFILE
+            return descriptor >= 0
+        }
+        #endif
+        descriptor = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o644)
+        return descriptor >= 0
+    }
+
+    func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var rest = bytes
+        while !rest.isEmpty {
+            let written = write(descriptor, rest.baseAddress, rest.count)
+            guard written > 0 else { return false }
+            rest = UnsafeRawBufferPointer(rebasing: rest[written...])
+        }
+        return true
+    }
+
+    func end(_ error: (any Error)?) {
+        var failed = failed || error != nil || descriptor < 0
+        #if os(Linux)
+        if queue.options.atomic, !failed, linkat(descriptor, "", AT_FDCWD, path, 0x1000) != 0 { failed = true }  // AT_EMPTY_PATH
+        #endif
+        if descriptor >= 0 { close(descriptor) }
+        queue.ended(path, failed: failed)
+    }
+}
