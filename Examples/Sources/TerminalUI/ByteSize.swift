@@ -9,7 +9,8 @@ public enum ByteSize {
         let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
         var value = Double(bytes) / 1024
         var unit = 0
-        while value >= 1024, unit < units.count - 1 {
+        // Rounded before the unit is chosen: 1,048,575 bytes is 1.0 MiB, not 1024.0 KiB.
+        while (value * 10).rounded() >= 10_240, unit < units.count - 1 {
             value /= 1024
             unit += 1
         }

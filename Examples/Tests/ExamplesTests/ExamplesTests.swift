@@ -174,6 +174,12 @@ struct FileSummaryTests {
         #expect(ByteSize.text(999) == "999 B")
         #expect(ByteSize.text(1_536) == "1.5 KiB")
         #expect(ByteSize.text(5 << 20) == "5.0 MiB")
+        // Just under a unit rounds up into it, not to "1024.0" of the one below; the largest stay EiB.
+        #expect(ByteSize.text(1_048_575) == "1.0 MiB")
+        #expect(ByteSize.text(1_048_524) == "1023.9 KiB")
+        #expect(ByteSize.text((1 << 30) - 1) == "1.0 GiB")
+        #expect(ByteSize.text(.max) == "8.0 EiB")
+        #expect(ByteSize.text(-1) == "-1 B")
     }
 }
 
