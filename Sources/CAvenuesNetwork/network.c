@@ -73,7 +73,8 @@ static char curl_error[512] = "libcurl was not loaded";
 // are woken, and exit waits until every such thread is asleep at the gate.
 static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t exit_cond = PTHREAD_COND_INITIALIZER;
-static int exiting = 0;
+// Written under exit_lock; read without it by the checkpoint the curl thread passes every step.
+static atomic_int exiting = 0;
 static int threads_inside = 0;
 static __thread int this_thread_inside = 0;
 static void **multis = NULL;  // the multi handles in use, woken at exit
@@ -107,10 +108,8 @@ void avenues_curl_thread_leave(void) {
 }
 
 void avenues_curl_thread_checkpoint(void) {
-    pthread_mutex_lock(&exit_lock);
-    int stop = exiting;
-    pthread_mutex_unlock(&exit_lock);
-    if (!stop) return;
+    // A load, not the lock: exit() that begins just after is waited for at the next step or poll.
+    if (!atomic_load_explicit(&exiting, memory_order_acquire)) return;
     avenues_curl_thread_leave();
     sleep_for_ever();
 }
@@ -147,7 +146,7 @@ static void forget_multi(void *multi) {
 
 static void close_gate_at_exit(void) {
     pthread_mutex_lock(&exit_lock);
-    exiting = 1;
+    atomic_store_explicit(&exiting, 1, memory_order_release);
     // Under the lock, so no handle is cleaned up meanwhile (forget_multi waits for it);
     // curl_multi_wakeup may be called from any thread.
     for (size_t index = 0; index < multi_count; index++) curl.multi_wakeup(multis[index]);
