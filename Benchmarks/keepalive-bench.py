@@ -11,10 +11,13 @@ slower and noisier); give --folder /tmp to include the disk.
 
 Avenues is run two ways, each a fresh process per run: a task per URL calling `file(for:)` (what
 a list view's rows do), and one `files(for:)` for the whole list (what curl is given: a list).
-Three more lines take the parts apart (`media-bench --transport-only`): the transport alone,
+Four more lines take the parts apart (`media-bench --transport-only`): the transport alone,
 writing each body to a file as curl does (no cache, no task per file); then with each file made
 as AsyncMedia commits it (no name until whole, `O_TMPFILE` + `linkat`); then also handed to a
-task that reads the files as they end (as a `files(for:)` reader is woken).
+task that reads the files as they end (as a `files(for:)` reader is woken); then the same with
+each file opened ahead, in batches, by a task on the pool (`--prepared`): what the transport's
+thread would be left with by a download path that prepares on the pool and ends each download on
+the transport's thread.
 Prints each run's wall time; the throughput ratio (curl's time / ours: ≥ 1.0 means we are at least
 as fast), where ours is timed inside the process after its start-up, so curl's start-up — one curl
 run of one URL, measured in every round — is taken off curl's time (the ratio with it left in is
@@ -89,14 +92,16 @@ def main():
             with open(config, "w") as file:
                 for index, url in enumerate(urls):
                     file.write(f'url = "{url}"\noutput = "{target}/f{index:05d}.txt"\n')
-            ways = {"a task per URL": [], "one list": [], "the transport alone": [], "  + atomic commit": [], "  + a reader per file": []}
+            ways = {"a task per URL": [], "one list": [], "the transport alone": [], "  + atomic commit": [], "  + a reader per file": [],
+                    "  + opened ahead on the pool": []}
             our_cpu = {way: [] for way in ways}
             theirs, their_cpu, start_up, start_up_cpu = [], [], [], []
             connections = {}
             for run in range(options.runs):
                 for way, flags in [("a task per URL", []), ("one list", ["--list"]), ("the transport alone", ["--transport-only"]),
                                    ("  + atomic commit", ["--transport-only", "--atomic"]),
-                                   ("  + a reader per file", ["--transport-only", "--atomic", "--answers"])]:
+                                   ("  + a reader per file", ["--transport-only", "--atomic", "--answers"]),
+                                   ("  + opened ahead on the pool", ["--transport-only", "--prepared", "--answers"])]:
                     before = len(server.entries())
                     output = subprocess.run([binary, listing, "--ca-file", ca, "--concurrency", str(options.concurrency), "--runs", "1"] + flags,
                                             capture_output=True, text=True, check=True, env=dict(os.environ, TMPDIR=work)).stdout

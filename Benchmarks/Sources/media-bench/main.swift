@@ -11,10 +11,11 @@ import Synchronization
 // Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3] [--timeline] [--list]
 //   (--timeline: also when the 1st, 6th, 50th, 100th, 500th, 1000th… file of each run arrived;
 //    --list: one `files(for:)` for the whole list instead of a task calling `file(for:)` per URL)
-//        media-bench URL-LIST --transport-only [--atomic] [--answers] [--ca-file PEM] [--concurrency 6] [--runs 3]
+//        media-bench URL-LIST --transport-only [--atomic] [--answers] [--prepared] [--ca-file PEM] [--concurrency 6] [--runs 3]
 //   (no AsyncMedia: the transport alone writes each body to a file as curl does, the next request
 //   started from the end of the last — TransportOnly.swift; --atomic: a file with no name linked into
-//   place, as AsyncMedia commits on Linux; --answers: each file handed to a reading task)
+//   place, as AsyncMedia commits on Linux; --answers: each file handed to a reading task;
+//   --prepared: those files opened ahead, in batches, by a task on the pool)
 //        media-bench --latency BIG-URL SMALL-URL [--ca-file PEM]
 //   (downloads BIG-URL while fetching SMALL-URL?n=1, ?n=2, … one after another through another
 //   AsyncMedia on the same transport, and prints those small requests' latencies)
@@ -41,6 +42,7 @@ struct Options {
             case "--transport-only": transportOnly = transportOnly ?? TransportOnlyOptions()
             case "--atomic": transportOnly = transportOnly ?? TransportOnlyOptions(); transportOnly?.atomic = true
             case "--answers": transportOnly = transportOnly ?? TransportOnlyOptions(); transportOnly?.answers = true
+            case "--prepared": transportOnly = transportOnly ?? TransportOnlyOptions(); transportOnly?.prepared = true
             case "--latency":
                 if let big = rest.popFirst().flatMap(URL.init(string:)), let small = rest.popFirst().flatMap(URL.init(string:)) {
                     latency = (big, small)
