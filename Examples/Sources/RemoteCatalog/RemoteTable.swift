@@ -280,6 +280,11 @@ extension RemoteTable {
             let what = isFolder.boolValue ? "is a folder" : "cannot be read"
             throw CAFileProblem(description: "the CA file \(TerminalSafe.clean(caFile)) \(what); give a readable PEM file of CA certificates")
         }
+        // A FIFO or a device: TLS would open it on the transport's thread and, for a FIFO without a
+        // writer, wait there for ever.
+        guard (try? URL(fileURLWithPath: caFile).resolvingSymlinksInPath().resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else {
+            throw CAFileProblem(description: "the CA file \(TerminalSafe.clean(caFile)) is not a regular file (a pipe or a device); give a readable PEM file of CA certificates")
+        }
         #if os(Linux)
         do {
             return try CurlTransport(caFile: caFile)

@@ -7,8 +7,8 @@ Usage: test_browse_https.py BIN_DIR   (the folder holding the built `browse` and
 - `pages URL --ca-file CA` and `browse URL --ca-file CA`, piped, print exactly what they print for
   the same folder on disk; `SSL_CERT_FILE=CA` does the same as `--ca-file`;
 - without the CA the certificate is not trusted: one line on stderr that says so and names
-  `--ca-file`, exit status 1 (not "offline"); an unreadable CA file, or a folder given as one, is
-  one line and exit status 1;
+  `--ca-file`, exit status 1 (not "offline"); an unreadable CA file, or a folder, a FIFO or a
+  device given as one, is one line and exit status 1;
 - in a terminal (tmux, 120x40): the first screen fills from a cold cache, PgDn shows the next,
   q restores the terminal;
 - keep-alive: the files of the first screens came over a few connections, not one each (counted in
@@ -74,6 +74,16 @@ def main():
         if folder.returncode != 1 or len(lines) != 1 or "is a folder" not in lines[0]:
             fail(f"a folder given as the CA file must be one line saying so and exit status 1, got {folder.returncode}: {folder.stderr!r}")
         print("ok:", lines[0])
+        # Probe of 2026-11-26: a FIFO as the CA file was opened by TLS on the transport's thread,
+        # which waited for a writer for ever (browse hung with nothing on the screen).
+        fifo = os.path.join(work, "ca.fifo")
+        os.mkfifo(fifo)
+        for given in [fifo, "/dev/zero"]:
+            refused = subprocess.run([browse, server.url, "--ca-file", given], capture_output=True, text=True, timeout=60)
+            lines = refused.stderr.strip().splitlines()
+            if refused.returncode != 1 or len(lines) != 1 or "not a regular file" not in lines[0]:
+                fail(f"{given} as the CA file must be one line saying it is not a regular file and exit status 1, got {refused.returncode}: {refused.stderr!r}")
+            print("ok:", lines[0])
 
         # In a terminal, from a cold cache.
         before = len(server.entries())

@@ -386,6 +386,33 @@ final class AsyncMediaNetworkTests: Sendable {
         try await staleConnections(tls: true)
     }
 
+    /// Seen 2026-11-26 (`pages https://… --ca-file FIFO`): a CA file that is a FIFO was opened by
+    /// TLS on the transport's thread, which then waited for a writer for ever — every transfer of
+    /// the transport stalled, plain http ones too. Now https downloads fail at once, saying what to
+    /// give, and the thread stays free.
+    @Test(.enabled(if: executable(named: "openssl") != nil), .timeLimit(.minutes(1)))
+    func aCAFileThatIsNotARegularFileFailsHTTPSAtOnceAndStallsNothing() async throws {
+        let certificate = try MediaServer.makeCertificate(in: folder.child("certificate-fifo"))
+        let secure = try MediaServer(tls: certificate)
+        let fifo = folder.child("ca.fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let transport = try CurlTransport(caFile: fifo)
+        let media = AsyncMedia(directory: folder.child("fifo-ca"), transport: transport)
+        do {
+            _ = try await media.file(for: secure.url("/bytes/100"))
+            Issue.record("an https download trusted a FIFO as its CA file")
+        } catch let error as URLError {
+            #expect(error.code == .secureConnectionFailed)
+            #expect(error.localizedDescription.contains("is not a regular file"), "\(error.localizedDescription)")
+        }
+        let file = try await media.file(for: server.url("/bytes/1000?after=fifo"))
+        #expect(try Data(contentsOf: file) == MediaServer.body(1000))
+        // A regular file is left to libcurl, and so is a missing one (its own error).
+        #expect(CurlTransport.problem(ofCAFile: certificate.certificate) == nil)
+        #expect(CurlTransport.problem(ofCAFile: folder.child("missing.pem").path) == nil)
+        #expect(CurlTransport.problem(ofCAFile: "/dev/zero") != nil)
+    }
+
     func staleConnections(tls: Bool) async throws {
         let certificate = tls ? try MediaServer.makeCertificate(in: folder.child("certificate")) : nil
         let server = try MediaServer(tls: certificate)

@@ -17,7 +17,9 @@ import Foundation
 ///
 /// Bodies are handed over still in their content codings: AsyncMedia decodes them and checks that
 /// each compressed stream is whole (libcurl 7.88 takes a `gzip` body cut in half for a whole one).
-/// The CA file is `SSL_CERT_FILE` from the environment unless one is given.
+/// The CA file is `SSL_CERT_FILE` from the environment unless one is given. One that is not a
+/// regular file when the transport is made (a FIFO, a device) fails every https download at once,
+/// as TLS would open it on this thread, where a FIFO without a writer stalls every transfer.
 ///
 /// A process may call `exit()` while downloads run: before the libraries are torn down (OpenSSL's
 /// clean-up, destructors), this transport's thread stops at its next step and sleeps, and `exit()`
@@ -53,6 +55,8 @@ public final class CurlTransport: DownloadTransport {
 
     /// The file of CA certificates TLS trusts, or `nil` for the system's.
     public let caFile: String?
+    /// Why ``caFile`` cannot be read by TLS, if it is not a regular file: https requests fail with it.
+    private let caFileProblem: String?
 
     private let engine: Engine
 
@@ -66,6 +70,7 @@ public final class CurlTransport: DownloadTransport {
             throw Unavailable(reason: String(cString: avenues_curl_load_error()))
         }
         self.caFile = caFile.flatMap { $0.isEmpty ? nil : $0 }
+        caFileProblem = self.caFile.flatMap(Self.problem(ofCAFile:))
         engine = Engine(multi: multi)
         let engine = engine
         let thread = Thread { engine.run() }
@@ -77,9 +82,19 @@ public final class CurlTransport: DownloadTransport {
         engine.submit(.shutDown)
     }
 
+    /// Why `path` cannot be the CA file: it exists and is not a regular file. TLS opens it on the
+    /// transport's thread, where a FIFO without a writer blocked every transfer for ever (http
+    /// ones too) and a pipe is read once at most. A missing or unreadable file is libcurl's to
+    /// report (`error setting certificate file`).
+    static func problem(ofCAFile path: String) -> String? {
+        guard let info = try? FileSystem.status(path), !info.isRegularFile else { return nil }
+        return "the CA file \(path.debugDescription) is not a regular file (a pipe or a device, which TLS cannot read); give a PEM file of CA certificates"
+    }
+
     /// Starts `request` on this transport's thread; its head and body go to `sink`.
     public func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
-        let transfer = CurlTransfer(request: request, sink: sink, caFile: caFile)
+        let refusal = request.url.scheme?.lowercased() == "https" ? caFileProblem : nil
+        let transfer = CurlTransfer(request: request, sink: sink, caFile: caFile, refusal: refusal)
         engine.submit(.add(transfer))
         return DownloadHandle { [weak engine, weak transfer] in
             guard let engine, let transfer else { return }
@@ -198,6 +213,10 @@ private final class Engine: @unchecked Sendable {
     }
 
     private func add(_ transfer: CurlTransfer) {
+        if let refusal = transfer.refusal {
+            transfer.sink.end(URLError(.secureConnectionFailed, userInfo: [NSURLErrorFailingURLErrorKey: transfer.request.url, NSLocalizedDescriptionKey: refusal]))
+            return
+        }
         let idle = idleHandles.popLast()
         if idle == nil { handlesMade.withLock { $0 += 1 } }
         guard let easy = transfer.configure(reusing: idle) else {
@@ -237,6 +256,8 @@ private final class CurlTransfer: @unchecked Sendable {
     let request: DownloadRequest
     let sink: any DownloadSink
     let caFile: String?
+    /// Why this request fails before libcurl sees it, if it does.
+    let refusal: String?
     private(set) var easy: UnsafeMutableRawPointer?
     private var headerList: UnsafeMutableRawPointer?
     /// libcurl writes its detailed message here (CURL_ERROR_SIZE); it must not move, so it is
@@ -253,10 +274,11 @@ private final class CurlTransfer: @unchecked Sendable {
     /// The response could not be read (a head too large, a folded line…).
     private var failure: (any Error)?
 
-    init(request: DownloadRequest, sink: any DownloadSink, caFile: String?) {
+    init(request: DownloadRequest, sink: any DownloadSink, caFile: String?, refusal: String?) {
         self.request = request
         self.sink = sink
         self.caFile = caFile
+        self.refusal = refusal
     }
 
     deinit {
