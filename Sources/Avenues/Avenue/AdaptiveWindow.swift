@@ -176,9 +176,10 @@ public struct AdaptiveWindow: Sendable {
     /// Rows seen loaded (or failed) at `time`.
     mutating func arrived(_ rows: [Int], at time: ContinuousClock.Instant) {
         for row in rows {
-            if let asked = waiting.removeValue(forKey: row) { Self.append(Self.seconds(time - asked), to: &samples, keeping: Self.samplesKept) }
+            // At least 0: a clock of the caller's (`now:`) may go back.
+            if let asked = waiting.removeValue(forKey: row) { Self.append(max(0, Self.seconds(time - asked)), to: &samples, keeping: Self.samplesKept) }
             if let asked = waitingInWindow.removeValue(forKey: row) {
-                Self.append(Self.seconds(time - asked), to: &windowSamples, keeping: Self.windowSamplesKept)
+                Self.append(max(0, Self.seconds(time - asked)), to: &windowSamples, keeping: Self.windowSamplesKept)
             }
         }
     }
@@ -224,8 +225,10 @@ public struct AdaptiveWindow: Sendable {
             // and where the list will stop cannot be told yet (loading a guessed landing screen did
             // worse in the simulation: 22,574 placeholder row-frames against 20,867). Loads asked
             // earlier for rows still ahead go on; the list passes them later.
-            let path = down ? visible.lowerBound ..< visible.lowerBound + Int(min(lead, Double(4 * screen))) + screen
-                : visible.upperBound - screen - Int(min(lead, Double(4 * screen))) ..< visible.upperBound
+            // Saturating: a list seeking near either end of the integers is cut there.
+            let reach = Saturating.add(Int(max(0, min(lead, Double(Saturating.multiply(4, screen))))), screen)
+            let path = down ? visible.lowerBound ..< Saturating.add(visible.lowerBound, reach)
+                : Saturating.subtract(visible.upperBound, reach) ..< visible.upperBound
             wanted = applied.filter { path.contains($0.key) && $0.value != .background }.keys.sorted().map { ($0, .prefetch) }
             estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: 0, behind: 0, seeking: true)
         } else {

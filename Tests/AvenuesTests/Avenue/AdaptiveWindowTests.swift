@@ -171,4 +171,36 @@ struct AdaptiveWindowTests {
         // 31 rows/s for the 2 s the slow loads take: about 62 rows ahead, not the resting screen.
         #expect(estimates.ahead > 55 && estimates.ahead < 70, "\(estimates)")
     }
+
+    /// Probe of 2026-11-26: a fling near either end of the integers trapped (arithmetic overflow)
+    /// where the seeking window's path was measured; and a clock of the caller's that goes back gave
+    /// negative latencies. Both ends, both directions, and a clock that jumps back and forth.
+    @Test func flingsAtTheEndsOfTheIntegersAndAClockThatGoesBackNeverTrap() async {
+        let work = ControlledWork<String, Int>()
+        let offset = Shared(Duration.zero)
+        let start = ContinuousClock.now
+        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: 100, work))
+        let prefetcher = RowPrefetcher(avenue: avenue, policy: .adaptive, now: { start + offset.value }) { "row\($0)" }
+        func fling(from first: Int, by step: Int, frames: Int) {
+            for frame in 0..<frames {
+                offset.withLock { $0 += .milliseconds(16) }
+                let top = first + frame * step
+                prefetcher.show(top..<top + 40)
+                #expect(prefetcher.window.count <= prefetcher.maxRows)
+            }
+        }
+        fling(from: Int.max - 40 - 200 * 12, by: 200, frames: 13)  // down, seeking, up to Int.max
+        #expect(prefetcher.estimates.seeking)
+        fling(from: Int.min + 200 * 12, by: -200, frames: 13)        // up, seeking, down to Int.min
+        #expect(prefetcher.estimates.seeking)
+        // A clock that goes back while rows load: latencies are never negative.
+        fling(from: 1_000, by: 0, frames: 1)
+        for row in 1_000..<1_040 { await work.waitUntilStarted("row\(row)") }
+        offset.withLock { $0 -= .seconds(5) }
+        for row in 1_000..<1_040 { work.succeed("row\(row)", with: row) }
+        await eventually("the screen arrived") { avenue.item(at: 1_039) != nil }
+        fling(from: 1_000, by: 0, frames: 1)
+        #expect(prefetcher.estimates.latency >= .zero, "\(prefetcher.estimates)")
+        prefetcher.stop()
+    }
 }
