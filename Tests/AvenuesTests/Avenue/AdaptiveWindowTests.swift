@@ -203,4 +203,40 @@ struct AdaptiveWindowTests {
         #expect(prefetcher.estimates.latency >= .zero, "\(prefetcher.estimates)")
         prefetcher.stop()
     }
+
+    /// Random hostile sequences, both policies: ranges at and across the ends of the integers,
+    /// hints there too, a clock that stops, goes back or leaps a day. Never a trap; the window holds
+    /// at most `maxRows` rows, all of rows that exist; the estimates stay numbers.
+    @Test(arguments: [(UInt64(1), RowPrefetcher<String, Int>.Policy.adaptive), (2, .adaptive), (3, .fixed)])
+    func hostileSequencesKeepTheWindowBounded(seed: UInt64, policy: RowPrefetcher<String, Int>.Policy) {
+        var random = SplitMix64(seed: seed)
+        let offset = Shared(Duration.zero)
+        let start = ContinuousClock.now
+        let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: 6, ControlledWork<String, Int>()))
+        let prefetcher = RowPrefetcher(avenue: avenue, policy: policy, now: { start + offset.value }) { $0 >= 0 ? "row\($0)" : nil }
+        prefetcher.maxRows = 64
+        let edges = [Int.min, Int.min + 1, -1, 0, 1, Int.max - 40, Int.max - 1, Int.max]
+        func position() -> Int {
+            random.next() % 3 == 0 ? edges[Int(random.next() % UInt64(edges.count))] : Int(random.next() % 100_000)
+        }
+        for _ in 0..<600 {
+            switch random.next() % 8 {
+            case 0: offset.withLock { $0 -= .milliseconds(Int64(random.next() % 500)) }
+            case 1: offset.withLock { $0 += .seconds(86_400) }
+            case 2: break
+            default: offset.withLock { $0 += .milliseconds(Int64(random.next() % 40)) }
+            }
+            let a = position()
+            let b = random.next() % 2 == 0 ? position() : a &+ Int(random.next() % 60)
+            if random.next() % 8 == 0 { prefetcher.hint([position(), position()]) }
+            prefetcher.show(min(a, b) ..< max(a, b))
+            let window = prefetcher.window
+            #expect(window.count <= 64)
+            #expect(window.keys.allSatisfy { $0 >= 0 })
+            let estimates = prefetcher.estimates
+            #expect(estimates.rowsPerSecond.isFinite && estimates.rowsPerSecond >= 0 && estimates.latency >= .zero, "\(estimates)")
+        }
+        prefetcher.stop()
+        #expect(prefetcher.window.isEmpty)
+    }
 }
