@@ -72,6 +72,8 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     struct State {
         var machine: RowFilterStateMachine
         var scan: Task<Void, Never>?
+        /// Which scan is current: each started, and each dropped, moves it on.
+        var scanID: UInt64 = 0
         /// Items by source row: those the scan matched and those loaded for the screen.
         var items: [Int: Item] = [:]
         /// The matches on screen.
@@ -163,6 +165,7 @@ public final class FilteredRows<Item: Sendable>: Sendable {
             state.error = nil
             let old = state.scan
             state.scan = nil
+            state.scanID &+= 1  // the old scan, if it runs on, is no longer the current one
             return (old, true)
         }
         old?.cancel()
@@ -173,11 +176,12 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     /// The query being filtered by.
     public var query: TextQuery? { state.withLock { $0.machine.query } }
 
-    /// Goes on scanning after a finished scan, for a source that grew (a log, a followed file).
+    /// Goes on scanning after a finished scan, for a source that grew (a log, a followed file); at
+    /// once, even from the change that said the scan was complete.
     public func sourceGrew() {
+        // A scan still running (one that just took its last chunk, say) goes on by itself.
         let resume = state.withLock { state -> Bool in
-            guard state.scan == nil, state.machine.sourceGrew() else { return false }
-            return true
+            state.machine.sourceGrew() && state.scan == nil
         }
         if resume { startScan() }
     }
@@ -190,7 +194,10 @@ public final class FilteredRows<Item: Sendable>: Sendable {
 
     private func cancelScan() {
         let task = state.withLock { state -> Task<Void, Never>? in
-            defer { state.scan = nil }
+            defer {
+                state.scan = nil
+                state.scanID &+= 1
+            }
             return state.scan
         }
         task?.cancel()
@@ -290,27 +297,43 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     private func startScan() {
         // The scan holds the filter only during a step: one dropped mid-scan is deinitialized, and
         // its deinit cancels the task.
-        let task = Task(priority: priority) { [weak self] in
-            while !Task.isCancelled {
-                guard let filtered = self, await filtered.scanStep() else { break }
+        // Made and stored under the lock, so a scan that ends finds its own handle there.
+        state.withLock { state in
+            let previous = state.scan
+            state.scanID &+= 1
+            let id = state.scanID
+            state.scan = Task(priority: priority) { [weak self] in
+                while !Task.isCancelled {
+                    guard let filtered = self else { break }
+                    switch await filtered.scanStep() {
+                    case .stepped: continue
+                    case .stopped: return
+                    case .planEnded:
+                        // Over, unless the source grew since the last step ended it: then this scan
+                        // goes on (``sourceGrew()`` starts none while it runs).
+                        if filtered.scanEnded(id) { return }
+                    }
+                }
             }
-            self?.scanEnded()
+            state.statistics.scansStarted += 1
+            previous?.cancel()
         }
-        let previous = state.withLock { state -> Task<Void, Never>? in
-            defer {
-                state.scan = task
-                state.statistics.scansStarted += 1
-            }
-            return state.scan
-        }
-        previous?.cancel()
     }
 
-    /// Reads and tests the next chunk; `false` when the plan ran out, the task was cancelled or a
-    /// read failed.
-    private func scanStep() async -> Bool {
+    /// How a step of a scan went.
+    private enum Step {
+        /// A chunk was read and tested.
+        case stepped
+        /// Nothing left to read in the plan.
+        case planEnded
+        /// The task was cancelled, or a read failed.
+        case stopped
+    }
+
+    /// Reads and tests the next chunk.
+    private func scanStep() async -> Step {
         guard let (step, query) = state.withLock({ state in state.machine.nextRead().map { ($0, state.machine.query) } }), let query else {
-            return false
+            return .planEnded
         }
         let items: [Item]
         do {
@@ -322,9 +345,9 @@ public final class FilteredRows<Item: Sendable>: Sendable {
                 }
                 notify()
             }
-            return false
+            return .stopped
         }
-        if Task.isCancelled { return false }
+        if Task.isCancelled { return .stopped }
         // Plain index loops and no tuples: this runs unspecialized, once per row of the source.
         var matched: [Int] = []
         var offsets: [Int] = []
@@ -362,15 +385,20 @@ public final class FilteredRows<Item: Sendable>: Sendable {
             if !state.machine.isScanning { state.statistics.scansCompleted += 1 }
             return true
         }
-        guard taken else { return false }
+        guard taken else { return .stopped }
         notify()
         await Task.yield()
-        return true
+        return .stepped
     }
 
-    private func scanEnded() {
+    /// Scan `id` found nothing left to read: it lets go of its handle unless the source grew
+    /// meanwhile. Returns whether it is over.
+    private func scanEnded(_ id: UInt64) -> Bool {
         state.withLock { state in
-            if state.scan != nil, !state.machine.isScanning { state.scan = nil }
+            guard state.scanID == id else { return true }  // replaced: the new scan carries on
+            if state.machine.isScanning { return false }
+            state.scan = nil
+            return true
         }
     }
 

@@ -88,7 +88,8 @@ struct RowFilterStateMachine: Sendable {
         guard query != nil else { return nil }
         if inPhaseOne {
             let start = candidates[nextCandidate]
-            let end = min(candidatesEnd, start + chunk)
+            // Saturating: a chunk of Int.max reads to the end of the integers, never past.
+            let end = min(candidatesEnd, Saturating.add(start, chunk))
             var index = nextCandidate
             var rows: [Int] = []
             while index < candidates.count, candidates[index] < end {
@@ -98,7 +99,7 @@ struct RowFilterStateMachine: Sendable {
             return Read(generation: generation, range: start ..< end, candidates: rows)
         }
         guard !finished else { return nil }
-        return Read(generation: generation, range: position ..< position + chunk, candidates: nil)
+        return Read(generation: generation, range: position ..< Saturating.add(position, chunk), candidates: nil)
     }
 
     /// The outcome of `read`: the rows of it that matched (ascending), and how many rows the source

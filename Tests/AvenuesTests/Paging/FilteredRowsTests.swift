@@ -100,6 +100,36 @@ struct FilteredRowsTests {
         #expect(filtered.progress == FilterProgress(scanned: 1_000, total: .exact(1_000), isComplete: true))
     }
 
+    /// Probes of 2026-11-26: a chunk of Int.max trapped (arithmetic overflow) as soon as a scan
+    /// went on past row 0 — narrowing the query, or the source growing. And `sourceGrew()` called
+    /// as soon as a scan said it was complete was lost (4 cases in 5 here): the scan still held its
+    /// handle for a moment after its last change, and a grown source was only read when none did.
+    /// Every step is checked against the model.
+    @Test(arguments: [1, 7, Int.max / 2, Int.max - 1, Int.max])
+    func anyChunkSizeScansNarrowsAndGoesOnWithoutTrapping(chunk: Int) async throws {
+        let rows = Self.words(300, seed: 5)
+        let grown = Locked(250)
+        let filtered = FilteredRows<String>(
+            chunk: chunk, count: { .atLeast(grown.withLock { $0 }) },
+            read: { range in
+                let end = grown.withLock { $0 }
+                let lower = min(range.lowerBound, end)
+                return Array(rows[lower ..< max(lower, min(range.upperBound, end))])
+            }
+        ) { row, query in query.matches(row) }
+        filtered.filter(TextQuery("ab"))
+        await finished(filtered)
+        #expect(matches(filtered) == Self.model(Array(rows[..<250]), TextQuery("ab")))
+        filtered.filter(TextQuery("abc"))  // narrows: re-checks the matches from the first one
+        await finished(filtered)
+        #expect(matches(filtered) == Self.model(Array(rows[..<250]), TextQuery("abc")))
+        grown.withLock { $0 = 300 }
+        filtered.sourceGrew()  // goes on from row 250
+        await finished(filtered)
+        #expect(matches(filtered) == Self.model(rows, TextQuery("abc")))
+        filtered.stop()
+    }
+
     @Test func aNewQueryCancelsTheOldScanAtOnce() async throws {
         let source = GatedSource(Self.words(10_000))
         let filtered = source.filtered(chunk: 100)
