@@ -167,11 +167,13 @@ public final class LineFile: OffsetPageSource {
 
     // MARK: Pages
 
-    /// Lines `offset ..< offset + size` (fewer at the end of the file), read from the nearest checkpoint.
+    /// Lines `offset ..< offset + size` (fewer at the end of the file), read from the nearest
+    /// checkpoint; none for a negative `offset`.
     public func page(at offset: Int, size: Int) async throws -> Page<Int, Line> {
         let items = try lines(offset ..< Saturating.add(offset, max(0, size)))
         let count = state.withLock { $0.index.lineCount }
-        let end = offset + items.count
+        // No line is before 0: a page asked from a negative offset is empty and ends at 0.
+        let end = Saturating.add(max(0, offset), items.count)
         if let count {
             return Page(items: items, cursorAfter: end < count ? end : nil, itemsAfter: max(0, count - end))
         }
@@ -206,7 +208,7 @@ public final class LineFile: OffsetPageSource {
         var start = size
         var breaks = 0
         let trailingBreak = try byte(at: size - 1, descriptor) == 0x0A
-        let wanted = count + (trailingBreak ? 1 : 0)
+        let wanted = Saturating.add(count, trailingBreak ? 1 : 0)
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         search: while start > 0 {
             let length = Int(min(Int64(buffer.count), start))

@@ -26,6 +26,34 @@ struct LineFileTests {
         try file.lines(0 ..< .max).map(\.bytes)
     }
 
+    /// Probe of 2026-11-26: `page(at: Int.min, size:)` trapped (the lines after the page were
+    /// counted from the negative offset), and so did `lastLines(Int.max)` of a file ending in a line
+    /// break (one more break looked for). Offsets, sizes, counts and search starts at the ends of
+    /// the integers, with the extreme checkpoint intervals and kept bytes.
+    @Test(arguments: [(Int.max, Int.max), (1, 1), (Int.max - 1, 7)])
+    func argumentsAtTheEndsOfTheIntegersNeverTrap(interval: Int, kept: Int) async throws {
+        let text = (0..<500).map { "line \($0)\n" }.joined()
+        let file = try LineFile(path: write(Array(text.utf8), name: "ends-\(interval)-\(kept)"), checkpointInterval: interval, bytesKeptPerLine: kept)
+        #expect(try file.lastLines(.max).lines.count == 500)
+        #expect(try file.lastLines(.min).lines.isEmpty)
+        try await file.scan()
+        for (offset, size) in [(Int.min, Int.max), (-5, 10), (Int.min, Int.min), (100, -1)] {
+            let page = try await file.page(at: offset, size: size)
+            #expect(page.items.isEmpty)
+            #expect(page.itemsAfter == (offset < 0 ? 500 : 400), "page(at: \(offset), size: \(size))")
+        }
+        for (offset, size) in [(Int.max, 10), (Int.max - 1, Int.max), (500, .max)] {
+            let page = try await file.page(at: offset, size: size)
+            #expect(page.items.isEmpty && page.itemsAfter == 0 && page.cursorAfter == nil)
+        }
+        let tail = try await file.page(at: 495, size: .max)
+        #expect(tail.items.map(\.number) == Array(495..<500) && tail.itemsAfter == 0)
+        #expect(try await file.firstLine(containing: Array("line 49".utf8), from: .min) == 49)
+        #expect(try await file.firstLine(containing: Array("line 49".utf8), from: .max) == nil)
+        #expect(try await file.lastLine(containing: Array("line 49".utf8), before: .max) == 499)
+        #expect(try await file.lastLine(containing: Array("line 49".utf8), before: .min) == nil)
+    }
+
     @Test func emptyFilesFilesWithoutAFinalNewlineAndCRLFFiles() async throws {
         let empty = try LineFile(path: write([], name: "empty"))
         try await empty.scan()
