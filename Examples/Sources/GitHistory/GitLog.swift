@@ -119,7 +119,7 @@ public final class GitLog: OffsetPageSource {
         let lines = try spool.lines(offset ..< end)
         let commits = lines.compactMap { Self.commit(fromSpooled: $0.bytes) }
         let total = spool.total
-        let last = offset + commits.count
+        let last = max(0, offset) + commits.count  // no commit is before 0
         let more = total.map { last < $0 } ?? (commits.count == size)
         return Page(items: commits, cursorAfter: more ? last : nil, itemsAfter: total.map { max(0, $0 - last) })
     }
@@ -128,17 +128,19 @@ public final class GitLog: OffsetPageSource {
     /// Reads the spool, waiting for git as it goes.
     public func scan(from offset: Int, batch: Int = 2_000, _ body: (Int, Commit) -> Bool) async throws {
         let spool = try await readingSpool()
+        let batch = max(1, batch)  // a batch of 0 read nothing for ever
         var next = max(0, offset)
         while true {
             try Task.checkCancellation()
-            try await spool.wait(for: next + batch)
-            let lines = try spool.lines(next ..< next + batch)
+            let end = next > Int.max - batch ? Int.max : next + batch
+            try await spool.wait(for: end)
+            let lines = try spool.lines(next ..< end)
             for line in lines {
                 guard let commit = Self.commit(fromSpooled: line.bytes) else { continue }
                 if !body(line.number, commit) { return }
             }
             next += lines.count
-            if lines.count < batch, spool.total != nil { return }
+            if lines.isEmpty || lines.count < end - next, spool.total != nil { return }
         }
     }
 

@@ -124,6 +124,20 @@ struct GitLogTests {
             #expect(page.items == Array(expected[min(offset, 250) ..< min(offset + 40, 250)]), "offset \(offset)")
             #expect((page.cursorAfter == nil) == (offset + 40 >= 250), "offset \(offset)")
         }
+        // Probe of 2026-11-26: a negative offset trapped (the commits after the page were counted
+        // from it). No commit is before 0: such a page is empty and ends at 0.
+        for (offset, size) in [(Int.min, Int.max), (-3, 10), (Int.max, 10), (Int.max - 1, Int.max)] {
+            let page = try await log.page(at: offset, size: size)
+            #expect(page.items.isEmpty, "offset \(offset)")
+            #expect(page.itemsAfter == (offset < 0 ? 250 : 0), "offset \(offset)")
+        }
+        // A search from the end of the integers finds nothing; a batch of 0 (it looped for ever)
+        // is a batch of 1.
+        var found = 0
+        try await log.scan(from: .max) { _, _ in found += 1; return true }
+        #expect(found == 0)
+        try await log.scan(from: 240, batch: 0) { _, _ in found += 1; return true }
+        #expect(found == 10)
         // A second log of the same HEAD reads the finished spool: git is not asked for the log again.
         let again = GitLog(repository: repository.path, spoolFolder: spool)
         try await again.start()
