@@ -164,6 +164,16 @@ struct PagedRowsHostileTests {
         await settle(rows)
         #expect(rows.resident.rows <= rows.configuration.maxResident + 100)
 
+        for row in [Int.min, -1, Int.max] {
+            #expect(rows.item(at: row) == nil)
+            _ = rows.state(at: row)
+            rows.refresh(after: row)
+        }
+        await settle(rows)
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(rows.item(at: 3) == 3)
+
         for configuration in [
             PagingConfiguration(pageSize: .max), PagingConfiguration(pageSize: 1, prefetchDistance: .max),
             PagingConfiguration(pageSize: .max / 2, prefetchDistance: .max, initialLoadSize: .max, maxResident: .max, jumpThreshold: .max),
