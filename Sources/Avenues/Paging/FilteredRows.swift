@@ -297,8 +297,9 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     private func startScan() {
         // The scan holds the filter only during a step: one dropped mid-scan is deinitialized, and
         // its deinit cancels the task.
-        // Made and stored under the lock, so a scan that ends finds its own handle there.
-        state.withLock { state in
+        // Made and stored under the lock, so a scan that ends finds its own handle there. The old
+        // one is cancelled after it: cancelling runs the read's cancellation handlers, user code.
+        let previous = state.withLock { state -> Task<Void, Never>? in
             let previous = state.scan
             state.scanID &+= 1
             let id = state.scanID
@@ -316,8 +317,9 @@ public final class FilteredRows<Item: Sendable>: Sendable {
                 }
             }
             state.statistics.scansStarted += 1
-            previous?.cancel()
+            return previous
         }
+        previous?.cancel()
     }
 
     /// How a step of a scan went.
