@@ -332,6 +332,7 @@ public struct ListScreen: Sendable {
             if key == .escape || key == .character("?") || key == .character("q") { return nil }
         }
         followsEnd = false
+        let wasFollowing = following
         following = false
         message = nil
         switch key {
@@ -346,6 +347,8 @@ public struct ListScreen: Sendable {
             typing = ""
             typingRow = true
             return nil
+        case .control("c") where wasFollowing:
+            return nil  // stops following, as any key does (less's ^C in F): quitting lost the place
         case .control("c"):
             return .quit
         case .character("q"), .control("d"):

@@ -123,6 +123,10 @@ def main():
                 if n % 100 == 0:
                     out.flush()
         tmux.wait(name, f"the appended lines show, to line {LINES + 2_000}", lambda s: numbers(s)[-1:] == [LINES + 2_000])
+        # Probe of 2026-11-26: ^C while following quit the pager; like any key (and less's ^C in F),
+        # it stops following and keeps the place.
+        tmux.keys(name, "C-c")
+        tmux.wait(name, "^C stops following and stays", lambda s: "following" not in s[-1] and numbers(s)[-1:] == [LINES + 2_000])
 
         os.unlink(path)
         screen = tmux.wait(name, "the deleted file is noticed", lambda s: "deleted" in s[-1])
@@ -136,7 +140,7 @@ def main():
     finally:
         tmux.close()
         subprocess.run(["rm", "-rf", work])
-    print("pages FILE in tmux: first screen, G, g, :N, search, sideways, F, deletion, escapes and q all as expected")
+    print("pages FILE in tmux: first screen, G, g, :N, search, sideways, F, ^C in F, deletion, escapes and q all as expected")
 
 
 if __name__ == "__main__":
