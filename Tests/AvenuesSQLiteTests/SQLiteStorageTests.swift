@@ -478,7 +478,6 @@ struct SQLiteStoragePropertyTests {
         }
     }
 
-    /// Parameters and names a hostile or careless caller might pass.
     /// As DiskStorage takes them: NaN counts as 1970, infinities are kept. Before, SQLite stored NaN
     /// as NULL: a NaN `storedAt` failed as an I/O error and a NaN `expiresAt` was written, then
     /// deleted as damaged by its first read.
@@ -498,6 +497,7 @@ struct SQLiteStoragePropertyTests {
         #expect(reopened.lookup("always")?.isStale == true)
     }
 
+    /// Parameters and names a hostile or careless caller might pass.
     @Test func extremeLimitsDurationsAndNames() throws {
         let folder = Folder()
         let huge = SQLiteStorage<String>(file: folder.database, sizeLimit: .max, countLimit: .max, timeToLive: .seconds(1e19))

@@ -44,6 +44,13 @@ func transportOnly(
     return failures
 }
 
+#if os(Linux)
+/// A file with no name in `folder` (`O_TMPFILE`), to be linked into place when whole; -1 on failure.
+private func openUnnamed(in folder: String) -> Int32 {
+    open(folder, 0o20_000_000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0o644)
+}
+#endif
+
 /// Files with no name opened ahead by a task on the pool: a batch up to `high` whenever fewer than
 /// `low` are left, so the pool is woken about once per 24 files instead of once per file. A file
 /// asked for when none is ready is opened by the asker.
@@ -71,7 +78,7 @@ private final class PreparedFiles: Sendable {
                 let wanted = Self.high - box.state.withLock { $0.ready.count }
                 for _ in 0 ..< max(0, wanted) {
                     #if os(Linux)
-                    let descriptor = open(folder, 0o20_000_000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0o644)
+                    let descriptor = openUnnamed(in: folder)
                     if descriptor >= 0 { opened.append(descriptor) }
                     #endif
                 }
@@ -169,11 +176,11 @@ private final class FileSink: DownloadSink, @unchecked Sendable {
         #if os(Linux)
         if let prepared = queue.prepared {
             descriptor = prepared.take()
-            if descriptor < 0 { descriptor = open(queue.folder, 0o20_000_000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0o644) }
+            if descriptor < 0 { descriptor = openUnnamed(in: queue.folder) }
             return descriptor >= 0
         }
         if queue.options.atomic {
-            descriptor = open(queue.folder, 0o20_000_000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0o644)  // O_TMPFILE
+            descriptor = openUnnamed(in: queue.folder)
             return descriptor >= 0
         }
         #endif

@@ -132,15 +132,15 @@ public final class GitLog: OffsetPageSource {
         var next = max(0, offset)
         while true {
             try Task.checkCancellation()
-            let end = next > Int.max - batch ? Int.max : next + batch
-            try await spool.wait(for: end)
-            let lines = try spool.lines(next ..< end)
+            let asked = min(batch, Int.max - next)  // none past the end of the integers
+            try await spool.wait(for: next + asked)
+            let lines = try spool.lines(next ..< next + asked)
             for line in lines {
                 guard let commit = Self.commit(fromSpooled: line.bytes) else { continue }
                 if !body(line.number, commit) { return }
             }
             next += lines.count
-            if lines.isEmpty || lines.count < end - next, spool.total != nil { return }
+            if asked == 0 || lines.count < asked, spool.total != nil { return }
         }
     }
 

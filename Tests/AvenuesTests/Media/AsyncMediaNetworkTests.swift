@@ -411,6 +411,11 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(CurlTransport.problem(ofCAFile: certificate.certificate) == nil)
         #expect(CurlTransport.problem(ofCAFile: folder.child("missing.pem").path) == nil)
         #expect(CurlTransport.problem(ofCAFile: "/dev/zero") != nil)
+        // A name with an escape sequence is quoted and escaped in the message, never sent raw.
+        let hostile = folder.child("ca\u{1B}[2J.fifo").path
+        #expect(mkfifo(hostile, 0o600) == 0)
+        let message = CurlTransport.problem(ofCAFile: hostile) ?? ""
+        #expect(message.contains("is not a regular file") && !message.unicodeScalars.contains("\u{1B}"), "\(message.debugDescription)")
     }
 
     func staleConnections(tls: Bool) async throws {

@@ -93,7 +93,8 @@ public final class CurlTransport: DownloadTransport {
 
     /// Starts `request` on this transport's thread; its head and body go to `sink`.
     public func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
-        let refusal = request.url.scheme?.lowercased() == "https" ? caFileProblem : nil
+        // Looked at only when there is a problem: this runs once per request.
+        let refusal = caFileProblem.flatMap { request.url.scheme?.lowercased() == "https" ? $0 : nil }
         let transfer = CurlTransfer(request: request, sink: sink, caFile: caFile, refusal: refusal)
         engine.submit(.add(transfer))
         return DownloadHandle { [weak engine, weak transfer] in
