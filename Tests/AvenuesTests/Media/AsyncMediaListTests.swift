@@ -45,7 +45,8 @@ struct AsyncMediaListTests {
             await eventually("another moves") { transport.started.count >= min(ended.count + 2, paths.count) }
             // The later of the two moving ends first; each answer is read before the next ends.
             let moving = transport.started.filter { !ended.contains($0) }
-            let next = moving.count > 1 ? moving[1] : moving[0]
+            // #require, not [i]: a wait that timed out fails this test instead of crashing the run.
+            let next = try #require(moving.count > 1 ? moving[1] : moving.first)
             transport.finish(next)
             ended.append(next)
             await eventually("\(next) is answered") { answered.withLock { $0.count } == ended.count }
@@ -127,7 +128,7 @@ struct AsyncMediaListTests {
             return count
         }
         await eventually("one moves") { transport.started.count == 1 }
-        let first = transport.started[0]
+        let first = try #require(transport.started.first)  // not [0]: a timed-out wait fails, not crashes
         #expect(first == "/s0" || first == "/s1")
         await eventually("every URL is claimed") { media.activity == AutoProcessorActivity(queued: 5, running: 1) }
         transport.finish(first)

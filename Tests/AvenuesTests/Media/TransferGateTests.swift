@@ -191,9 +191,10 @@ struct TransferGateTests {
         await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
         transport.finish("/a")
         await eventually("the next moves") { transport.started.count == 2 }
-        transport.finish(transport.started[1])
+        // #require, not [i]: a wait that timed out fails this test instead of crashing the run.
+        transport.finish(try #require(transport.started.dropFirst(1).first))
         await eventually("the last moves") { transport.started.count == 3 }
-        transport.finish(transport.started[2])
+        transport.finish(try #require(transport.started.dropFirst(2).first))
         #expect(transport.started == ["/a", "/c", "/b"])
         for task in [a, b, c] { _ = try await task.value }
     }
