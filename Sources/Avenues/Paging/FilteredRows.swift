@@ -79,7 +79,7 @@ public final class FilteredRows<Item: Sendable>: Sendable {
         /// The matches on screen.
         var window: Range<Int> = 0 ..< 0
         var loading: Task<Void, Never>?
-        var listeners: [UInt64: AsyncStream<FilteredRowsChange>.Continuation] = [:]
+        var listeners: [UInt64: AsyncStream<Void>.Continuation] = [:]
         var nextListener: UInt64 = 0
         var error: (any Error)?
         var statistics = FilterStatistics()
@@ -206,19 +206,21 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     // MARK: Reading
 
     /// The matches found: exact once the scan ended.
-    public var count: RowCount {
-        state.withLock { state in
-            state.machine.isScanning ? .atLeast(state.machine.matches.count) : .exact(state.machine.matches.count)
-        }
+    public var count: RowCount { state.withLock { Self.count(of: $0.machine) } }
+
+    private static func count(of machine: RowFilterStateMachine) -> RowCount {
+        machine.isScanning ? .atLeast(machine.matches.count) : .exact(machine.matches.count)
     }
 
     /// How far the scan got.
     public var progress: FilterProgress {
         let total = sourceCount()
-        return state.withLock { state in
-            let complete = !state.machine.isScanning
-            return FilterProgress(scanned: complete ? max(state.machine.scanned, total.value) : state.machine.scanned, total: total, isComplete: complete)
-        }
+        return state.withLock { Self.progress(of: $0.machine, total: total) }
+    }
+
+    private static func progress(of machine: RowFilterStateMachine, total: RowCount) -> FilterProgress {
+        let complete = !machine.isScanning
+        return FilterProgress(scanned: complete ? max(machine.scanned, total.value) : machine.scanned, total: total, isComplete: complete)
     }
 
     /// Why the scan stopped early, if a read failed.
@@ -268,28 +270,40 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     /// Changes as they happen (the newest only, when the reader is slower): matches found, progress,
     /// items loaded. Any number of subscribers.
     public func subscribe() -> AsyncStream<FilteredRowsChange> {
-        let (stream, continuation) = AsyncStream<FilteredRowsChange>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        // The listeners get only a signal; each change is made when its reader takes it. A change
+        // made by the notifier and yielded later could replace, in the one-change buffer, a newer
+        // one yielded meanwhile by another task (a scan's last change, by a subscribe's first), and
+        // its reader then waited for ever on a stale state.
+        let (signals, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64 in
             state.nextListener &+= 1
-            state.listeners[state.nextListener] = continuation
+            state.listeners[state.nextListener] = signal
             return state.nextListener
         }
-        continuation.onTermination = { [weak self] _ in
+        signal.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
         }
-        continuation.yield(change())
-        return stream
+        signal.yield()
+        return AsyncStream { [weak self] in
+            // A new iterator each time reads the same buffer; the stream's end (the filter gone,
+            // the reader cancelled) ends this one.
+            var next = signals.makeAsyncIterator()
+            guard await next.next() != nil else { return nil }
+            return self?.change()
+        }
     }
 
+    /// The state now, from one look at it (a count and a progress from two could disagree).
     private func change() -> FilteredRowsChange {
-        FilteredRowsChange(count: count, progress: progress)
+        let total = sourceCount()
+        return state.withLock { state in
+            FilteredRowsChange(count: Self.count(of: state.machine), progress: Self.progress(of: state.machine, total: total))
+        }
     }
 
     private func notify() {
         let listeners = state.withLock { Array($0.listeners.values) }
-        guard !listeners.isEmpty else { return }
-        let change = change()
-        for listener in listeners { listener.yield(change) }
+        for listener in listeners { listener.yield() }
     }
 
     // MARK: Scanning
@@ -306,7 +320,7 @@ public final class FilteredRows<Item: Sendable>: Sendable {
             state.scan = Task(priority: priority) { [weak self] in
                 while !Task.isCancelled {
                     guard let filtered = self else { break }
-                    switch await filtered.scanStep() {
+                    switch await filtered.scanStep(id) {
                     case .stepped: continue
                     case .stopped: return
                     case .planEnded:
@@ -332,10 +346,30 @@ public final class FilteredRows<Item: Sendable>: Sendable {
         case stopped
     }
 
-    /// Reads and tests the next chunk.
-    private func scanStep() async -> Step {
-        guard let (step, query) = state.withLock({ state in state.machine.nextRead().map { ($0, state.machine.query) } }), let query else {
-            return .planEnded
+    /// What a step of a scan is to do.
+    private enum Plan {
+        /// Read and test these rows for this query.
+        case read(RowFilterStateMachine.Read, TextQuery)
+        /// Nothing left to read.
+        case ended
+        /// Another scan is the current one.
+        case replaced
+    }
+
+    /// Reads and tests the next chunk, if scan `id` is still the current one.
+    private func scanStep(_ id: UInt64) async -> Step {
+        // A replaced scan plans nothing: it may be past its last look at cancellation before the
+        // new query cancels it, and would read and take a chunk of the new scan's plan, twice.
+        let plan = state.withLock { state -> Plan in
+            guard state.scanID == id else { return .replaced }
+            guard let step = state.machine.nextRead(), let query = state.machine.query else { return .ended }
+            return .read(step, query)
+        }
+        let step: RowFilterStateMachine.Read, query: TextQuery
+        switch plan {
+        case .read(let planned, let plannedQuery): (step, query) = (planned, plannedQuery)
+        case .ended: return .planEnded
+        case .replaced: return .stopped
         }
         let items: [Item]
         do {
@@ -375,7 +409,7 @@ public final class FilteredRows<Item: Sendable>: Sendable {
         }
         let taken = state.withLock { state -> Bool in
             state.statistics.rowsRead += items.count
-            guard state.machine.take(step, matched: matched, rowsRead: items.count) else { return false }
+            guard state.scanID == id, state.machine.take(step, matched: matched, rowsRead: items.count) else { return false }
             // The new matches' items are kept while there is room, or when they are near the
             // screen (a screen at the top keeps the first matches; later ones load if shown).
             let firstIndex = state.machine.matches.count - offsets.count

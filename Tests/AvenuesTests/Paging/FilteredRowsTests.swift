@@ -57,6 +57,34 @@ final class GatedSource: Sendable {
     }
 }
 
+/// Holds, once armed, the next thread that asks the source's count, until released.
+final class CountHold: Sendable {
+    private let state = Locked((armed: false, holding: false))
+    private let released = DispatchSemaphore(value: 0)
+
+    func arm() { state.withLock { $0.armed = true } }
+    var isHolding: Bool { state.withLock { $0.holding } }
+
+    func pass() {
+        let hold = state.withLock { state -> Bool in
+            guard state.armed else { return false }
+            state.armed = false
+            state.holding = true
+            return true
+        }
+        if hold { released.wait() }
+    }
+
+    func release() {
+        let held = state.withLock { state -> Bool in
+            state.armed = false
+            defer { state.holding = false }
+            return state.holding
+        }
+        if held { released.signal() }
+    }
+}
+
 @Suite("Filtered rows", .timeLimit(.minutes(2)))
 struct FilteredRowsTests {
     static func words(_ count: Int, seed: UInt64 = 1) -> [String] {
@@ -195,6 +223,45 @@ struct FilteredRowsTests {
         source.allow()
         await finished(filtered)
         #expect(matches(filtered) == Self.model(rows, TextQuery("abd")))
+    }
+
+    /// Seen in CI under ThreadSanitizer (2026-11-26): a subscriber waited for ever for the change
+    /// saying the scan was complete. Its first change, computed as it subscribed, was yielded after
+    /// the scan's last one, and with one change buffered it replaced it: the stream ended on a
+    /// stale state. Here the subscriber is held in the middle of computing that first change (in
+    /// the source's count) while the scan ends.
+    @Test func aSubscriberThatRacesTheScansEndStillSeesTheEnd() async throws {
+        let rows = Self.words(500)
+        let source = GatedSource(rows)
+        let hold = CountHold()
+        let filtered = FilteredRows<String>(
+            chunk: 100, count: { hold.pass(); return .exact(rows.count) }, read: { try await source.read($0) }
+        ) { row, query in query.matches(row) }
+        filtered.filter(TextQuery("fix"))
+        source.allow(5)
+        await eventually("the scan waits for its last read") { source.waiting == 1 && source.reads.count == 5 }
+        hold.arm()
+        let subscribed = Locked<AsyncStream<FilteredRowsChange>?>(nil)
+        let subscribing = Task {
+            await onOwnThread {
+                let stream = filtered.subscribe()  // not under `subscribed`'s lock: it may be held here
+                subscribed.withLock { $0 = stream }
+            }
+        }
+        await eventually("the subscriber is held, or subscribed") { hold.isHolding || subscribed.withLock { $0 != nil } }
+        source.allow()
+        await eventually("the scan ended and let go of its task") { filtered.state.withLock { $0.scan == nil } }
+        hold.release()
+        await subscribing.value
+        let stream = try #require(subscribed.withLock { $0 })
+        var last: FilteredRowsChange?
+        for await change in stream {
+            last = change
+            if change.progress.isComplete { break }
+        }
+        let expected = Self.model(rows, TextQuery("fix")).count
+        #expect(last?.count == .exact(expected))
+        #expect(last?.progress.isComplete == true)
     }
 
     /// Queries typed, the source growing with `sourceGrew()` and screens shown, from three tasks at
