@@ -25,8 +25,9 @@ public struct PagedRowsChanges: AsyncSequence, Sendable {
         /// The next change, or `nil` when the rows are gone or the task is cancelled.
         public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> PagedRowsChange? {
             guard let event = await pages.next(isolation: actor) else { return nil }
-            let start = event.index * pageSize
-            return PagedRowsChange(rows: start ..< start + pageSize, count: count())
+            // Saturating: the last page of a list as long as the integers ends past them.
+            let start = Saturating.multiply(event.index, pageSize)
+            return PagedRowsChange(rows: start ..< Saturating.add(start, pageSize), count: count())
         }
 
         /// The next change, or `nil` when the rows are gone or the task is cancelled.

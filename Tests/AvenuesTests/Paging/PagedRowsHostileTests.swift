@@ -39,6 +39,16 @@ final class MisbehavingSource: OffsetPageSource {
     }
 }
 
+/// Rows 0 ..< Int.max, each its own number: a list as long as the integers allow.
+struct EveryInteger: OffsetPageSource {
+    typealias Cursor = Int
+    typealias Item = Int
+    func page(at offset: Int, size: Int) async throws -> Page<Int, Int> {
+        let end = offset > Int.max - size ? Int.max : offset + size
+        return Page(items: Array(offset ..< end), cursorAfter: end < Int.max ? end : nil, itemsAfter: Int.max - end)
+    }
+}
+
 @Suite("Paged rows under hostile input", .timeLimit(.minutes(2)))
 struct PagedRowsHostileTests {
     func settle<S: PageSource>(_ rows: PagedRows<S>) async {
@@ -186,6 +196,21 @@ struct PagedRowsHostileTests {
             #expect(extreme.item(at: 7) == 7, "\(configuration): \(extreme.state(at: 7)), count \(extreme.count)")
             extreme.stop()
         }
+    }
+
+    /// Probe of 2026-11-26: a change of the last page of a list of Int.max rows, read by a
+    /// subscriber, reports the page's rows cut at Int.max (its end is past the integers).
+    @Test func aSubscriberReadsTheChangeOfTheLastPageOfTheIntegers() async throws {
+        let rows = PagedRows(source: EveryInteger(), configuration: PagingConfiguration(pageSize: 100))
+        let changes = rows.subscribe()
+        rows.show(Int.max - 3 ..< Int.max)
+        var seen: [Range<Int>] = []
+        for await change in changes {
+            seen.append(change.rows)
+            if change.rows.contains(Int.max - 1) { break }
+        }
+        #expect(seen.last == (Int.max - Int.max % 100) ..< Int.max)
+        #expect(rows.item(at: Int.max - 1) == Int.max - 1)
     }
 
     /// The paged rows used their public `pages` avenue's `onStateChange` slot themselves: a user who
