@@ -413,7 +413,9 @@ public final class FilteredRows<Item: Sendable>: Sendable {
             // The new matches' items are kept while there is room, or when they are near the
             // screen (a screen at the top keeps the first matches; later ones load if shown).
             let firstIndex = state.machine.matches.count - offsets.count
-            let near = max(0, state.window.lowerBound - maxResident / 2) ..< state.window.upperBound + maxResident / 2
+            // Saturating, and never below 0: a screen may be any range, up to the ends of the integers.
+            let lowerNear = max(0, Saturating.subtract(state.window.lowerBound, maxResident / 2))
+            let near = lowerNear ..< max(lowerNear, Saturating.add(state.window.upperBound, maxResident / 2))
             for (position, offset) in offsets.enumerated() where state.items.count < maxResident || near.contains(firstIndex + position) {
                 state.items[lower + offset] = items[offset]
             }
@@ -446,11 +448,11 @@ public final class FilteredRows<Item: Sendable>: Sendable {
         func distance(_ row: Int) -> Int {
             guard let index = machine.index(ofRow: row) else { return .max }  // not a match of this query
             if index < window.lowerBound { return window.lowerBound - index }
-            if index >= window.upperBound { return index - window.upperBound + 1 }
+            if index >= window.upperBound { return Saturating.add(Saturating.subtract(index, window.upperBound), 1) }
             return 0
         }
         // Down to three quarters, so the next matches do not evict again at once.
-        let keep = maxResident * 3 / 4
+        let keep = maxResident - maxResident / 4
         let ordered = state.items.keys.map { ($0, distance($0)) }.sorted { $0.1 < $1.1 }
         for (row, _) in ordered.dropFirst(keep) { state.items.removeValue(forKey: row) }
     }

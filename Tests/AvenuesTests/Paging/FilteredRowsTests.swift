@@ -225,6 +225,28 @@ struct FilteredRowsTests {
         #expect(matches(filtered) == Self.model(rows, TextQuery("abd")))
     }
 
+    /// Probe of 2026-11-26: screens at the ends of the integers, with the smallest and largest
+    /// memory bounds, while the scan keeps items and evicts them.
+    @Test(arguments: [1, 4, Int.max])
+    func screensAtTheEndsOfTheIntegersNeitherTrapNorLoseMatches(maxResident: Int) async throws {
+        let rows = Self.words(600, seed: 3)
+        let windows: [Range<Int>] = [
+            Int.min ..< Int.min, Int.min ..< Int.min + 1, Int.min ..< Int.max, -5 ..< 3, 0 ..< Int.max,
+            Int.max - 1 ..< Int.max, Int.max ..< Int.max, 10 ..< 20,
+        ]
+        for window in windows {
+            let source = GatedSource(rows)
+            source.allow()
+            let filtered = source.filtered(chunk: 50, maxResident: maxResident)
+            filtered.show(window)
+            filtered.filter(TextQuery("ab"))
+            await finished(filtered)
+            #expect(matches(filtered) == Self.model(rows, TextQuery("ab")), "\(window)")
+            #expect(filtered.state.withLock { $0.items.count } <= maxResident)
+            filtered.show(window)
+        }
+    }
+
     /// Seen in CI under ThreadSanitizer (2026-11-26): a subscriber waited for ever for the change
     /// saying the scan was complete. Its first change, computed as it subscribed, was yielded after
     /// the scan's last one, and with one change buffered it replaced it: the stream ended on a
