@@ -373,7 +373,12 @@ final class AsyncMediaFaultTests: Sendable {
         let url = server.url("/busy/30")
         let busy = AsyncMediaError.unavailable(status: 503, url: url, retryAfter: .seconds(30))
         await #expect(throws: busy) { try await media.file(for: url) }
-        await #expect(throws: busy) { try await media.file(for: url) }  // answered without asking
+        // Answered without asking; a progress subscribed before it ends (no download will).
+        let progress = media.progress(for: url)
+        await #expect(throws: busy) { try await media.file(for: url) }
+        var seen: [DownloadProgress] = []
+        for await value in progress { seen.append(value) }
+        #expect(seen.isEmpty)
         #expect(try await server.counts().requests["/busy/30"] == 1)
         #expect(busy.retryAfter == .seconds(30))
         #expect(Transfer.delay(retryAfter: "Wed, 21 Oct 2015 07:28:30 GMT", now: Date(timeIntervalSince1970: 1_445_412_480)) == .seconds(30))

@@ -267,6 +267,38 @@ final class AsyncMediaTests {
         #expect(cached == [DownloadProgress(received: 2_000_000, expected: 2_000_000, isComplete: true)])
     }
 
+    /// Probe of 2026-11-26: with a time-to-live, the progress of a `file:` URL (which is its own
+    /// file, never downloaded) never ended: it waited for a download that never comes.
+    @Test func theProgressOfAFileURLEndsAtOnceWithOrWithoutATimeToLive() async throws {
+        let local = folder.child("local.txt")
+        try Data(count: 1_234).write(to: local)
+        for timeToLive in [nil, Duration.seconds(60), .zero] as [Duration?] {
+            let media = AsyncMedia(directory: folder.child("media"), timeToLive: timeToLive)
+            var seen: [DownloadProgress] = []
+            for await value in media.progress(for: local) { seen.append(value) }
+            #expect(seen == [DownloadProgress(received: 1_234, expected: 1_234, isComplete: true)], "\(String(describing: timeToLive))")
+            #expect(try await media.file(for: local) == local)
+        }
+    }
+
+    /// Probe of 2026-11-26: the progress of a URL that can never be downloaded (a scheme other than
+    /// http and https, no host) never ended; ``AsyncMedia/file(for:)`` throws for it at once.
+    @Test(arguments: ["ftp://127.0.0.1/a", "http:///no-host", "http://127.0.0.1:99999/port"])
+    func theProgressOfAURLThatCannotBeDownloadedEndsAtOnce(_ text: String) async throws {
+        let media = AsyncMedia(directory: folder.child("media"))
+        let url = try #require(URL(string: text))
+        var seen: [DownloadProgress] = []
+        for await value in media.progress(for: url) { seen.append(value) }
+        #expect(seen.isEmpty)
+        await #expect(throws: AsyncMediaError.self) { try await media.file(for: url) }
+        // Headers that can never be sent: every http URL fails at once.
+        let unsendable = AsyncMedia(directory: folder.child("media"), headers: ["X-Bad": "a\r\nb"])
+        let good = server.url("/bytes/10")
+        for await value in unsendable.progress(for: good) { seen.append(value) }
+        #expect(seen.isEmpty)
+        await #expect(throws: AsyncMediaError.self) { try await unsendable.file(for: good) }
+    }
+
     @Test("Avenues 0.1 fault: cancelAll invalidated the URL session; clear() leaves AsyncMedia usable", .tags(.anchorFault))
     func clearEmptiesTheFolderAndTheInstanceStaysUsable() async throws {
         let media = media()
