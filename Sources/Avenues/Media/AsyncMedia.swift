@@ -329,20 +329,15 @@ public final class AsyncMedia: SchedulingProcessor {
     /// cannot be sent, a server that asked to wait. `listing`: the folder's names, if it was listed.
     private func lookUp(_ url: URL, listing: MediaFolder.Listing? = nil) throws -> LookUp {
         if url.isFileURL { return .answered(url) }
-        let canonical: URL
-        do {
-            canonical = try Self.canonical(url)
-        } catch {
-            progress.finish(url, with: nil)  // no download will end its subscribers' progress
-            throw error
-        }
+        let url = try Self.canonical(url)
         let generation = folder.generation
-        if let file = folder.cachedFile(for: canonical, listing: listing), validators.isFresh(canonical, timeToLive: timeToLive) { return .answered(file) }
-        if let error = headerProblem.map({ $0 as any Error }) ?? gate.blocked(canonical) {  // bad headers, or the server asked to wait
-            progress.finish(canonical, with: nil)
+        if let file = folder.cachedFile(for: url, listing: listing), validators.isFresh(url, timeToLive: timeToLive) { return .answered(file) }
+        if let headerProblem { throw headerProblem }
+        if let error = gate.blocked(url) {  // the server asked to wait
+            progress.finish(url, with: nil)  // no download will end the progress subscribed meanwhile
             throw error
         }
-        return .download(canonical, since: generation)
+        return .download(url, since: generation)
     }
 
     /// A download's result as its caller gets it: a failure noted (a `Retry-After` closes the URL for
@@ -388,18 +383,22 @@ public final class AsyncMedia: SchedulingProcessor {
     /// send, a server's `Retry-After` not over.
     public func progress(for url: URL) -> AsyncStream<DownloadProgress> {
         let (stream, continuation) = AsyncStream.makeStream(of: DownloadProgress.self, bufferingPolicy: .bufferingNewest(1))
-        guard url.isFileURL || headerProblem == nil, let key = url.isFileURL ? url : try? Self.canonical(url) else {
-            continuation.finish()  // never downloaded: what file(for:) throws at once
-            return stream
-        }
-        progress.subscribe(continuation, to: key)
-        // Checked after subscribing, so a download that just finished is not missed. A `file:` URL
-        // is its own file, never downloaded or revalidated, however old.
-        if let file = cachedFile(for: url), url.isFileURL || validators.isFresh(key, timeToLive: timeToLive) {
+        func complete(_ file: URL) {
             let size = Int64((try? FileSystem.linkStatus(file.path).size) ?? 0)
             continuation.yield(DownloadProgress(received: size, expected: size, isComplete: true))
             continuation.finish()
         }
+        if url.isFileURL {  // its own file: never downloaded or revalidated, however old
+            complete(url)
+            return stream
+        }
+        guard headerProblem == nil, let key = try? Self.canonical(url) else {
+            continuation.finish()  // never downloaded: file(for:) throws at once
+            return stream
+        }
+        progress.subscribe(continuation, to: key)
+        // Checked after subscribing, so a download that just finished is not missed.
+        if let file = folder.cachedFile(for: key), validators.isFresh(key, timeToLive: timeToLive) { complete(file) }
         return stream
     }
 

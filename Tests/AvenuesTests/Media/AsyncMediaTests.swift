@@ -291,12 +291,17 @@ final class AsyncMediaTests {
         for await value in media.progress(for: url) { seen.append(value) }
         #expect(seen.isEmpty)
         await #expect(throws: AsyncMediaError.self) { try await media.file(for: url) }
-        // Headers that can never be sent: every http URL fails at once.
-        let unsendable = AsyncMedia(directory: folder.child("media"), headers: ["X-Bad": "a\r\nb"])
-        let good = server.url("/bytes/10")
-        for await value in unsendable.progress(for: good) { seen.append(value) }
+    }
+
+    /// The same probe with headers that can never be sent: every http URL fails at once.
+    @Test func theProgressOfAnyURLEndsAtOnceWhenTheHeadersCannotBeSent() async throws {
+        let media = AsyncMedia(directory: folder.child("media"), headers: ["X-Bad": "a\r\nb"])
+        let url = server.url("/bytes/10")
+        var seen: [DownloadProgress] = []
+        for await value in media.progress(for: url) { seen.append(value) }
         #expect(seen.isEmpty)
-        await #expect(throws: AsyncMediaError.self) { try await unsendable.file(for: good) }
+        await #expect(throws: AsyncMediaError.self) { try await media.file(for: url) }
+        #expect(try await server.counts().requests["/bytes/10"] == nil)
     }
 
     @Test("Avenues 0.1 fault: cancelAll invalidated the URL session; clear() leaves AsyncMedia usable", .tags(.anchorFault))
