@@ -132,7 +132,8 @@ public final class GitLog: OffsetPageSource {
         var next = max(0, offset)
         while true {
             try Task.checkCancellation()
-            let asked = min(batch, Int.max - next)  // none past the end of the integers
+            let asked = min(batch, Int.max - next)
+            guard asked > 0 else { return }  // no commit past the end of the integers
             try await spool.wait(for: next + asked)
             let lines = try spool.lines(next ..< next + asked)
             for line in lines {
@@ -140,7 +141,7 @@ public final class GitLog: OffsetPageSource {
                 if !body(line.number, commit) { return }
             }
             next += lines.count
-            if asked == 0 || lines.count < asked, spool.total != nil { return }
+            if lines.count < asked, spool.total != nil { return }
         }
     }
 
