@@ -26,6 +26,9 @@ final class SerialDrain<Pending: Sendable>: Sendable {
     /// Whether a caller is draining now, or work is pending (for tests that wait for quiet).
     var isBusy: Bool { state.withLock { $0.draining || $0.pending != nil } }
 
+    /// Whether work waits for the caller draining (for tests).
+    var hasPending: Bool { state.withLock { $0.pending != nil } }
+
     /// Merges an addition into what is pending (`merge` runs under the lock: it must be quick and
     /// must not call out), then drains if nobody else is: `drain` is called, outside the lock, with
     /// each batch taken, until none is left.

@@ -56,6 +56,8 @@ public final class PagedRows<Source: PageSource>: Sendable {
     let windows = SerialDrain<Void>()
     /// Tells the details the visible rows, one caller at a time.
     let detailsDrain = SerialDrain<Void>()
+    /// Tells the listeners the pages that changed, one caller at a time.
+    let notices = SerialDrain<[Notice]>()
     let listeners = Locked(Listeners())
     let following = Locked<Task<Void, Never>?>(nil)
     /// The kinds of contract breach already reported (each is reported once).
@@ -306,9 +308,11 @@ public final class PagedRows<Source: PageSource>: Sendable {
     }
 
     /// Tells `observer` every change from now on — the rows whose page loaded, failed or was
-    /// cancelled with the count then, or a page source's contract breach — until the returned
-    /// observation is cancelled or the rows are gone. Any number of observers may be added; they are
-    /// told in the order they were added, where the page avenue's callbacks run.
+    /// cancelled with the count when it is told, or a page source's contract breach — until the
+    /// returned observation is cancelled or the rows are gone. Any number of observers may be added;
+    /// they are told in the order they were added, where the page avenue's callbacks run, one change
+    /// at a time: a change made while another is being told is told next, by the same thread, so the
+    /// last change an observer gets carries the current count.
     @discardableResult
     public func observe(_ observer: @escaping @Sendable (PagedRowsChange) -> Void) -> ChangeObservation {
         let id = listeners.withLock { $0.list.add(.observer(observer)) }
@@ -437,15 +441,29 @@ public final class PagedRows<Source: PageSource>: Sendable {
     }
 
     /// Tells every listener (``observe(_:)``, ``onChange``, ``subscribe()``) that page `number` changed.
+    /// One caller tells at a time, in the order the changes came, each with the count read when it
+    /// is told: changes made on two threads at once can never leave an observer on the older count.
     private func notify(_ number: Int, error: (any Error)? = nil) {
-        let size = configuration.pageSize
-        let start = Saturating.multiply(number, size)
-        let change = PagedRowsChange(rows: start ..< Saturating.add(start, size), count: count, error: error)
-        let (list, onChange) = listeners.withLock { listeners in
+        listeners.withLock { listeners in
             if let error { listeners.errors[number] = error } else { listeners.errors[number] = nil }
-            return (listeners.list.entries, listeners.onChange)
         }
-        let event = AvenueChanges<Int>.Tagged(event: AvenueEvent(index: number, change: .loaded), ticket: 0)
+        notices.submit({ $0 = ($0 ?? []) + [Notice(page: number, error: error)] }) { batch in
+            for notice in batch { tell(notice) }
+        }
+    }
+
+    /// A page's change waiting to be told.
+    struct Notice: Sendable {
+        let page: Int
+        let error: (any Error)?
+    }
+
+    private func tell(_ notice: Notice) {
+        let size = configuration.pageSize
+        let start = Saturating.multiply(notice.page, size)
+        let (list, onChange) = listeners.withLock { ($0.list.entries, $0.onChange) }
+        let change = PagedRowsChange(rows: start ..< Saturating.add(start, size), count: count, error: notice.error)
+        let event = AvenueChanges<Int>.Tagged(event: AvenueEvent(index: notice.page, change: .loaded), ticket: 0)
         for (_, listener) in list {
             switch listener {
             case .observer(let observer): observer(change)

@@ -24,29 +24,67 @@ public final class RunPriority: Sendable {
 
     private struct State {
         var priority: LoadPriority
+        /// The priority the observers were last told.
+        var told: LoadPriority
         var nextObserver: UInt64 = 0
         var observers: [UInt64: @Sendable (LoadPriority) -> Void] = [:]
     }
 
+    /// Where a change to tell is read: the priority set with ``update(_:)``, or the scheduler that
+    /// owns the run (``follow(_:)``).
+    enum Source: Sendable {
+        case updated
+        case read(@Sendable () -> LoadPriority?)
+    }
+
     private let state: Locked<State>
+    /// One caller tells the observers at a time, each change read when it is told, so two updates
+    /// racing on two threads can never leave the observers on the older one.
+    private let telling = SerialDrain<Source>()
 
     /// A run at `priority`; its owner raises or lowers it with ``update(_:)``.
     public init(_ priority: LoadPriority) {
-        state = Locked(State(priority: priority))
+        state = Locked(State(priority: priority, told: priority))
     }
 
     /// The run's priority now.
     public var value: LoadPriority { state.withLock { $0.priority } }
 
     /// Changes the run's priority and, if it changed, calls the observers (outside the lock, in no
-    /// particular order).
+    /// particular order). Updates made on several threads at once are told one at a time, and the
+    /// observers are always told the priority last set: an update that finds another being told
+    /// returns at once, and the caller telling tells its priority next.
     public func update(_ priority: LoadPriority) {
-        let observers = state.withLock { state -> [@Sendable (LoadPriority) -> Void] in
-            guard state.priority != priority else { return [] }
+        let changed = state.withLock { state -> Bool in
+            guard state.priority != priority else { return false }
             state.priority = priority
-            return Array(state.observers.values)
+            return true
         }
-        for observer in observers { observer(priority) }
+        if changed { tell(.updated) }
+    }
+
+    /// Follows the priority `read` gives — the priority of the run in its scheduler, read there when
+    /// the change is told (`nil`: the run is over, nothing changes) — so a change computed before
+    /// another one but told after it cannot undo it.
+    @usableFromInline
+    func follow(_ read: @escaping @Sendable () -> LoadPriority?) {
+        tell(.read(read))
+    }
+
+    private func tell(_ source: Source) {
+        telling.submit({ $0 = source }) { source in
+            // Read outside this lock: `read` takes its scheduler's.
+            var read: LoadPriority?
+            if case .read(let current) = source { read = current() }
+            let change = state.withLock { state -> (LoadPriority, [@Sendable (LoadPriority) -> Void])? in
+                if let read { state.priority = read }
+                guard state.priority != state.told else { return nil }
+                state.told = state.priority
+                return (state.priority, Array(state.observers.values))
+            }
+            guard let (priority, observers) = change else { return }
+            for observer in observers { observer(priority) }
+        }
     }
 
     /// Calls `observer` with every later change of the priority, until ``stopObserving(_:)``. Read

@@ -55,7 +55,7 @@ struct PagedRowsTests {
     /// Waits until every page the rows asked for is loaded (or failed) and nothing is in flight.
     func settle<S: PageSource>(_ rows: PagedRows<S>) async {
         await eventually("the page loads finished") {
-            !rows.windows.isBusy && !rows.detailsDrain.isBusy && rows.pages.tableSizes.loads == 0
+            !rows.windows.isBusy && !rows.detailsDrain.isBusy && !rows.notices.isBusy && rows.pages.tableSizes.loads == 0
         }
     }
 
@@ -118,6 +118,39 @@ struct PagedRowsTests {
         var change = await changes.next()
         while let seen = change, seen.count != .exact(200) { change = await changes.next() }
         #expect(change?.count == .exact(200))
+        #expect(rows.count == .exact(200))
+    }
+
+    /// Two pages' changes told on two threads at once: page 0's is held inside the observer while
+    /// page 1 arrives. Before, page 1's change (count ≥ 201) was told at once and page 0's, made
+    /// before page 1 arrived (≥ 101), after it: the observer saw the count go back.
+    @Test func changesMadeOnTwoThreadsAtOnceNeverTakeTheCountBack() async {
+        let work = ControlledWork<Int, Int>()
+        let source = ScriptedSource(count: 200, knowsEnd: false, gate: work)
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, initialLoadSize: 100))
+        let hold = FirstCallHold()
+        let seen = Shared([PagedRowsChange]())
+        let observation = rows.observe { change in
+            hold.call()
+            seen.withLock { $0.append(change) }
+        }
+        defer { observation.cancel() }
+        rows.show(0..<200)
+        await work.waitUntilStarted(0)
+        work.succeed(0, with: 0)
+        await hold.held()  // page 0's change, on the thread that stored it
+        await work.waitUntilStarted(100)  // asked by page 0's cursor before its change was told
+        work.succeed(100, with: 0)
+        await eventually("page 1's change was told, or waits behind page 0's") {
+            seen.value.contains { $0.rows == 100..<200 } || rows.notices.hasPending
+        }
+        hold.letGo()
+        await work.waitUntilStarted(200)  // the page after the last: empty, the end is at 200
+        work.succeed(200, with: 0)
+        await settle(rows)
+        let counts = seen.value.map(\.count.value)
+        #expect(counts == counts.sorted(), "counts told \(seen.value.map(\.count))")
+        #expect(seen.value.last?.count == rows.count)
         #expect(rows.count == .exact(200))
     }
 

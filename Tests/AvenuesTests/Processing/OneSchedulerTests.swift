@@ -188,3 +188,78 @@ struct RunPriorityTests {
         #expect(run.value == .visible)
     }
 }
+
+/// Holds the first call it gets, on whichever thread made it, until ``letGo()``; later calls pass.
+final class FirstCallHold: Sendable {
+    private let entered = DispatchSemaphore(value: 0)
+    private let released = DispatchSemaphore(value: 0)
+    private let first = Shared(true)
+
+    func call() {
+        guard first.withLock({ isFirst in defer { isFirst = false }; return isFirst }) else { return }
+        entered.signal()
+        released.wait()
+    }
+
+    /// Returns once the first call is held.
+    func held() async { await onOwnThread { self.entered.wait() } }
+
+    func letGo() { released.signal() }
+}
+
+@Suite("RunPriority races", .timeLimit(.minutes(1)))
+struct RunPriorityRaceTests {
+    /// Two updates on two threads: the first is held inside its observer while the second is made.
+    /// Before, the second was told at once and the first after it, so the observer ended on the
+    /// older priority while `value` said the newer.
+    @Test func updatesRacingOnTwoThreadsLeaveTheObserversOnTheLastOne() async {
+        let run = RunPriority(.prefetch)
+        let hold = FirstCallHold()
+        let heard = Shared([LoadPriority]())
+        let observation = run.observe { priority in
+            hold.call()
+            heard.withLock { $0.append(priority) }
+        }
+        defer { run.stopObserving(observation) }
+        let first = Task { await onOwnThread { run.update(.visible) } }
+        await hold.held()
+        await onOwnThread { run.update(.background) }
+        hold.letGo()
+        await first.value
+        #expect(run.value == .background)
+        #expect(heard.value == [.visible, .background])
+    }
+
+    /// The same race one level up: two claims' priority changes on two threads reach the running
+    /// work's `RunPriority`. Before, each carried the priority computed under the processor's lock
+    /// and the older could be told last; now the priority told is read from the processor then.
+    @Test func priorityChangesRacingOnTwoThreadsLeaveTheRunningWorkOnTheLastOne() async {
+        let hold = FirstCallHold()
+        let heard = Shared([LoadPriority]())
+        let observing = Shared(false)
+        let processor = AutoProcessor<String, Int>(
+            maxConcurrent: 1, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
+            work: { _, run in
+                guard let run else { return 0 }
+                let observation = run.observe { priority in
+                    hold.call()
+                    heard.withLock { $0.append(priority) }
+                }
+                defer { run.stopObserving(observation) }
+                observing.withLock { $0 = true }
+                try await Task.sleep(for: .seconds(3_600))  // until its claim is released
+                return 1
+            }
+        )
+        let claim = processor.claim("row", priority: .prefetch) { _ in }
+        await eventually("the work observes its priority") { observing.value }
+        let first = Task { await onOwnThread { processor.setPriority(.visible, for: claim) } }
+        await hold.held()
+        await onOwnThread { processor.setPriority(.prefetch, for: claim) }
+        hold.letGo()
+        await first.value
+        #expect(heard.value == [.visible, .prefetch])
+        processor.release(claim)
+        await eventually("the run ended") { processor.tableSizes.isIdle }
+    }
+}

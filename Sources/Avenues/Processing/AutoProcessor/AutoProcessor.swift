@@ -367,11 +367,14 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     }
 
     /// Tells a running job's work that its priority changed (outside the lock: the work's scheduler
-    /// takes its own lock).
+    /// takes its own lock). The priority told is read from the machine when it is told, not the one
+    /// computed with this change: two changes racing on two threads could reach the context in
+    /// either order, and the older would win.
     @inlinable
     func follow(_ change: Machine.Reprioritized) {
         guard _propagatesPriority, let context = _state.withLock({ $0.contexts[change.worker] }) else { return }
-        context.update(change.priority)
+        let (key, worker) = (change.key, change.worker)
+        context.follow { [weak self] in self?._state.withLock { $0.machine.runningPriority(of: key, worker: worker) } }
     }
 
     /// Starts a worker inside the lock, so its handle is stored before it can be asked to cancel.

@@ -43,9 +43,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// A running run whose priority changed: the worker's run-priority context must follow.
     @usableFromInline
     struct Reprioritized {
+        @usableFromInline let key: Key
         @usableFromInline let worker: UInt64
         @usableFromInline let priority: LoadPriority
-        @inlinable init(worker: UInt64, priority: LoadPriority) { (self.worker, self.priority) = (worker, priority) }
+        @inlinable init(key: Key, worker: UInt64, priority: LoadPriority) { (self.key, self.worker, self.priority) = (key, worker, priority) }
     }
 
     /// What to do after a claim was registered or its priority changed.
@@ -140,7 +141,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             noteStaleEntry(at: from)
             return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
         case .raisedRunning(let worker, let from, let to):
-            return followRunning(worker: worker, from: from, to: to)
+            return followRunning(key, worker: worker, from: from, to: to)
         case .created(let token):
             nextToken = token
             queues[priority.rawValue].append(Job(key: key, token: token))
@@ -409,7 +410,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             noteStaleEntry(at: from)
             return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
         case .running(let worker, let from, let to)?:
-            return followRunning(worker: worker, from: from, to: to)
+            return followRunning(runs.keys[index], worker: worker, from: from, to: to)
         case nil:
             return ClaimAction()
         }
@@ -425,11 +426,18 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// A running run moved from `from` to `to`: recount its prefetch slot; a freed slot may admit
     /// queued prefetch work.
     @inlinable
-    mutating func followRunning(worker: UInt64, from: LoadPriority, to: LoadPriority) -> ClaimAction {
+    mutating func followRunning(_ key: Key, worker: UInt64, from: LoadPriority, to: LoadPriority) -> ClaimAction {
         if from != .visible { runningPrefetch -= 1 }
         if to != .visible { runningPrefetch += 1 }
         let spawn = from != .visible && to == .visible && hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
-        return ClaimAction(spawnWorker: spawn, reprioritized: Reprioritized(worker: worker, priority: to))
+        return ClaimAction(spawnWorker: spawn, reprioritized: Reprioritized(key: key, worker: worker, priority: to))
+    }
+
+    /// The priority of `key`'s run while `worker` runs it; `nil` once it does not.
+    @inlinable
+    func runningPriority(of key: Key, worker: UInt64) -> LoadPriority? {
+        guard case .running(let running, let priority)? = runs[key]?.phase, running == worker else { return nil }
+        return priority
     }
 
     @inlinable
