@@ -1,3 +1,4 @@
+import ArgumentParser
 import Avenues
 import Foundation
 import Synchronization
@@ -93,8 +94,10 @@ public struct ListScreen: Sendable {
         case tick
     }
 
-    /// How the screen ended.
-    public enum Exit: Sendable { case back, quit }
+    /// How the screen ended: back to the screen that opened it, or out of the program — by a key
+    /// that quits, or by ^C, after which the program exits with status 130 as shells expect of an
+    /// interrupted command (less, fzf).
+    public enum Exit: Sendable { case back, quit, interrupted }
 
     /// Rows changed since the loop last looked. Loads can finish thousands of times a second; they
     /// are gathered here and announced by at most one pending event, so a key press never waits
@@ -190,8 +193,9 @@ public struct ListScreen: Sendable {
     }
 
     /// Takes the terminal, runs `model`'s list until it quits, and gives the terminal back.
-    public static func run(_ model: any ListModel, trace: TraceRecorder? = nil) async {
-        await run(open(model, trace: trace))
+    /// - Throws: `ExitCode(130)` when ^C ended it, for the tool's `run()` to pass on.
+    public static func run(_ model: any ListModel, trace: TraceRecorder? = nil) async throws {
+        try await run(open(model, trace: trace))
     }
 
     /// The first half of ``run(_:trace:)``, synchronous: takes the terminal and draws `model`'s first
@@ -206,7 +210,13 @@ public struct ListScreen: Sendable {
     }
 
     /// Runs an opened screen's list until it quits, and gives the terminal back.
-    public static func run(_ opened: Opened) async {
+    /// - Throws: `ExitCode(130)` when ^C ended it, for the tool's `run()` to pass on.
+    public static func run(_ opened: Opened) async throws {
+        if await runUntilExit(opened) == .interrupted { throw ExitCode(130) }
+    }
+
+    /// ``run(_:)``'s work: how the screen ended, once the terminal is given back.
+    static func runUntilExit(_ opened: Opened) async -> Exit {
         defer { Terminal.restore() }
         var screen = opened.screen
         let backlog = screen.backlog
@@ -230,7 +240,7 @@ public struct ListScreen: Sendable {
             ticking.cancel()
         }
         var iterator = events.makeAsyncIterator()
-        _ = await screen.loop(&iterator, sink: sink)
+        return await screen.loop(&iterator, sink: sink)
     }
 
     /// The screen's loop, on events shared with the screens it opens.
@@ -350,7 +360,7 @@ public struct ListScreen: Sendable {
         case .control("c") where wasFollowing:
             return nil  // stops following, as any key does (less's ^C in F): quitting lost the place
         case .control("c"):
-            return .quit
+            return .interrupted
         case .character("q"), .control("d"):
             return nested ? .back : .quit
         case .escape where nested:
@@ -452,7 +462,7 @@ public struct ListScreen: Sendable {
         case .push(let other):
             var screen = ListScreen(model: other, palette: palette, trace: nil, nested: true, backlog: backlog)
             let exit = await screen.loop(&events, sink: sink)
-            if exit == .quit { return .quit }
+            if exit != .back { return exit }
             resize()
             // The screens share one event stream: a `.rowsChanged` this screen's rows announced while
             // the other was open was taken by the other's loop, and this screen's `ChangedRows` stays

@@ -27,6 +27,7 @@ extension Tool {
         } catch {
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) }  // help, version: ArgumentParser prints them
+            if error is ExitCode { exit(withError: error) }  // a status of its own (130 after ^C), nothing to say
             var message = message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
             while message.hasSuffix(".") { message.removeLast() }
             if message.first?.isUppercase == true, message.dropFirst().first?.isLowercase == true {

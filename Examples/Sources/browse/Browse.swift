@@ -28,16 +28,16 @@ struct Browse: Tool {
     @Argument(help: "The folder to browse: a path, or the http(s) URL of a folder index.")
     var folder: String = "."
 
-    @Option(help: "Remote folders: the deepest folder listed below the URL.")
+    @Option(parsing: .unconditional, help: "Remote folders: the deepest folder listed below the URL.")
     var maxDepth = 32
 
-    @Option(help: "Remote folders: the most files listed.")
+    @Option(parsing: .unconditional, help: "Remote folders: the most files listed.")
     var maxFiles = 100_000
 
     @Option(name: .customLong("ca-file"), help: "Remote folders over https: trust the CA certificates in this PEM file (as curl's --cacert; default: the system's, or SSL_CERT_FILE's).")
     var caFile: String?
 
-    @Option(help: "Remote folders: the most folders listed.")
+    @Option(parsing: .unconditional, help: "Remote folders: the most folders listed.")
     var maxFolders = 10_000
 
     @Flag(name: .shortAndLong, help: "Include hidden files and folders.")
@@ -49,16 +49,16 @@ struct Browse: Tool {
     @Flag(help: "Do not read or write the disk cache.")
     var noCache = false
 
-    @Option(help: "A pause in milliseconds before each summary, to watch the loading on a fast disk.")
+    @Option(parsing: .unconditional, help: "A pause in milliseconds before each summary, to watch the loading on a fast disk.")
     var latency = 0
 
-    @Option(help: "Summaries computed (or files downloaded) at once.")
+    @Option(parsing: .unconditional, help: "Summaries computed (or files downloaded) at once.")
     var concurrency = 6
 
-    @Option(help: "Rows prefetched past the screen in the scroll direction (default: adaptive, from the scroll rate and load times).")
+    @Option(parsing: .unconditional, help: "Rows prefetched past the screen in the scroll direction (default: adaptive, from the scroll rate and load times).")
     var ahead: Int?
 
-    @Option(help: "The width of plain-text output (default: $COLUMNS, else 120).")
+    @Option(parsing: .unconditional, help: "The width of plain-text output (default: $COLUMNS, else 120).")
     var width: Int?
 
     @Option(help: "Record every scroll step to this file, for `scroll-sim --trace` (Benchmarks/README.md).")
@@ -102,7 +102,7 @@ struct Browse: Tool {
             return
         }
         let root = URL(fileURLWithPath: folder).standardizedFileURL.path
-        await ListScreen.run(LocalRows(table: table, title: root, ahead: ahead), trace: try recordTrace.map(TraceRecorder.init))
+        try await ListScreen.run(LocalRows(table: table, title: root, ahead: ahead), trace: try recordTrace.map(TraceRecorder.init))
         table.flush()
     }
 
@@ -126,7 +126,7 @@ struct Browse: Tool {
             }
             return
         }
-        await ListScreen.run(RemoteRows(table: table), trace: try recordTrace.map(TraceRecorder.init))
+        try await ListScreen.run(RemoteRows(table: table), trace: try recordTrace.map(TraceRecorder.init))
     }
 
 

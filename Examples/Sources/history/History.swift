@@ -28,7 +28,7 @@ struct History: Tool {
     @Argument(parsing: .postTerminator, help: "Only the commits that change these paths (after --).")
     var paths: [String] = []
 
-    @Option(help: "Commits per page.")
+    @Option(parsing: .unconditional, help: "Commits per page.")
     var pageSize = 50
 
     @Option(help: "Where diff stats and spooled logs are kept across runs (default: avenues-examples in the user's cache folder).")
@@ -77,7 +77,7 @@ struct History: Tool {
             return
         }
         let title = URL(fileURLWithPath: repository).standardizedFileURL.path
-        await ListScreen.run(HistoryModel(rows: rows, title: title, spoolFolder: spoolFolder), trace: try recordTrace.map(TraceRecorder.init))
+        try await ListScreen.run(HistoryModel(rows: rows, title: title, spoolFolder: spoolFolder), trace: try recordTrace.map(TraceRecorder.init))
         rows.flush()
     }
 

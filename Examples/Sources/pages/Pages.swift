@@ -42,16 +42,16 @@ struct Pages: Tool {
     @Flag(name: .shortAndLong, help: "Include hidden files and folders.")
     var all = false
 
-    @Option(help: "Rows per page (default: the terminal's height).")
+    @Option(parsing: .unconditional, help: "Rows per page (default: the terminal's height).")
     var pageSize: Int?
 
-    @Option(help: "Rows computed at once when streaming to a file or pipe.")
+    @Option(parsing: .unconditional, help: "Rows computed at once when streaming to a file or pipe.")
     var ahead = 16
 
     @Option(help: "Output format: table or tsv (tab-separated: path, size in bytes, lines, crc32, preview).")
     var format: OutputFormat = .table
 
-    @Option(help: "The table's width (default: the terminal's, else $COLUMNS, else 120).")
+    @Option(parsing: .unconditional, help: "The table's width (default: the terminal's, else $COLUMNS, else 120).")
     var width: Int?
 
     @Option(help: "Where summaries are cached across runs (default: avenues-examples/summaries in the user's cache folder).")
@@ -60,7 +60,7 @@ struct Pages: Tool {
     @Flag(help: "Do not read or write the disk cache.")
     var noCache = false
 
-    @Option(help: "A pause in milliseconds before each summary, to watch the loading on a fast disk.")
+    @Option(parsing: .unconditional, help: "A pause in milliseconds before each summary, to watch the loading on a fast disk.")
     var latency = 0
 
     @Flag(help: "Compute the rows one after another with no avenue and no cache (the reference output).")
@@ -80,7 +80,11 @@ struct Pages: Tool {
         if arguments.count == 1, let path = arguments.first, !path.hasPrefix("-"), RemoteTable.remoteURL(path) == nil {
             var isFolder: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue {
-                await page(file: path, filter: nil)
+                do {
+                    try await page(file: path, filter: nil)
+                } catch {
+                    exit(withError: error)  // ^C: status 130
+                }
                 return
             }
         }
@@ -109,7 +113,7 @@ struct Pages: Tool {
             Self.fail(RemoteTable.urlProblem(folder) ?? "\(folder) does not exist; give the path of a file or a folder")
         }
         if !isFolder.boolValue {
-            await Self.page(file: folder, filter: query)
+            try await Self.page(file: folder, filter: query)
             return
         }
         var entries: [FileEntry]
@@ -139,13 +143,14 @@ struct Pages: Tool {
         // as quick as going on.
         let screen = pageSize ?? max(1, (Terminal.size()?.rows ?? 24) - 3)
         let root = URL(fileURLWithPath: folder).standardizedFileURL.path
-        await ListScreen.run(LocalRows(table: table, title: root, tool: "pages", ahead: screen))
+        try await ListScreen.run(LocalRows(table: table, title: root, tool: "pages", ahead: screen))
         table.flush()
     }
 
     /// `pages FILE`: the pager on a terminal, the file's bytes as they are otherwise. On the main
     /// actor, as ``main()`` is: up to its first screen nothing waits for another thread.
-    @MainActor static func page(file path: String, filter: TextQuery?) async {
+    /// - Throws: `ExitCode(130)` when ^C ended the pager.
+    @MainActor static func page(file path: String, filter: TextQuery?) async throws {
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             copy(path, filter: filter)
             return
@@ -157,7 +162,7 @@ struct Pages: Tool {
             Self.fail("\(error); check the path and that it can be read")
         }
         if let filter { _ = model.input(filter.text, committed: true, selected: -1) }  // the first line that has it
-        await ListScreen.run(ListScreen.open(model))
+        try await ListScreen.run(ListScreen.open(model))
     }
 
     /// Copies the file at `path` to standard output, a megabyte at a time; with `filter`, only the

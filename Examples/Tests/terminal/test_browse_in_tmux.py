@@ -8,7 +8,7 @@ Usage: test_browse_in_tmux.py BIN_DIR   (the folder holding the built `browse`)
 - placeholders (spinners) are seen before values, then the first screen fills;
 - after PgDn x5, G and g, the visible rows show values; after G the status line counts cancellations;
 - `?` shows the keys and any key closes them; `s` sorts by size (largest first) and back by path;
-- q and Ctrl-C exit with status 0 and leave the terminal sane (icanon, echo, isig; cursor shown;
+- q exits with status 0, Ctrl-C with 130 (as shells expect of an interrupted command), both leave the terminal sane (icanon, echo, isig; cursor shown;
   main screen); a resize redraws at the new size;
 - every signal that ends the process (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE)
   leaves the terminal sane too;
@@ -150,8 +150,8 @@ def main():
             fail("a second run found nothing in the disk cache", screen)
         tmux.keys("c", "C-c")
         screen = tmux.wait("c", "browse exits after Ctrl-C", exited)
-        terminal_is_sane(tmux, "c", screen, "browse")
-        print(f"ok: second run served {hits.group(1)} rows from the disk cache; Ctrl-C exits cleanly")
+        terminal_is_sane(tmux, "c", screen, "browse", status=130)
+        print(f"ok: second run served {hits.group(1)} rows from the disk cache; Ctrl-C exits cleanly, status 130")
 
         # Every signal that ends the process gives the terminal back (seen 2026-11-23: SIGUSR1,
         # SIGALRM and SIGPIPE left the alternate screen and a hidden cursor; the first SIGQUIT was

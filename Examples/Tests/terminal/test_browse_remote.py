@@ -216,7 +216,7 @@ def main():
             fail("offline, the last screen (downloaded in the last run) says offline", screen)
         print("ok: offline, G shows the last screen, downloaded in the last run, from the cache")
         tmux.keys("o", "C-c")
-        terminal_is_sane(tmux, "o", tmux.wait("o", "browse exits after Ctrl-C", exited), "browse")
+        terminal_is_sane(tmux, "o", tmux.wait("o", "browse exits after Ctrl-C", exited), "browse", status=130)
 
         result = subprocess.run([browse, "http://127.0.0.1:9/nothing/", "--cache", cache], capture_output=True, text=True, timeout=60)
         lines = result.stderr.strip().splitlines()

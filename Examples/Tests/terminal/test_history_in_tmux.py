@@ -198,7 +198,7 @@ def main():
                            lambda s: len(s) == 40 and shows(s, COMMITS, COMMITS - 37) and (status_number(s, "cache hits") or 0) > 0)
         print(f"ok: a second run found {status_number(screen, 'cache hits')} diff stats in the disk cache")
         tmux.keys("w", "C-c")
-        terminal_is_sane(tmux, "w", tmux.wait("w", "history exits after Ctrl-C", exited), "history")
+        terminal_is_sane(tmux, "w", tmux.wait("w", "history exits after Ctrl-C", exited), "history", status=130)
 
         # One path's history, and no colors with NO_COLOR.
         expected = int(subprocess.run(["git", "-C", repository, "rev-list", "--count", "HEAD", "--", "file07.txt"],

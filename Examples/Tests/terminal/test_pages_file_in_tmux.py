@@ -12,7 +12,7 @@ Usage: test_pages_file_in_tmux.py BIN_DIR   (the folder holding the built `pages
 - → scrolls sideways; `?` lists the keys;
 - F follows the end while another process appends 2,000 lines: line 302000 shows at the bottom;
 - an escape sequence in a line neither retitles nor clears the terminal;
-- q exits with status 0 and leaves the terminal sane; piped, the file comes out byte for byte;
+- q exits with status 0 and ^C with 130, leaving the terminal sane; piped, the file comes out byte for byte;
   a file deleted while open stays readable; `--filter TEXT` piped prints only the lines (of a file)
   or the rows (of a folder) that contain it.
 """
@@ -137,6 +137,13 @@ def main():
         tmux.keys(name, "q")
         screen = tmux.wait(name, "pages exits", exited)
         terminal_is_sane(tmux, name, screen, "pages")
+
+        # ^C (not following) quits with status 130, as shells expect of an interrupted command; it
+        # exited with 0, as q does.
+        tmux.start("c", f"'{pages}' '{os.path.join(work, 'tail.txt')}'; echo EXIT=$?; stty -a; sleep 120")
+        tmux.wait("c", "the short file shows", lambda s: numbers(s)[:1] == [1])
+        tmux.keys("c", "C-c")
+        terminal_is_sane(tmux, "c", tmux.wait("c", "pages exits after ^C", exited), "pages", status=130)
     finally:
         tmux.close()
         subprocess.run(["rm", "-rf", work])

@@ -115,6 +115,9 @@ def main():
             ([pages, "--ahead", "0", files], "pages: --ahead must be at least 1; see 'pages --help'"),
             ([pages, "--bogus"], "pages: unknown option '--bogus'; see 'pages --help'"),
             ([browse, "--width", "x"], "browse: the value 'x' is invalid for '--width <width>'; see 'browse --help'"),
+            # A negative number is a value, refused for what it is (it was read as an option: "missing value").
+            ([pages, files, "--latency", "-1"], "pages: --latency must be 0 or more milliseconds; see 'pages --help'"),
+            ([browse, files, "--ahead", "-5"], "browse: --ahead must be 0 or more rows; see 'browse --help'"),
             # A URL that cannot be browsed is not "no such folder", and empty text is not "here".
             ([browse, "http://[::1"], "browse: http://[::1 is not a URL that can be read (it needs a host, and a port from 1 to 65535 if it has one);"
                                       " give the URL of a folder index, such as http://example.com/files/"),
