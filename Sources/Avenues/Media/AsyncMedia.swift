@@ -6,7 +6,8 @@ import Foundation
 /// - **Once per URL.** However many callers ask for a URL, one download runs; each caller's claim
 ///   is counted, and when every caller has left (their tasks cancelled) the transfer stops at once
 ///   and its download slot is free. URLs differing only in the case of their scheme or host, a
-///   default port or a `#fragment` are one URL.
+///   default port, a `#fragment` or the way an IPv6 address is written (`[0:0:0:0:0:0:0:1]`,
+///   `[::1]`) are one URL.
 /// - **Streamed, memory bounded, nobody stalled.** The body is written to the folder by the thread
 ///   that receives it, so the network goes no faster than the disk and nothing piles up in memory,
 ///   whatever the file's size. Bytes move through a ``DownloadTransport``: on Linux ``CurlTransport``
@@ -472,10 +473,27 @@ public final class AsyncMedia: SchedulingProcessor {
         guard let host = components.percentEncodedHost, !host.isEmpty else { throw .invalidURL(url, reason: "it has no host") }
         if let port = components.port, !(1...65_535).contains(port) { throw .invalidURL(url, reason: "the port \(port) is outside 1–65535") }
         components.scheme = scheme
-        components.percentEncodedHost = host.lowercased()
+        components.percentEncodedHost = canonicalHost(host)
         components.fragment = nil
         if components.port == (scheme == "http" ? 80 : 443) { components.port = nil }
         return components.url ?? url
+    }
+
+    /// A host as a download is known by: lowercased, and an IPv6 literal in its one text form
+    /// (RFC 5952: `[0:0:0:0:0:0:0:1]` and `[::1]` are one host, so one file); a zone (`%25eth0`) is
+    /// kept as it is written.
+    static func canonicalHost(_ host: String) -> String {
+        let lowered = host.lowercased()
+        guard lowered.hasPrefix("["), lowered.hasSuffix("]") else { return lowered }
+        let inside = lowered.dropFirst().dropLast()
+        let zoneStart = inside.range(of: "%25")?.lowerBound ?? inside.endIndex
+        let address = String(inside[..<zoneStart])
+        var bytes = in6_addr()
+        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return lowered }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return lowered }
+        let written = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return "[" + String(decoding: written, as: UTF8.self) + inside[zoneStart...] + "]"
     }
 
     /// What every download run of an instance needs.

@@ -142,6 +142,21 @@ struct HTTPParsingTests {
         #expect(fast > 100)
     }
 
+    /// An IPv6 literal has one text form (RFC 5952), so one file: `[0:0:0:0:0:0:0:1]` and `[::1]`
+    /// were downloaded and cached twice.
+    @Test(arguments: [
+        ("http://[0:0:0:0:0:0:0:1]:8080/a", "http://[::1]:8080/a"),
+        ("http://[::1]:8080/a", "http://[::1]:8080/a"),
+        ("HTTP://[2001:DB8:0:0:1:0:0:1]/x?y", "http://[2001:db8::1:0:0:1]/x?y"),
+        ("https://[::FFFF:7F00:1]:443/", "https://[::ffff:127.0.0.1]/"),
+        ("http://[FE80:0::1%25eth0]/", "http://[fe80::1%25eth0]/"),
+    ])
+    func anIPv6LiteralIsOneHostHoweverItIsWritten(given: String, canonical: String) throws {
+        let url = try #require(URL(string: given))
+        #expect(try AsyncMedia.canonical(url).absoluteString == canonical)
+        #expect(MediaFolder.fileName(for: try AsyncMedia.canonical(url)) == MediaFolder.fileName(for: try #require(URL(string: canonical))))
+    }
+
     /// Codings are ASCII tokens, compared in ASCII case only. Unicode lowercasing read the Kelvin
     /// sign (U+212A) as `k`: `gzip, chun\u{212A}ed` was taken for `gzip, chunked`.
     @Test func codingsAreLowercasedInASCIIOnly() {
