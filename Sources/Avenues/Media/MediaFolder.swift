@@ -479,7 +479,11 @@ final class MediaFolder: Sendable {
         let count = bytes.withUnsafeMutableBytes { (try? FileSystem.read(descriptor, into: $0, at: 0, path: metaPath)) ?? 0 }
         let lines = String(decoding: bytes[0..<count], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count >= 3, lines[0] == "avenues-partial 1", lines[1] == url.absoluteString, !lines[2].isEmpty else { return (true, nil) }
-        return (true, String(lines[2]))
+        // Sent as `If-Range`: a record damaged on disk must not put a line break (or any control
+        // character) into a request. Without a validator the download starts over.
+        let validator = String(lines[2])
+        guard HTTPField(name: "If-Range", value: validator).problem == nil else { return (true, nil) }
+        return (true, validator)
     }
 
     /// Deletes partial downloads older than a day, beyond the newest ``partialsKept``, or beyond the

@@ -322,6 +322,28 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(leftovers().isEmpty)
     }
 
+    /// Probe of 2026-11-26: a partial file's record damaged on disk — its validator holding a
+    /// carriage return and a header of its own — was sent as it was, as `If-Range`, a field the
+    /// transport never checks. A validator that is not a field value now counts as no record: the
+    /// download starts over, and nothing of the record reaches the server.
+    @Test func aDamagedRecordsValidatorIsNeverSentAndTheDownloadStartsOver() async throws {
+        try await server.setETag("v1")
+        let directory = folder.child("damaged-record")
+        let media = media(directory: directory)
+        let url = server.url("/resumable/120000?cut=60000")
+        await #expect(throws: (any Error).self) { try await media.file(for: url) }
+        let records = leftovers(in: directory).filter { $0.hasSuffix(".meta") }
+        try #require(records.count == 1)
+        let record = directory.appendingPathComponent(records[0])
+        let text = try String(contentsOf: record, encoding: .utf8)
+        try Data(text.replacingOccurrences(of: "\"v1\"", with: "\"v1\"\rX-Injected: yes").utf8).write(to: record)
+        let file = try await media.file(for: url)
+        #expect(try Data(contentsOf: file) == MediaServer.body(120_000))
+        let asked = try await server.headers()["/resumable/120000"]
+        #expect(asked?["range"] == "" && asked?["if-range"] == "" && asked?["x-injected"] == "", "asked: \(String(describing: asked))")
+        #expect(try await server.sent()["/resumable/120000"] == 60_000 + 120_000)  // all of it again
+    }
+
     @Test func aFileThatChangedSinceTheCutStartsOver() async throws {
         try await server.setETag("v1")
         let media = media()
