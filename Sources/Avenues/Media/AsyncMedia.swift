@@ -748,8 +748,13 @@ final class Validators: Sendable {
         return age < Saturating.seconds(timeToLive)
     }
 
+    /// What was recorded for `url`; a validator that is not a valid field value (an entry damaged
+    /// on disk, or written by a build that did not check) is left out: it is sent in a request.
     func validators(for url: URL) -> Entry? {
-        storage.value(for: url.absoluteString)
+        guard var entry = storage.value(for: url.absoluteString) else { return nil }
+        if let etag = entry.etag, HTTPField(name: "If-None-Match", value: etag).problem != nil { entry.etag = nil }
+        if let date = entry.lastModified, HTTPField(name: "If-Modified-Since", value: date).problem != nil { entry.lastModified = nil }
+        return entry
     }
 
     /// Records a file just downloaded.

@@ -344,6 +344,21 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(try await server.sent()["/resumable/120000"] == 60_000 + 120_000)  // all of it again
     }
 
+    /// The validators kept for revalidation are sent in requests too: one that is not a field value
+    /// (a line break in it) is never given back for a request.
+    @Test func aRecordedValidatorThatIsNotAFieldValueIsNeverGivenBack() throws {
+        let validators = Validators(directory: folder.child("validators"))
+        let url = try #require(URL(string: "http://example.com/a"))
+        let plan = TransferStateMachine.BodyPlan(
+            codings: [], append: false, expectedTotal: nil, resumeValidator: nil,
+            etag: "\"a\"\r\nX-Injected: yes", lastModified: "Wed, 21 Oct 2015 07:28:00 GMT"
+        )
+        validators.record(plan, for: url)
+        let entry = try #require(validators.validators(for: url))
+        #expect(entry.etag == nil)
+        #expect(entry.lastModified == "Wed, 21 Oct 2015 07:28:00 GMT")
+    }
+
     @Test func aFileThatChangedSinceTheCutStartsOver() async throws {
         try await server.setETag("v1")
         let media = media()
