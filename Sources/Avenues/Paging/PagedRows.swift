@@ -447,7 +447,11 @@ public final class PagedRows<Source: PageSource>: Sendable {
         listeners.withLock { listeners in
             if let error { listeners.errors[number] = error } else { listeners.errors[number] = nil }
         }
-        notices.submit({ $0 = ($0 ?? []) + [Notice(page: number, error: error)] }) { batch in
+        notices.submit({ pending in
+            var all = pending.take() ?? []  // taken, so the append does not copy
+            all.append(Notice(page: number, error: error))
+            pending = all
+        }) { batch in
             for notice in batch { tell(notice) }
         }
     }
