@@ -230,6 +230,25 @@ struct RunPriorityRaceTests {
         #expect(heard.value == [.visible, .background])
     }
 
+    /// An observer that updates the priority it is told (a scheduler that clamps it) is told the
+    /// new priority after it returns, on the same thread, not from inside itself.
+    @Test func anObserverThatUpdatesThePriorityIsToldItAfterItReturns() {
+        let run = RunPriority(.prefetch)
+        let heard = Shared([LoadPriority]())
+        let inside = Shared(false), calledFromInside = Shared(false)
+        let observation = run.observe { priority in
+            if inside.withLock({ inside in defer { inside = true }; return inside }) { calledFromInside.withLock { $0 = true } }
+            heard.withLock { $0.append(priority) }
+            if priority == .visible { run.update(.background) }
+            inside.withLock { $0 = false }
+        }
+        defer { run.stopObserving(observation) }
+        run.update(.visible)
+        #expect(heard.value == [.visible, .background])
+        #expect(!calledFromInside.value)
+        #expect(run.value == .background)
+    }
+
     /// The same race one level up: two claims' priority changes on two threads reach the running
     /// work's `RunPriority`. Before, each carried the priority computed under the processor's lock
     /// and the older could be told last; now the priority told is read from the processor then.
