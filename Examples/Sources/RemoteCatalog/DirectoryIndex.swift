@@ -45,7 +45,7 @@ public enum DirectoryIndex {
         /// The folder asked for.
         public let url: URL
         /// What to do.
-        public var description: String { "\(url) is not a folder index (no \"Index of\" page, nor nginx's JSON); give the URL of a folder listing" }
+        public var description: String { "\(RemoteTable.shown(url)) is not a folder index (no \"Index of\" page, nor nginx's JSON); give the URL of a folder listing" }
     }
 
     /// The entries of `folder`'s index page `body`, sorted so a crawl lists files in path order.

@@ -32,9 +32,9 @@ public final class RemoteRows: ListModel {
 
     public var heading: String {
         let count = table.files.count
-        let rows = "browse  \(table.root.absoluteString)  ·  \(count) rows" + (count.isExact ? "" : " (listing…)")
+        let rows = "browse  \(RemoteTable.shown(table.root))  ·  \(count) rows" + (count.isExact ? "" : " (listing…)")
         guard let filter = state.withLock({ $0.filter }) else { return rows }
-        return "browse  \(table.root.absoluteString)  ·  “\(filter)”: \(table.filtered.count) of \(table.filtered.progress.total)"
+        return "browse  \(RemoteTable.shown(table.root))  ·  “\(filter)”: \(table.filtered.count) of \(table.filtered.progress.total)"
     }
 
     public func columnHeader(width: Int, palette: Terminal.Palette) -> String? { TableLayout(width: width).header(palette: palette) }

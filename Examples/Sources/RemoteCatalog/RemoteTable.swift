@@ -302,21 +302,32 @@ extension RemoteTable {
         public let description: String
     }
 
+    /// `url` as the tools show it: without the user name and password it may carry
+    /// (`https://user:secret@host/`), which curl and browsers never show either.
+    public static func shown(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+              components.percentEncodedUser != nil || components.percentEncodedPassword != nil
+        else { return url.absoluteString }
+        components.percentEncodedUser = nil
+        components.percentEncodedPassword = nil
+        return components.string ?? "the URL given"
+    }
+
     /// One line for a root that cannot be listed: what happened and what to do.
     public static func rootMessage(for error: any Error, root: URL) -> String {
         switch error {
         case let error as URLError where [.serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateHasUnknownRoot,
                                           .serverCertificateNotYetValid].contains(error.code):
-            "cannot make a secure connection to \(root) (\(error.localizedDescription)); if its certificate is signed by a CA of your own, give that CA with --ca-file or SSL_CERT_FILE"
+            "cannot make a secure connection to \(shown(root)) (\(error.localizedDescription)); if its certificate is signed by a CA of your own, give that CA with --ca-file or SSL_CERT_FILE"
         case let error as URLError where error.code == .secureConnectionFailed:
             // The handshake itself failed: a server that does not speak TLS on that port (OpenSSL's
             // "wrong version number") as often as a certificate.
-            "cannot make a secure connection to \(root) (\(error.localizedDescription)); check that it serves https on that port, and if its certificate is signed by a CA of your own, give that CA with --ca-file or SSL_CERT_FILE"
+            "cannot make a secure connection to \(shown(root)) (\(error.localizedDescription)); check that it serves https on that port, and if its certificate is signed by a CA of your own, give that CA with --ca-file or SSL_CERT_FILE"
         case let error as URLError:
-            "cannot reach \(root) (\(error.code == .cannotConnectToHost ? "connection refused" : error.localizedDescription)), and it was never listed here before; check the URL and that the server runs"
+            "cannot reach \(shown(root)) (\(error.code == .cannotConnectToHost ? "connection refused" : error.localizedDescription)), and it was never listed here before; check the URL and that the server runs"
         case let error as AsyncMediaError:
             switch error {
-            case .httpStatus(let status, _): "\(root) answered HTTP \(status); give the URL of a folder listing"
+            case .httpStatus(let status, _): "\(shown(root)) answered HTTP \(status); give the URL of a folder listing"
             default: "\(error.description)"
             }
         case let error as DirectoryIndex.NotAnIndex:

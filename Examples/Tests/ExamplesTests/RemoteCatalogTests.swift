@@ -392,4 +392,24 @@ struct RemoteTreeTests {
             #expect(RemoteTable.rootMessage(for: error, root: table.root).hasPrefix("cannot reach http://127.0.0.1:9/files/ (connection refused)"))
         }
     }
+
+    /// Probe of 2026-11-26: a password in the URL given (`http://user:secret@host/`) was printed in
+    /// every message about it and drawn in the screen's title. The tools show URLs without it.
+    @Test func aPasswordInTheURLIsNeverShown() async throws {
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("remote-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: cache) }
+        let root = try #require(URL(string: "http://user:s3cret@127.0.0.1:9/files/"))
+        let table = RemoteTable(root: root, cacheFolder: cache)
+        do {
+            try await table.checkRoot()
+            Issue.record("a closed port was listed")
+        } catch {
+            let message = RemoteTable.rootMessage(for: error, root: table.root)
+            #expect(message.hasPrefix("cannot reach http://127.0.0.1:9/files/ (connection refused)"), "\(message)")
+        }
+        #expect(RemoteTable.shown(root) == "http://127.0.0.1:9/files/")
+        #expect(RemoteTable.shown(try #require(URL(string: "https://TOKEN@example.com/a/"))) == "https://example.com/a/")
+        #expect(!RemoteRows(table: table).heading.contains("s3cret"))
+        #expect(!DirectoryIndex.NotAnIndex(url: root).description.contains("s3cret"))
+    }
 }

@@ -27,7 +27,9 @@ import Foundation
 /// - **Redirects** are followed (at most ``maximumRedirects``), to `http` and `https` only; headers
 ///   that carry credentials (`Authorization`, `Cookie`, `Proxy-Authorization`, and names with
 ///   `api-key`, `token`, `secret`, `password` or `session`) are sent only to the first URL's origin
-///   (scheme, host and port), as curl and browsers do.
+///   (scheme, host and port), as curl and browsers do. A user name and password in a URL
+///   (`https://user:secret@host/`) are sent as the transport sends them, but never written to the
+///   folder (its records name such a URL by a hash) nor shown in an error's message (`user:***@`).
 /// - **Resume.** A download cut short (the server dropped the connection, the process was killed)
 ///   whose response had a validator (a strong `ETag` or `Last-Modified`), no content coding and a
 ///   length of 64 KiB or more (or none) is kept as a partial file; the next request of the URL asks only for the rest (`Range` +
@@ -731,6 +733,7 @@ final class Validators: Sendable {
         var fetchedAt: Double
     }
 
+    /// Keyed by ``RedactedURL/recorded(_:)``: a URL's password is never written to the folder.
     private let storage: ValueMappedStorage<DiskStorage<String>, Entry>
     private let now: @Sendable () -> Date
 
@@ -743,7 +746,7 @@ final class Validators: Sendable {
     /// Whether `url`'s file may be used without asking the server.
     func isFresh(_ url: URL, timeToLive: Duration?) -> Bool {
         guard let timeToLive else { return true }
-        guard let entry = storage.value(for: url.absoluteString) else { return false }
+        guard let entry = storage.value(for: RedactedURL.recorded(url)) else { return false }
         let age = max(0, now().timeIntervalSince1970 - entry.fetchedAt)
         return age < Saturating.seconds(timeToLive)
     }
@@ -751,7 +754,7 @@ final class Validators: Sendable {
     /// What was recorded for `url`; a validator that is not a valid field value (an entry damaged
     /// on disk, or written by a build that did not check) is left out: it is sent in a request.
     func validators(for url: URL) -> Entry? {
-        guard var entry = storage.value(for: url.absoluteString) else { return nil }
+        guard var entry = storage.value(for: RedactedURL.recorded(url)) else { return nil }
         if let etag = entry.etag, HTTPField(name: "If-None-Match", value: etag).problem != nil { entry.etag = nil }
         if let date = entry.lastModified, HTTPField(name: "If-Modified-Since", value: date).problem != nil { entry.lastModified = nil }
         return entry
@@ -759,14 +762,14 @@ final class Validators: Sendable {
 
     /// Records a file just downloaded.
     func record(_ plan: TransferStateMachine.BodyPlan?, for url: URL) {
-        storage.set(Entry(etag: plan?.etag, lastModified: plan?.lastModified, fetchedAt: now().timeIntervalSince1970), for: url.absoluteString)
+        storage.set(Entry(etag: plan?.etag, lastModified: plan?.lastModified, fetchedAt: now().timeIntervalSince1970), for: RedactedURL.recorded(url))
     }
 
     /// The file was revalidated (304): it is fresh again.
     func renew(_ url: URL) {
-        var entry = storage.value(for: url.absoluteString) ?? Entry(fetchedAt: 0)
+        var entry = storage.value(for: RedactedURL.recorded(url)) ?? Entry(fetchedAt: 0)
         entry.fetchedAt = now().timeIntervalSince1970
-        storage.set(entry, for: url.absoluteString)
+        storage.set(entry, for: RedactedURL.recorded(url))
     }
 
     func removeAll() {

@@ -44,37 +44,37 @@ public enum AsyncMediaError: Error, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unsupportedScheme(let url):
-            "Cannot download \(url): only http, https and file URLs are supported."
+            "Cannot download \(RedactedURL.shown(url)): only http, https and file URLs are supported."
         case .httpStatus(206, let url):
-            "The server answered 206 (part of the file) for \(url); a partial answer is never cached. Check that the request sends no Range header."
+            "The server answered 206 (part of the file) for \(RedactedURL.shown(url)); a partial answer is never cached. Check that the request sends no Range header."
         case .httpStatus(204, let url):
-            "The server answered 204 (no content) for \(url): there is no file to cache."
+            "The server answered 204 (no content) for \(RedactedURL.shown(url)): there is no file to cache."
         case .httpStatus(let status, let url):
-            "The server answered \(status) for \(url); nothing was cached. Check the URL, or try again later for a 5xx status."
+            "The server answered \(status) for \(RedactedURL.shown(url)); nothing was cached. Check the URL, or try again later for a 5xx status."
         case .incompleteBody(let received, let expected?, let url):
-            "The download of \(url) ended after \(received) of \(expected) bytes; nothing was cached. Try again."
+            "The download of \(RedactedURL.shown(url)) ended after \(received) of \(expected) bytes; nothing was cached. Try again."
         case .incompleteBody(let received, nil, let url):
-            "The download of \(url) ended after \(received) bytes, before its compressed stream did; nothing was cached. Try again."
+            "The download of \(RedactedURL.shown(url)) ended after \(received) bytes, before its compressed stream did; nothing was cached. Try again."
         case .noResponse(let url):
-            "No HTTP response for \(url); nothing was cached. Try again."
+            "No HTTP response for \(RedactedURL.shown(url)); nothing was cached. Try again."
         case .malformedResponse(let url, let reason):
-            "The server's answer for \(url) is not valid HTTP (\(reason)); nothing was cached."
+            "The server's answer for \(RedactedURL.shown(url)) is not valid HTTP (\(reason)); nothing was cached."
         case .tookTooLong(let url, let limit):
-            "The download of \(url) took longer than \(limit) and was stopped; raise DownloadLimits.totalTimeout for larger files."
+            "The download of \(RedactedURL.shown(url)) took longer than \(limit) and was stopped; raise DownloadLimits.totalTimeout for larger files."
         case .tooLarge(let url, let limit):
-            "The body of \(url) is larger than \(limit) bytes and was not downloaded; raise DownloadLimits.maximumSize (or AsyncMedia's sizeLimit, which also bounds one file) if it is expected."
+            "The body of \(RedactedURL.shown(url)) is larger than \(limit) bytes and was not downloaded; raise DownloadLimits.maximumSize (or AsyncMedia's sizeLimit, which also bounds one file) if it is expected."
         case .invalidURL(let url, let reason):
-            "Cannot download \(url): \(reason). Check the URL."
+            "Cannot download \(RedactedURL.shown(url)): \(reason). Check the URL."
         case .invalidHeader(let name, let reason):
             "The header \(name.debugDescription) given to AsyncMedia(headers:) cannot be sent: \(reason). Give names that are HTTP tokens and values without line breaks or control characters."
         case .redirectRefused(let from, let to):
-            "\(from) redirects to \(to), which is not followed here; nothing was cached. Give the URL it should be read from."
+            "\(RedactedURL.shown(from)) redirects to \(RedactedURL.shown(to)), which is not followed here; nothing was cached. Give the URL it should be read from."
         case .tooManyRedirects(let url, let count):
-            "\(url) redirected \(count) times without reaching a file; nothing was cached. Check the URL, or the server's redirects."
+            "\(RedactedURL.shown(url)) redirected \(count) times without reaching a file; nothing was cached. Check the URL, or the server's redirects."
         case .cannotStore(let url, let reason):
-            "\(url) could not be stored in the media folder: " + reason.mediaAdvice
+            "\(RedactedURL.shown(url)) could not be stored in the media folder: " + reason.mediaAdvice
         case .unavailable(let status, let url, let retryAfter):
-            "The server answered \(status) for \(url) (busy or rate-limited); "
+            "The server answered \(status) for \(RedactedURL.shown(url)) (busy or rate-limited); "
                 + (retryAfter.map { "it asked to wait \($0) before trying again." } ?? "try again later.")
         }
     }

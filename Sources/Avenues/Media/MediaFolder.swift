@@ -328,7 +328,7 @@ final class MediaFolder: Sendable {
                 guard takeName() else { return }  // then it is not resumed: no record
                 named?()
             }
-            let text = "avenues-partial 1\n\(url.absoluteString)\n\(validator)\n"
+            let text = "avenues-partial 1\n\(RedactedURL.recorded(url))\n\(validator)\n"  // no password on disk
             let temporary = metaPath + ".tmp"
             guard let descriptor = try? FileSystem.openOrCreate(temporary, mode: 0o600) else { return }
             defer { FileSystem.close(descriptor) }
@@ -478,7 +478,7 @@ final class MediaFolder: Sendable {
         var bytes = [UInt8](repeating: 0, count: 4_096)
         let count = bytes.withUnsafeMutableBytes { (try? FileSystem.read(descriptor, into: $0, at: 0, path: metaPath)) ?? 0 }
         let lines = String(decoding: bytes[0..<count], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count >= 3, lines[0] == "avenues-partial 1", lines[1] == url.absoluteString, !lines[2].isEmpty else { return (true, nil) }
+        guard lines.count >= 3, lines[0] == "avenues-partial 1", lines[1] == RedactedURL.recorded(url), !lines[2].isEmpty else { return (true, nil) }
         // Sent as `If-Range`: a record damaged on disk must not put a line break (or any control
         // character) into a request. Without a validator the download starts over.
         let validator = String(lines[2])

@@ -359,6 +359,36 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(entry.lastModified == "Wed, 21 Oct 2015 07:28:00 GMT")
     }
 
+    /// Probe of 2026-11-26: a URL's password (`http://user:secret@host/`) was written to disk in a
+    /// partial download's record and in the validators kept for revalidation, and shown in every
+    /// error's message. Now neither holds it; the download still resumes and revalidates.
+    @Test func aPasswordInTheURLIsNeverWrittenToDiskNorShownInAMessage() async throws {
+        try await server.setETag("v1")
+        let directory = folder.child("credentials")
+        let media = media(timeToLive: .seconds(3_600), directory: directory)
+        let url = try #require(URL(string: "http://user:s3cret@127.0.0.1:\(server.port)/resumable/120000?cut=60000"))
+        func written() throws -> [String] {
+            let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL } ?? []
+            return try files.filter { file in
+                var isFolder: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: file.path, isDirectory: &isFolder), !isFolder.boolValue else { return false }
+                return try Data(contentsOf: file).range(of: Data("s3cret".utf8)) != nil
+            }.map(\.lastPathComponent)
+        }
+        await #expect(throws: (any Error).self) { try await media.file(for: url) }  // cut at 60,000
+        #expect(try written() == [], "the partial download's record")
+        let file = try await media.file(for: url)
+        #expect(try Data(contentsOf: file) == MediaServer.body(120_000))
+        #expect(try await server.headers()["/resumable/120000"]?["if-range"] == "\"v1\"")  // its record was found
+        #expect(try written() == [], "the validators")
+        let error = AsyncMediaError.httpStatus(404, url: url)
+        #expect(!error.description.contains("s3cret") && error.description.contains("user:***@127.0.0.1"), "\(error)")
+        let token = try #require(URL(string: "https://TOKEN123@example.com/a"))
+        #expect(RedactedURL.shown(token) == "https://***@example.com/a")
+        #expect(!RedactedURL.recorded(token).contains("TOKEN123") && RedactedURL.recorded(token) != RedactedURL.recorded(url))
+        #expect(RedactedURL.shown(try #require(URL(string: "http://example.com/a@b"))) == "http://example.com/a@b")  // an @ in the path
+    }
+
     @Test func aFileThatChangedSinceTheCutStartsOver() async throws {
         try await server.setETag("v1")
         let media = media()

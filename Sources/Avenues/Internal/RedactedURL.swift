@@ -1,0 +1,38 @@
+import Foundation
+
+/// URLs as they leave memory: the password of a URL (`https://user:secret@host/`), or a user name
+/// given alone (often a token: `https://TOKEN@host/`), is never shown in a message or written to
+/// disk, as curl and browsers leave it out.
+enum RedactedURL {
+    /// `url`'s text for a message: a password replaced with `***` (`user:***@`), a user name given
+    /// alone with `***`.
+    static func shown(_ url: URL) -> String {
+        let text = url.absoluteString
+        guard let userinfo = userinfoRange(in: text) else { return text }
+        return text.replacingCharacters(in: userinfo, with: masked(text[userinfo], with: "***"))
+    }
+
+    /// `url`'s text for a record on disk: the URL itself, or — with credentials — the URL with them
+    /// replaced by a hash of the whole URL (the hash a downloaded file's name is made of), so two
+    /// passwords stay two records and neither is written.
+    static func recorded(_ url: URL) -> String {
+        let text = url.absoluteString
+        guard let userinfo = userinfoRange(in: text) else { return text }
+        let hash = StableHash.hex(StableHash.fnv1a64(Array(text.utf8)))
+        return text.replacingCharacters(in: userinfo, with: masked(text[userinfo], with: "hash-" + hash))
+    }
+
+    /// The user name kept when a password follows it; the rest replaced with `mask`.
+    private static func masked(_ userinfo: Substring, with mask: String) -> String {
+        guard let colon = userinfo.firstIndex(of: ":") else { return mask }
+        return userinfo[..<colon] + ":" + mask
+    }
+
+    /// Where the user information of the URL `text` is (before the `@` of its authority), if it has any.
+    static func userinfoRange(in text: String) -> Range<String.Index>? {
+        guard let scheme = text.range(of: "://") else { return nil }
+        let authority = text[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard let at = authority.lastIndex(of: "@") else { return nil }
+        return authority.startIndex ..< at
+    }
+}
