@@ -64,7 +64,8 @@ public final class HistoryRows: Sendable {
     /// Pages of `pageSize` commits, one page ahead, at most 2,000 commits in memory; the first screen
     /// asks for one page only.
     public static func configuration(pageSize: Int) -> PagingConfiguration {
-        PagingConfiguration(pageSize: pageSize, prefetchDistance: pageSize, initialLoadSize: pageSize, maxResident: max(2_000, 2 * pageSize))
+        let (twoPages, overflow) = pageSize.multipliedReportingOverflow(by: 2)  // `--page-size` is the user's: it may be Int.max
+        return PagingConfiguration(pageSize: pageSize, prefetchDistance: pageSize, initialLoadSize: pageSize, maxResident: max(2_000, overflow ? .max : twoPages))
     }
 
     /// The default folder for diff stats: `avenues-examples/history-stats` in the cache folder.

@@ -58,6 +58,13 @@ struct Browse: Tool {
     @Option(parsing: .unconditional, help: "Rows prefetched past the screen in the scroll direction (default: adaptive, from the scroll rate and load times).")
     var ahead: Int?
 
+    /// Rows summarized ahead of the one printed when the output is not a terminal: four per worker
+    /// (`--concurrency` is the user's: it may be Int.max).
+    private var streamedAhead: Int {
+        let (ahead, overflow) = concurrency.multipliedReportingOverflow(by: 4)
+        return overflow ? .max : ahead
+    }
+
     @Option(parsing: .unconditional, help: "The width of plain-text output (default: $COLUMNS, else 120).")
     var width: Int?
 
@@ -95,7 +102,7 @@ struct Browse: Tool {
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             let layout = TableLayout(width: width ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
             print(layout.header)
-            await streamRowsInOrder(of: table, ahead: concurrency * 4) { index, content in
+            await streamRowsInOrder(of: table, ahead: streamedAhead) { index, content in
                 print(layout.row(entries[index], content))
             }
             table.flush()
@@ -121,7 +128,7 @@ struct Browse: Tool {
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             let layout = TableLayout(width: width ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
             print(layout.header)
-            await table.streamInOrder(ahead: concurrency * 4) { file, size, content in
+            await table.streamInOrder(ahead: streamedAhead) { file, size, content in
                 print(layout.row(path: file.path, size: size, content))
             }
             return

@@ -39,6 +39,15 @@ struct GitParsingTests {
         #expect(commit.line.count == 500_000 + 5)
     }
 
+    /// Probe of 2026-11-26: `history --page-size 9223372036854775807` trapped (two pages' worth of
+    /// commits, the most kept in memory, overflowed).
+    @Test(arguments: [1, 50, Int.max / 2, Int.max / 2 + 1, Int.max])
+    func anyPageSizeMakesAConfiguration(pageSize: Int) {
+        let configuration = HistoryRows.configuration(pageSize: pageSize)
+        #expect(configuration.pageSize == pageSize)
+        #expect(configuration.maxResident >= max(2_000, pageSize))
+    }
+
     @Test func numstatSumsTextCountsBinaryFilesAndSaturates() {
         let numstat = Data("3\t1\tREADME.md\n-\t-\tlogo.png\n10\t0\tdir/a b.txt\nnot a numstat line\n\n".utf8)
         #expect(DiffStat.parse(numstat) == DiffStat(files: 3, added: 13, removed: 1))

@@ -131,6 +131,21 @@ def main():
             if result.returncode != 1 or message != expected or result.stdout:
                 fail(f"{' '.join(arguments[1:])}: exit {result.returncode}, stderr {message!r}, expected exit 1 and {expected!r}")
         print("ok: mistakes are one line, TOOL: what happened; what to do, exit status 1")
+
+        # Probe of 2026-11-26: the largest numbers an option takes are not mistakes, and trapped
+        # (browse --concurrency: the rows streamed ahead overflowed; history --page-size: its
+        # memory bound did).
+        largest = str(2**63 - 1)
+        streamed = run([browse, files, "--concurrency", largest, "--no-cache"]).decode()
+        if streamed != run([browse, files, "--no-cache"]).decode():
+            fail(f"browse --concurrency {largest} printed other rows than browse does")
+        history = os.path.join(sys.argv[1], "history")
+        repository = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+        if shutil.which("git") and os.path.isdir(os.path.join(repository, ".git")):
+            logged = run([history, repository, "--page-size", largest, "--no-cache"]).decode().splitlines()
+            if not logged:
+                fail(f"history --page-size {largest} printed nothing")
+        print("ok: the largest --concurrency and --page-size run to the end")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("pages output test passed")
