@@ -75,6 +75,40 @@ public final class GitLog: OffsetPageSource {
         spool.withLock { $0?.stop() }
     }
 
+    /// The spool folder cannot be made: a file is in its place (or in a parent's), or its parent
+    /// cannot be written.
+    public struct SpoolFolderProblem: Error, CustomStringConvertible {
+        /// The folder asked for.
+        public let folder: URL
+        /// Why it cannot be made.
+        public let reason: String
+
+        init(folder: URL, error: any Error) {
+            self.folder = folder
+            var path = folder.standardizedFileURL
+            var found: String?
+            while found == nil, path.path != "/" {
+                var isFolder: ObjCBool = false
+                if FileManager.default.fileExists(atPath: path.path, isDirectory: &isFolder) {
+                    found = isFolder.boolValue ? "" : "\(path.path) is not a folder"
+                }
+                path = path.deletingLastPathComponent()
+            }
+            if let found, !found.isEmpty {
+                reason = found
+            } else if let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+                reason = String(cString: strerror(Int32(truncatingIfNeeded: posix.code)))
+            } else {
+                reason = "it cannot be written"
+            }
+        }
+
+        /// What happened and what to do.
+        public var description: String {
+            "cannot make the log's folder \(folder.path) (\(reason)); give a folder that can be written with --cache, or --no-cache"
+        }
+    }
+
     /// Checks that git runs and `repository` is a repository; throws ``Git/Failure`` otherwise.
     public func check() async throws {
         var isFolder: ObjCBool = false
@@ -206,7 +240,11 @@ final class LogSpool: Sendable {
     /// Starts git writing the log of `repository` at `head` into a spool in `folder` — or, when a
     /// finished spool of that head is there, reads it as it is.
     init(repository: String, paths: [String], head: String?, folder: URL) throws {
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw GitLog.SpoolFolderProblem(folder: folder, error: error)
+        }
         let key = LogSpool.key(repository: repository, paths: paths, head: head)
         let finished = folder.appendingPathComponent(key + ".log")
         if let head, !head.isEmpty, FileManager.default.fileExists(atPath: finished.path) {

@@ -38,6 +38,17 @@ extension Tool {
         }
     }
 
+    /// Refuses a `--cache` that names something other than a folder (a file, a device): the disk
+    /// cache would be silently off (`browse`, `pages`) or fail with a system error (`history`).
+    /// A folder that does not exist yet is made when it is first written.
+    public static func checkCacheOption(_ path: String?) throws {
+        guard let path else { return }
+        var isFolder: ObjCBool = false
+        if path.isEmpty || (FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && !isFolder.boolValue) {
+            throw ValidationError("--cache \(path.isEmpty ? "(empty text)" : path) is not a folder; give a folder (it is made if missing), or --no-cache.")
+        }
+    }
+
     /// `TOOL: message` on standard error (cleaned of control characters: it may quote outside
     /// text), and exit status 1.
     public static func fail(_ message: String) -> Never {

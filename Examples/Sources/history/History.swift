@@ -41,6 +41,7 @@ struct History: Tool {
     var noCache = false
 
     func validate() throws {
+        try Self.checkCacheOption(cache)
         guard pageSize >= 1 else { throw ValidationError("--page-size must be at least 1.") }
         guard !repository.isEmpty else { throw ValidationError("the repository is empty text; give a path (. for this folder).") }
     }

@@ -92,6 +92,7 @@ struct Pages: Tool {
     }
 
     func validate() throws {
+        try Self.checkCacheOption(cache)
         guard (width ?? 1) >= 1, (width ?? 1) <= TableLayout.widest else {
             throw ValidationError("--width must be between 1 and \(TableLayout.widest) columns.")
         }

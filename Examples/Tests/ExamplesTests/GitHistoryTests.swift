@@ -108,6 +108,23 @@ struct BatcherTests {
 
 @Suite("git log as a page source", .enabled(if: Git.executable != nil, "needs git"))
 struct GitLogTests {
+    /// Probe of 2026-11-26: `history --cache FILE` said `Error Domain=NSCocoaErrorDomain Code=512
+    /// "(null)" UserInfo={…}`. A spool folder that cannot be made says where and why.
+    @Test func aSpoolFolderThatCannotBeMadeSaysWhereAndWhy() async throws {
+        let repository = try TestRepository(commits: 3)
+        defer { repository.remove() }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-folder-\(UUID().uuidString)")
+        try Data("x".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let log = GitLog(repository: repository.path, spoolFolder: file.appendingPathComponent("history-logs"))
+        do {
+            try await log.start()
+            Issue.record("a spool folder was made inside a file")
+        } catch let problem as GitLog.SpoolFolderProblem {
+            #expect(problem.description == "cannot make the log's folder \(file.path)/history-logs (\(file.path) is not a folder); give a folder that can be written with --cache, or --no-cache")
+        }
+    }
+
     @Test func everyPageInOrderOrByOffsetIsWhatGitLogSays() async throws {
         let repository = try TestRepository(commits: 250)
         defer { repository.remove() }

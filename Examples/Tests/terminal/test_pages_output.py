@@ -115,6 +115,11 @@ def main():
             ([pages, "--ahead", "0", files], "pages: --ahead must be at least 1; see 'pages --help'"),
             ([pages, "--bogus"], "pages: unknown option '--bogus'; see 'pages --help'"),
             ([browse, "--width", "x"], "browse: the value 'x' is invalid for '--width <width>'; see 'browse --help'"),
+            # A --cache that is a file: the disk cache was silently off (history: an NSCocoaErrorDomain dump).
+            ([pages, files, "--cache", os.path.join(files, "part1", "sub1", "file001.txt")],
+             f"pages: --cache {os.path.join(files, 'part1', 'sub1', 'file001.txt')} is not a folder; give a folder (it is made if missing), or --no-cache; see 'pages --help'"),
+            ([browse, files, "--cache", os.path.join(files, "part1", "sub1", "file001.txt")],
+             f"browse: --cache {os.path.join(files, 'part1', 'sub1', 'file001.txt')} is not a folder; give a folder (it is made if missing), or --no-cache; see 'browse --help'"),
             # A negative number is a value, refused for what it is (it was read as an option: "missing value").
             ([pages, files, "--latency", "-1"], "pages: --latency must be 0 or more milliseconds; see 'pages --help'"),
             ([browse, files, "--ahead", "-5"], "browse: --ahead must be 0 or more rows; see 'browse --help'"),
