@@ -95,7 +95,10 @@ extension DiskStorageError {
         switch reason {
         case .diskFull: return "no space left on \(path)\(cause). Free some space or lower AsyncMedia's sizeLimit."
         case .permissionDenied: return "permission denied for \(path)\(cause). Choose a folder you can write to with AsyncMedia(directory:)."
-        case .folderUnavailable, .unsafeFolder: return "the folder \(path) cannot be used (\(detail ?? cause)). Choose another with AsyncMedia(directory:)."
+        case .folderUnavailable, .unsafeFolder:
+            // `cause` is already " (call: message)"; it was wrapped in a second pair: "( (lstat: …))".
+            let why = detail.map { " (\($0))" } ?? cause
+            return "the folder \(path) cannot be used\(why). Choose another with AsyncMedia(directory:)."
         default: return "\(description)"
         }
     }

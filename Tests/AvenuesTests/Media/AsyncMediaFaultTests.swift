@@ -263,6 +263,20 @@ final class AsyncMediaFaultTests: Sendable {
         #expect(try AsyncMedia.canonical(withPort).absoluteString == "http://example.com/a")
     }
 
+    /// Probe of 2026-11-26: a folder that is a file read "cannot be used ( (lstat: Not a
+    /// directory))", the cause wrapped twice.
+    @Test func aFolderThatIsAFileSaysWhyOnce() async throws {
+        let file = folder.child("a-file")
+        try Data("x".utf8).write(to: file)
+        let media = AsyncMedia(directory: file, transport: CannedTransport())
+        do {
+            _ = try await media.file(for: try #require(URL(string: "https://example.invalid/a.txt")))
+            Issue.record("a file was stored in a folder that is a file")
+        } catch let error as AsyncMediaError {
+            #expect(error.description.hasSuffix("could not be stored in the media folder: the folder \(file.path) cannot be used (lstat: Not a directory). Choose another with AsyncMedia(directory:)."), "\(error)")
+        }
+    }
+
     @Test func aDeletedFolderIsCreatedAgain() async throws {
         let media = media()
         _ = try await media.file(for: server.url("/bytes/1000"))
