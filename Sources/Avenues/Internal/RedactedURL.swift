@@ -1,11 +1,11 @@
 import Foundation
 
 /// URLs as they leave memory: the password of a URL (`https://user:secret@host/`), or a user name
-/// given alone (often a token: `https://TOKEN@host/`), is never shown in a message or written to
-/// disk, as curl and browsers leave it out.
+/// given alone (often a token: `https://TOKEN@host/`, `https://KEY:@host/`), is never shown in a
+/// message or written to disk, as curl and browsers leave it out.
 enum RedactedURL {
     /// `url`'s text for a message: a password replaced with `***` (`user:***@`), a user name given
-    /// alone with `***`.
+    /// alone (or with an empty password) with `***`.
     static func shown(_ url: URL) -> String {
         let text = url.absoluteString
         guard let userinfo = userinfoRange(in: text) else { return text }
@@ -22,9 +22,11 @@ enum RedactedURL {
         return text.replacingCharacters(in: userinfo, with: masked(text[userinfo], with: "hash-" + hash))
     }
 
-    /// The user name kept when a password follows it; the rest replaced with `mask`.
+    /// The user name kept when a password follows it; the rest replaced with `mask`. A user name
+    /// with no password, or an empty one (`https://KEY:@host/`, as API keys are often given), is
+    /// the secret itself and goes too.
     private static func masked(_ userinfo: Substring, with mask: String) -> String {
-        guard let colon = userinfo.firstIndex(of: ":") else { return mask }
+        guard let colon = userinfo.firstIndex(of: ":"), userinfo.index(after: colon) < userinfo.endIndex else { return mask }
         return userinfo[..<colon] + ":" + mask
     }
 

@@ -157,6 +157,44 @@ struct HTTPParsingTests {
         #expect(MediaFolder.fileName(for: try AsyncMedia.canonical(url)) == MediaFolder.fileName(for: try #require(URL(string: canonical))))
     }
 
+    /// Credentials in any URL that parses — a password with `@`, `:` or escapes in it, an `@` in
+    /// the path, query or fragment — never survive ``RedactedURL``, and a URL without them is left
+    /// as it is. The model: the password and user `URLComponents` reads. (It found a user name
+    /// with an empty password, `https://KEY:@host/`, shown as it was.)
+    @Test func credentialsNeverSurviveRedactionWhateverTheURL() throws {
+        let users = ["", "u", "us%40er", "TOKENu9"]
+        let passwords = [nil, "", "PWq7", "p%3AWq7", "P@Wq7", "P:Wq7"]
+        let hosts = ["h.com", "127.0.0.1", "[::1]"]
+        let rests = ["", "/", "/a@b", "/?q=@x", "#f@g", ":8080/x@y"]
+        var checked = 0
+        for scheme in ["http", "https"] {
+            for user in users {
+                for password in passwords {
+                    for host in hosts {
+                        for rest in rests {
+                            let userinfo = password.map { user + ":" + $0 + "@" } ?? (user.isEmpty ? "" : user + "@")
+                            guard let url = URL(string: "\(scheme)://\(userinfo)\(host)\(rest)"),
+                                  let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { continue }
+                            let shown = RedactedURL.shown(url), recorded = RedactedURL.recorded(url)
+                            // A user name is the secret when no password (or an empty one) follows it.
+                            let userIsSecret = (components.percentEncodedPassword ?? "").isEmpty && user.hasPrefix("TOKEN")
+                            let secrets = [components.percentEncodedPassword, userIsSecret ? components.percentEncodedUser : nil]
+                                .compactMap { $0 }.filter { $0.count >= 4 }
+                            for secret in secrets {
+                                #expect(!shown.contains(secret) && !recorded.contains(secret), "\(url.absoluteString): \(shown), \(recorded)")
+                            }
+                            if components.percentEncodedUser == nil && components.percentEncodedPassword == nil {
+                                #expect(shown == url.absoluteString && recorded == url.absoluteString, "\(url.absoluteString)")
+                            }
+                            checked += 1
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked > 300)
+    }
+
     /// Codings are ASCII tokens, compared in ASCII case only. Unicode lowercasing read the Kelvin
     /// sign (U+212A) as `k`: `gzip, chun\u{212A}ed` was taken for `gzip, chunked`.
     @Test func codingsAreLowercasedInASCIIOnly() {
