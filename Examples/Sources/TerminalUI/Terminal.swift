@@ -103,8 +103,46 @@ public enum Terminal {
         return (Int(window.ws_col), Int(window.ws_row))
     }
 
-    /// Writes `text` to standard output at once (no buffering).
+    /// Writes `text` to standard output at once (no buffering) — unless the terminal was given back
+    /// (``restore()``) and not taken again: a frame another thread draws while a signal ends the
+    /// program must not land on the main screen after it (CI's tmux test, SIGHUP: a half-drawn row
+    /// on the shell's screen).
     public static func write(_ text: String) {
+        output.withLock { open in
+            guard open, !FatalSignals.ending.load(ordering: .relaxed) else { return }
+            emit(text)
+        }
+    }
+
+    /// Whether frames may be written: closed by ``restore()``, opened again when the terminal is
+    /// taken. A write holds it, so the one that gives the terminal back waits for a frame under way.
+    private static let output = Mutex(true)
+    /// Where output goes instead of standard output (tests).
+    static let sink = Mutex<(@Sendable ([UInt8]) -> Void)?>(nil)
+
+    /// Opens the output, writing `entering` first (the alternate screen, a hidden cursor).
+    static func openOutput(entering: String) {
+        output.withLock { open in
+            open = true
+            emit(entering)
+        }
+    }
+
+    /// Writes `leaving` (the main screen, a visible cursor) after any frame under way, and closes
+    /// the output: later frames are dropped until it is opened again.
+    static func closeOutput(leaving: String) {
+        output.withLock { open in
+            open = false
+            emit(leaving)
+        }
+    }
+
+    private static func emit(_ text: String) {
+        guard !text.isEmpty else { return }
+        if let sink = sink.withLock({ $0 }) {
+            sink(Array(text.utf8))
+            return
+        }
         var remaining = Array(text.utf8)[...]
         while !remaining.isEmpty {
             let written = remaining.withUnsafeBytes { systemWrite(STDOUT_FILENO, $0.baseAddress, $0.count) }
@@ -226,7 +264,7 @@ public enum Terminal {
             cc[Int(VTIME)] = 0
         }
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw)
-        if fullScreen { write(ANSI.enterAlternateScreen + ANSI.hideCursor + ANSI.home) }
+        openOutput(entering: fullScreen ? ANSI.enterAlternateScreen + ANSI.hideCursor + ANSI.home : "")
     }
 
     /// Runs `executable` with `arguments` in the foreground with the terminal as it was before
@@ -262,7 +300,7 @@ public enum Terminal {
             defer { state = nil }
             return state
         }) else { return }
-        if saved.fullScreen { write(ANSI.reset + ANSI.showCursor + ANSI.leaveAlternateScreen) }
+        closeOutput(leaving: saved.fullScreen ? ANSI.reset + ANSI.showCursor + ANSI.leaveAlternateScreen : "")
         var attributes = saved.attributes
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &attributes)
     }
@@ -318,7 +356,12 @@ private enum FatalSignals {
         }
     }
 
+    /// Set first by a fatal signal's handler (an atomic store is async-signal-safe; a lock is not):
+    /// frames are no longer written, best effort — one under way may still finish.
+    static let ending = Atomic(false)
+
     static func handle(_ number: Int32) {
+        ending.store(true, ordering: .relaxed)
         if let farewell, let base = farewell.baseAddress, farewell.count > 0 {
             _ = write(STDOUT_FILENO, base, farewell.count)
         }

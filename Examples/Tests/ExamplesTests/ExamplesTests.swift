@@ -1,6 +1,7 @@
 import Avenues
 @testable import FileCatalog
 import Foundation
+import Synchronization
 import Testing
 @testable import TerminalUI
 
@@ -326,5 +327,41 @@ struct SummariesCacheTests {
         #expect(!left.contains { $0.hasSuffix(".entry") } && !left.contains(".avenues-lock"), "\(left.sorted())")
         #expect(left.contains("notes.txt"))
         #expect(old.value(for: "file1") == nil)
+    }
+}
+
+/// What reaches the terminal once the program gave it back.
+@Suite("Terminal output", .serialized)
+struct TerminalOutputTests {
+    /// Seen in CI's tmux test (SIGHUP): a frame drawn by the screen's thread while the signal's
+    /// handler gave the terminal back landed on the shell's screen, half a row before `EXIT=129`.
+    /// Frames written after the terminal is given back are dropped until it is taken again, and a
+    /// frame under way finishes before the main screen comes back.
+    @Test func framesAfterTheTerminalIsGivenBackAreDropped() async {
+        let written = Mutex([UInt8]())
+        Terminal.sink.withLock { $0 = { bytes in written.withLock { $0 += bytes } } }
+        defer {
+            Terminal.sink.withLock { $0 = nil }
+            Terminal.openOutput(entering: "")
+        }
+        Terminal.openOutput(entering: "<enter>")
+        Terminal.write("frame1")
+        Terminal.closeOutput(leaving: "<leave>")
+        Terminal.write("frame2")
+        Terminal.openOutput(entering: "<again>")
+        Terminal.write("frame3")
+        #expect(String(decoding: written.withLock { $0 }, as: UTF8.self) == "<enter>frame1<leave><again>frame3")
+
+        // A thread drawing while another gives the terminal back: nothing of a frame after it.
+        written.withLock { $0 = [] }
+        let drawing = Task.detached {
+            for _ in 0 ..< 20_000 { Terminal.write("[frame]") }
+        }
+        await Task.yield()
+        Terminal.closeOutput(leaving: "<leave>")
+        await drawing.value
+        let text = String(decoding: written.withLock { $0 }, as: UTF8.self)
+        #expect(text.hasSuffix("<leave>"), "\(text.suffix(40))")
+        #expect(!text.replacingOccurrences(of: "[frame]", with: "").replacingOccurrences(of: "<leave>", with: "").contains("frame"))
     }
 }
