@@ -9,12 +9,26 @@ public final class TraceRecorder: Sendable {
     private let started = ContinuousClock.now
     private let last = Mutex<(rows: Range<Int>?, hints: [Int])>((nil, []))
 
-    /// Creates (or empties) the file at `path`.
-    public init(path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+    /// Why the trace's file cannot be written: the system's reason (a folder that does not exist,
+    /// a path that is a folder, no permission). It read `Error Domain=NSCocoaErrorDomain Code=513
+    /// "You don't have permission."` for a folder that does not exist.
+    public struct CannotWrite: Error, CustomStringConvertible {
+        /// The path given.
+        public let path: String
+        /// The system's reason.
+        public let reason: String
+        /// What happened and what to do.
+        public var description: String {
+            "cannot write the trace to \(path) (\(reason)); give --record-trace a file in a folder that exists and can be written"
         }
-        self.file = file
+    }
+
+    /// Creates (or empties) the file at `path`.
+    /// - Throws: ``CannotWrite``.
+    public init(path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw CannotWrite(path: path, reason: String(cString: strerror(errno))) }
+        file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     deinit { try? file.close() }

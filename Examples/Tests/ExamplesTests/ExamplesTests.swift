@@ -365,3 +365,25 @@ struct TerminalOutputTests {
         #expect(!text.replacingOccurrences(of: "[frame]", with: "").replacingOccurrences(of: "<leave>", with: "").contains("frame"))
     }
 }
+
+@Suite("Trace recorder")
+struct TraceRecorderTests {
+    /// Probe of 2026-11-26: `--record-trace` in a folder that does not exist said
+    /// `Error Domain=NSCocoaErrorDomain Code=513 "You don't have permission."`; a folder given as
+    /// the file said the same. Each now says the system's reason and what to do.
+    @Test func aTraceThatCannotBeWrittenSaysWhyAndWhatToDo() throws {
+        let missing = "/nonexistent-\(UUID().uuidString)/t.json"
+        #expect(throws: TraceRecorder.CannotWrite.self) { try TraceRecorder(path: missing) }
+        do {
+            _ = try TraceRecorder(path: FileManager.default.temporaryDirectory.path)
+            Issue.record("a folder was opened as the trace's file")
+        } catch let error as TraceRecorder.CannotWrite {
+            #expect(error.description == "cannot write the trace to \(FileManager.default.temporaryDirectory.path) (Is a directory); give --record-trace a file in a folder that exists and can be written")
+        }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("trace-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let recorder = try TraceRecorder(path: path)
+        recorder.record(0 ..< 10, count: 100)
+        #expect(try String(contentsOfFile: path, encoding: .utf8).hasPrefix("{\"rows\": 100, \"screen\": 10}\n"))
+    }
+}
