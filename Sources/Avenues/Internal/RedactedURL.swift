@@ -13,8 +13,8 @@ enum RedactedURL {
     }
 
     /// `url`'s text for a record on disk: the URL itself, or — with credentials — the URL with them
-    /// replaced by a hash of the whole URL (the hash a downloaded file's name is made of), so two
-    /// passwords stay two records and neither is written.
+    /// replaced by a 64-bit hash of the whole URL (the first half of a downloaded file's name), so
+    /// two passwords stay two records and neither is written.
     static func recorded(_ url: URL) -> String {
         let text = url.absoluteString
         guard let userinfo = userinfoRange(in: text) else { return text }

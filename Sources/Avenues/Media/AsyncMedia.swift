@@ -483,17 +483,16 @@ public final class AsyncMedia: SchedulingProcessor {
 
     /// A host as a download is known by: lowercased, and an IPv6 literal in its one text form
     /// (RFC 5952: `[0:0:0:0:0:0:0:1]` and `[::1]` are one host, so one file); a zone (`%25eth0`) is
-    /// kept as it is written.
+    /// kept as it is written (interface names are case-sensitive).
     static func canonicalHost(_ host: String) -> String {
-        let lowered = host.lowercased()
-        guard lowered.hasPrefix("["), lowered.hasSuffix("]") else { return lowered }
-        let inside = lowered.dropFirst().dropLast()
+        guard host.hasPrefix("["), host.hasSuffix("]") else { return host.lowercased() }
+        let inside = host.dropFirst().dropLast()
         let zoneStart = inside.range(of: "%25")?.lowerBound ?? inside.endIndex
         let address = String(inside[..<zoneStart])
         var bytes = in6_addr()
-        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return lowered }
+        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return "[" + address.lowercased() + inside[zoneStart...] + "]" }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return lowered }
+        guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return "[" + address.lowercased() + inside[zoneStart...] + "]" }
         let written = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         return "[" + String(decoding: written, as: UTF8.self) + inside[zoneStart...] + "]"
     }

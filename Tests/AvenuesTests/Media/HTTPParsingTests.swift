@@ -150,6 +150,7 @@ struct HTTPParsingTests {
         ("HTTP://[2001:DB8:0:0:1:0:0:1]/x?y", "http://[2001:db8::1:0:0:1]/x?y"),
         ("https://[::FFFF:7F00:1]:443/", "https://[::ffff:127.0.0.1]/"),
         ("http://[FE80:0::1%25eth0]/", "http://[fe80::1%25eth0]/"),
+        ("http://[FE80::1%25ETH0]/", "http://[fe80::1%25ETH0]/"),  // an interface's name keeps its case
     ])
     func anIPv6LiteralIsOneHostHoweverItIsWritten(given: String, canonical: String) throws {
         let url = try #require(URL(string: given))

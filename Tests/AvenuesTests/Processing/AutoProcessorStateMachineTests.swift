@@ -240,7 +240,9 @@ struct AutoProcessorStateMachineTests {
         #expect(job(machine.start(worker: worker))?.key == "p1")
         #expect(spawned(machine.claim("p2", id: 2, priority: .prefetch, waiter: ignore)) == nil)  // over its share
         let raise = machine.setPriority(.visible, key: "p1", id: 1)
-        #expect(raise.reprioritized?.priority == .visible && raise.reprioritized?.worker == worker)
+        #expect(raise.reprioritized?.key == "p1" && raise.reprioritized?.worker == worker)
+        #expect(machine.runningPriority(of: "p1", worker: worker) == .visible)
+        #expect(machine.runningPriority(of: "p1", worker: worker &+ 1) == nil)  // not that worker's run
         let second = try #require(raise.spawnWorker)  // the freed prefetch slot goes to p2
         #expect(job(machine.start(worker: second))?.key == "p2")
     }

@@ -40,13 +40,14 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         @inlinable init(token: UInt64, phase: Phase) { (self.token, self.phase) = (token, phase) }
     }
 
-    /// A running run whose priority changed: the worker's run-priority context must follow.
+    /// A running run whose priority changed: the worker's run-priority context must follow. The
+    /// priority itself is read when it is told (``runningPriority(of:worker:)``), never carried: a
+    /// change told after a newer one would undo it.
     @usableFromInline
     struct Reprioritized {
         @usableFromInline let key: Key
         @usableFromInline let worker: UInt64
-        @usableFromInline let priority: LoadPriority
-        @inlinable init(key: Key, worker: UInt64, priority: LoadPriority) { (self.key, self.worker, self.priority) = (key, worker, priority) }
+        @inlinable init(key: Key, worker: UInt64) { (self.key, self.worker) = (key, worker) }
     }
 
     /// What to do after a claim was registered or its priority changed.
@@ -430,7 +431,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         if from != .visible { runningPrefetch -= 1 }
         if to != .visible { runningPrefetch += 1 }
         let spawn = from != .visible && to == .visible && hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
-        return ClaimAction(spawnWorker: spawn, reprioritized: Reprioritized(key: key, worker: worker, priority: to))
+        return ClaimAction(spawnWorker: spawn, reprioritized: Reprioritized(key: key, worker: worker))
     }
 
     /// The priority of `key`'s run while `worker` runs it; `nil` once it does not.
