@@ -85,17 +85,19 @@ public final class GitLog: OffsetPageSource {
 
         init(folder: URL, error: any Error) {
             self.folder = folder
+            // The nearest part of the path that exists: a file there is what is in the way.
             var path = folder.standardizedFileURL
-            var found: String?
-            while found == nil, path.path != "/" {
+            var inTheWay: String?
+            while path.path != "/" {
                 var isFolder: ObjCBool = false
                 if FileManager.default.fileExists(atPath: path.path, isDirectory: &isFolder) {
-                    found = isFolder.boolValue ? "" : "\(path.path) is not a folder"
+                    if !isFolder.boolValue { inTheWay = path.path }
+                    break
                 }
                 path = path.deletingLastPathComponent()
             }
-            if let found, !found.isEmpty {
-                reason = found
+            if let inTheWay {
+                reason = "\(inTheWay) is not a folder"
             } else if let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
                 reason = String(cString: strerror(Int32(truncatingIfNeeded: posix.code)))
             } else {

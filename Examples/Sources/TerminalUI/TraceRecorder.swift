@@ -23,11 +23,20 @@ public final class TraceRecorder: Sendable {
         }
     }
 
-    /// Creates (or empties) the file at `path`.
+    /// Creates (or empties) the file at `path`: a regular file, or a device such as `/dev/null`.
     /// - Throws: ``CannotWrite``.
     public init(path: String) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw CannotWrite(path: path, reason: String(cString: strerror(errno))) }
+        // Not blocking: a FIFO with no reader would hold the program before its first screen.
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0o644)
+        guard descriptor >= 0 else {
+            throw CannotWrite(path: path, reason: errno == ENXIO ? "a pipe nobody reads" : String(cString: strerror(errno)))
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG || (info.st_mode & S_IFMT) == S_IFCHR else {
+            close(descriptor)
+            throw CannotWrite(path: path, reason: "not a regular file")
+        }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
         file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 

@@ -380,6 +380,16 @@ struct TraceRecorderTests {
         } catch let error as TraceRecorder.CannotWrite {
             #expect(error.description == "cannot write the trace to \(FileManager.default.temporaryDirectory.path) (Is a directory); give --record-trace a file in a folder that exists and can be written")
         }
+        // A FIFO nobody reads: opening it for writing waited for a reader, before the first screen.
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("trace-\(UUID().uuidString).fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { try? FileManager.default.removeItem(atPath: fifo) }
+        do {
+            _ = try TraceRecorder(path: fifo)
+            Issue.record("a FIFO nobody reads was opened as the trace's file")
+        } catch let error as TraceRecorder.CannotWrite {
+            #expect(error.reason == "a pipe nobody reads")
+        }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("trace-\(UUID().uuidString).json").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let recorder = try TraceRecorder(path: path)
