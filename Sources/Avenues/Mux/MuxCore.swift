@@ -67,6 +67,9 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
             let value = try await fetcher.value(for: runKey(for: key), priority: priority?.value ?? .visible, following: priority)
             gate.open(key)
             return value
+        } catch let cycle as AutoProcessorCycleError {
+            // Named by the map's keys, not by the runs' (a key and its refresh epoch).
+            throw AutoProcessorCycleError(key: (cycle.key as? MuxRunKey<Key>)?.key ?? cycle.key, asker: (cycle.asker as? MuxRunKey<Key>)?.key ?? cycle.asker)
         } catch {
             gate.note(error, for: key)
             throw error

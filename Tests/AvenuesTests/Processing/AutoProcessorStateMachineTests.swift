@@ -83,6 +83,30 @@ struct AutoProcessorStateMachineTests {
         #expect(retry.token != work.token)
     }
 
+    @Test func aRunQueuedTwiceAtOneLevelLeavesNothingQueuedOnceItIsTaken() throws {
+        // Lowered and raised again while another key was queued, `k` has two entries at `.visible`;
+        // a worker takes the first, another takes `x`. Both cancelled then, their workers leave
+        // without looking at the queue: `k`'s second entry kept the key alive in an idle processor
+        // (the random lending test found it).
+        var machine = Machine(maxConcurrent: 2)
+        let first = try #require(spawned(machine.claim("k", id: 1, priority: .visible, waiter: ignore)))
+        let second = try #require(spawned(machine.claim("x", id: 2, priority: .visible, waiter: ignore)))
+        _ = machine.setPriority(.prefetch, key: "k", id: 1)
+        _ = machine.setPriority(.visible, key: "k", id: 1)
+        let k = try #require(job(machine.start(worker: first)))
+        let x = try #require(job(machine.start(worker: second)))
+        #expect([k.key, x.key] == ["k", "x"])
+        _ = machine.release("k", id: 1)
+        _ = machine.release("x", id: 2)
+        for (run, worker) in [(k, first), (x, second)] {
+            guard case .exit(replacement: nil) = machine.finish(run, worker: worker, result: .success(1)) else {
+                Issue.record("a cancelled worker stayed")
+                return
+            }
+        }
+        #expect(machine.tableSizes.isIdle, "\(machine.tableSizes)")
+    }
+
     @Test func workersNeverExceedMaxConcurrent() {
         var machine = Machine(maxConcurrent: 3)
         var spawnedWorkers = 0

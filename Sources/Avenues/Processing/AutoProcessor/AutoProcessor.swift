@@ -21,6 +21,13 @@ import Synchronization
 ///   ``SchedulingProcessor/process(_:priority:)`` with a ``RunPriority`` that follows the priority of
 ///   the claims the job runs for; and an `AutoProcessor` asked that way claims at that priority and
 ///   follows it.
+/// - **Values made of values:** a work may ask its own processor for other keys (a node of a tree
+///   from its children). While it waits, its run lends its worker slot (and its prefetch share), so
+///   a chain of dependencies deeper than `maxConcurrent` still ends; when the wait is over the run
+///   goes on, and the worker that took the slot leaves after its job, so for that moment one more
+///   runs. A request that would wait for itself — its own key, or a key whose run waits, through
+///   others of this processor, for it — throws ``AutoProcessorCycleError`` at once. A wait on
+///   another processor keeps the slot: that processor's own limit applies.
 /// - **Bounded bookkeeping:** a finished run leaves the tables once its result is handed out, and a
 ///   processor whose claims were all released holds nothing. Failures are never cached: the next
 ///   request runs the work again. Work that throws `CancellationError` although nobody cancelled it
@@ -215,18 +222,27 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
         let claim = Claim(key: key, id: id)
         let observer = run?.observe { [weak self] priority in self?.setPriority(priority, for: claim) }
         defer { if let observer { run?.stopObserving(observer) } }
+        // Asked from inside one of this processor's runs: that run lends its slot while it waits.
+        let asker = AutoProcessorRun.current.get().flatMap { $0.processor == ObjectIdentifier(self) ? $0 : nil }
+        let job = asker?.job as? Machine.Job
+        defer { if let asker, let job { _state.withLock { $0.machine.reclaim(job, worker: asker.worker, awaiting: key) } } }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
-                let (registered, reprioritized) = _state.withLock { state -> (Bool, Machine.Reprioritized?) in
+                let (refusal, reprioritized) = _state.withLock { state -> ((any Error)?, Machine.Reprioritized?) in
                     // Checked inside the lock: a cancel handler that ran before registration found
                     // nothing to withdraw, but the task's flag was already set when it ran.
-                    guard !Task.isCancelled else { return (false, nil) }
+                    guard !Task.isCancelled else { return (CancellationError(), nil) }
+                    if let asker, let job, state.machine.wouldWaitForItself(job, worker: asker.worker, on: key) {
+                        return (AutoProcessorCycleError(key: key, asker: job.key), nil)
+                    }
                     // The run's priority may have changed since it was read.
                     let current = run?.value ?? priority
-                    return (true, register(key, id: id, priority: current, waiter: .continuation(continuation), in: &state))
+                    let reprioritized = register(key, id: id, priority: current, waiter: .continuation(continuation), in: &state)
+                    if let asker, let job { apply(state.machine.lend(job, worker: asker.worker, awaiting: key), in: &state) }
+                    return (nil, reprioritized)
                 }
                 if let reprioritized { follow(reprioritized) }
-                if !registered { continuation.resume(throwing: CancellationError()) }
+                if let refusal { continuation.resume(throwing: refusal) }
             }
         } onCancel: {
             release(claim)
@@ -410,7 +426,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
             let result: Result<Value, any Error>
             do {
                 if let _startGate { try await _startGate.waitForTurn() }
-                result = .success(try await _work(job.key, context))
+                let current = AutoProcessorRun(processor: ObjectIdentifier(self), worker: worker, job: job)
+                result = .success(try await AutoProcessorRun.current.withValue(current) { try await _work(job.key, context) })
             } catch {
                 result = .failure(error)
             }
@@ -448,5 +465,52 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
             return step
         }
         return (step, context)
+    }
+}
+
+/// The run of an ``AutoProcessor`` the current task works for: a request it makes to the same
+/// processor lends the run's slot while it waits, and one that would wait for the run itself is
+/// refused.
+@usableFromInline
+struct AutoProcessorRun: Sendable {
+    /// Which processor runs it.
+    @usableFromInline let processor: ObjectIdentifier
+    @usableFromInline let worker: UInt64
+    /// The processor's `Job` (its key and token), whose type the task-local cannot name.
+    @usableFromInline let job: any Sendable
+
+    @inlinable
+    init(processor: ObjectIdentifier, worker: UInt64, job: any Sendable) {
+        (self.processor, self.worker, self.job) = (processor, worker, job)
+    }
+
+    /// The run the current task works for, if any. A `TaskLocal` spelled out, not the property
+    /// wrapper: the wrapper's projection cannot be used from inlinable code, and calling through a
+    /// function that is not specialized cost a claim 60 % more instructions.
+    @usableFromInline static let current = TaskLocal<AutoProcessorRun?>(wrappedValue: nil)
+}
+
+/// A key's work asked its own processor for a value that waits for that very work: for the same
+/// key, or for a key whose run waits (through other runs of the processor) for it. The request
+/// would never end; it throws this instead.
+///
+/// Break the cycle: a value must not depend on itself. A work that asks for other keys of its own
+/// processor is fine (its slot is lent while it waits, so deep chains do not deadlock).
+public struct AutoProcessorCycleError: Error, CustomStringConvertible, Sendable {
+    /// The key asked for.
+    public let key: any Hashable & Sendable
+    /// The key whose work asked.
+    public let asker: any Hashable & Sendable
+
+    /// Creates the error for `key`, asked by the work of `asker`.
+    public init(key: any Hashable & Sendable, asker: any Hashable & Sendable) {
+        (self.key, self.asker) = (key, asker)
+    }
+
+    /// What happened and what to do.
+    public var description: String {
+        let (asked, by) = (String(describing: key), String(describing: asker))
+        let through = AnyHashable(key) == AnyHashable(asker) ? "" : ", whose run waits (directly or through other runs) for \(by)'s"
+        return "the work of \(by) asked the processor running it for \(asked)\(through): it would wait for itself for ever; a value must not depend on itself"
     }
 }

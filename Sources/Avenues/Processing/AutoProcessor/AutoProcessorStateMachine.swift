@@ -9,7 +9,10 @@
 /// - a queued or running run has at least one claim (the last claim leaving removes the run);
 /// - a queue entry is live only while its run is `.queued` at that queue's priority with that token;
 ///   stale entries are skipped when popped and compacted when they pile up;
-/// - at most `maxConcurrent` workers exist, counting cancelled ones whose work has not returned yet;
+/// - at most `maxConcurrent` workers exist, counting cancelled ones whose work has not returned yet
+///   and not counting those whose run waits for another run of this processor (a **lender**: its
+///   slot is lent while it waits, so a chain of dependencies deeper than `maxConcurrent` never
+///   deadlocks; a worker whose wait ends finishes its run, and the surplus leaves at its next step);
 /// - **admission control:** running work below `.visible` (`.prefetch` and `.background` together)
 ///   holds at most `maxConcurrent − reservedForVisible` workers, so visible work never waits behind
 ///   prefetches that already started. A running run's
@@ -113,6 +116,21 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @usableFromInline var runningPrefetch = 0
     /// Workers spawned that have not asked for their first job yet (they may take prefetch work).
     @usableFromInline var startingWorkers = 0
+    /// Running runs waiting for other runs of this processor, by worker: they lend their slot.
+    @usableFromInline var lenders: [UInt64: Lender] = [:]
+    /// Lenders whose run is below `.visible`: their prefetch slot is lent too.
+    @usableFromInline var lendingPrefetch = 0
+
+    /// A running run that waits for other keys of this processor (a request made from inside its
+    /// work).
+    @usableFromInline
+    struct Lender {
+        /// The run's token: a wait that outlives the run (a task its work left behind) lends nothing.
+        @usableFromInline let token: UInt64
+        /// The keys it waits for, one entry per request (the same key may be asked twice at once).
+        @usableFromInline var awaiting: [Key]
+        @inlinable init(token: UInt64, awaiting: [Key]) { (self.token, self.awaiting) = (token, awaiting) }
+    }
 
     @inlinable
     init(maxConcurrent: Int, reservedForVisible: Int = 0) {
@@ -207,8 +225,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
                 noteStaleEntry(at: level)
             case .running(let worker, let priority):
                 runs.remove(at: index)
-                runningCount -= 1
-                if priority != .visible { runningPrefetch -= 1 }
+                stopRunning(worker: worker, priority: priority)
                 markCancelled(worker)
                 action.cancelWorker = worker
             case .delivering:
@@ -272,8 +289,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         case .queued(let level):
             noteStaleEntry(at: level)
         case .running(let worker, let priority):
-            runningCount -= 1
-            if priority != .visible { runningPrefetch -= 1 }
+            stopRunning(worker: worker, priority: priority)
             markCancelled(worker)
             action.cancelWorkers.append(worker)
         case .delivering:
@@ -304,8 +320,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             // The run was cancelled (and maybe replaced by a newer one): drop the late result.
             return next(worker: worker)
         }
-        runningCount -= 1
-        if priority != .visible { runningPrefetch -= 1 }
+        stopRunning(worker: worker, priority: priority)
         return .deliver(waiters, result)
     }
 
@@ -332,9 +347,14 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             cancelledWorkers -= 1
             return .exit(replacement: hasAdmissibleWork ? spawnWorkerIfAllowed(for: .visible) : nil)
         }
+        // A lender's wait ended while the slot it lent was taken: one worker too many leaves.
+        if workers.count - lenders.count > maxConcurrent {
+            workers[worker] = nil
+            return .exit(replacement: nil)
+        }
         for level in LoadPriority.allCases.reversed() {
             // Admission control: prefetch work waits while it already holds its share of workers.
-            if level != .visible, runningPrefetch >= prefetchBudget { break }
+            if level != .visible, runningPrefetch - lendingPrefetch >= prefetchBudget { break }
             while let job = queues[level.rawValue].popFirst() {
                 if let index = runs.index(forKey: job.key), withRun(at: index, { run in
                     guard run.token == job.token, case .queued(level) = run.phase else { return false }
@@ -343,6 +363,13 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
                 }) {
                     runningCount += 1
                     if level != .visible { runningPrefetch += 1 }
+                    // What is left at this level may be stale entries only (a run queued here twice,
+                    // lowered and raised again): dropped now, so an idle processor holds no key.
+                    let stale = staleEntries[level.rawValue]
+                    if stale > 0, stale == queues[level.rawValue].count {
+                        queues[level.rawValue].removeAll()
+                        staleEntries[level.rawValue] = 0
+                    }
                     return .run(job, level)
                 }
                 staleEntries[level.rawValue] -= 1
@@ -350,6 +377,61 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         }
         workers[worker] = nil
         return .exit(replacement: nil)
+    }
+
+    /// `worker`'s run at `priority` stopped running (it returned, or lost its last claim): it no
+    /// longer holds a slot, and lends none.
+    @inlinable
+    mutating func stopRunning(worker: UInt64, priority: LoadPriority) {
+        runningCount -= 1
+        if priority != .visible { runningPrefetch -= 1 }
+        if !lenders.isEmpty, lenders.removeValue(forKey: worker) != nil, priority != .visible { lendingPrefetch -= 1 }
+    }
+
+    // MARK: Runs that wait for runs
+
+    /// Whether `worker`, running `job`, would wait for itself by waiting for `key`: `key`'s run is
+    /// `job`'s, or a running run that waits (through others of this processor) for `job`'s.
+    @inlinable
+    func wouldWaitForItself(_ job: Job, worker: UInt64, on key: Key) -> Bool {
+        var pending = [key]
+        var seen: Set<Key> = []
+        while let next = pending.popLast() {
+            guard seen.insert(next).inserted, let run = runs[next], case .running(let running, _) = run.phase else { continue }
+            if running == worker, run.token == job.token { return true }
+            if let lender = lenders[running] { pending += lender.awaiting }
+        }
+        return false
+    }
+
+    /// `worker`, running `job`, waits for `key`'s run: it lends its slot (and its prefetch slot)
+    /// while it waits, so the run it waits for can start. Returns a worker to start, if queued work
+    /// can take the slot. Nothing is lent if `job` no longer runs on `worker`.
+    @inlinable
+    mutating func lend(_ job: Job, worker: UInt64, awaiting key: Key) -> UInt64? {
+        guard case .running(worker, let priority)? = runs[job.key]?.phase, runs[job.key]?.token == job.token else { return nil }
+        if lenders[worker] != nil {
+            lenders[worker]?.awaiting.append(key)
+            return nil
+        }
+        lenders[worker] = Lender(token: job.token, awaiting: [key])
+        if priority != .visible { lendingPrefetch += 1 }
+        guard hasAdmissibleWork else { return nil }
+        return spawnWorkerIfAllowed(for: highestQueuedPriority == .visible ? .visible : .prefetch)
+    }
+
+    /// `worker`'s wait for `key` (made while it ran `job`) ended: once it waits for nothing, its
+    /// slot is its own again.
+    @inlinable
+    mutating func reclaim(_ job: Job, worker: UInt64, awaiting key: Key) {
+        guard var lender = lenders[worker], lender.token == job.token else { return }
+        if let index = lender.awaiting.firstIndex(of: key) { lender.awaiting.remove(at: index) }
+        guard lender.awaiting.isEmpty else {
+            lenders[worker] = lender
+            return
+        }
+        lenders[worker] = nil
+        if case .running(worker, let priority)? = runs[job.key]?.phase, priority != .visible { lendingPrefetch -= 1 }
     }
 
     /// Notes that `worker`'s run was cancelled; it leaves when it next asks for work.
@@ -371,14 +453,16 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         let visible = LoadPriority.visible.rawValue, prefetch = LoadPriority.prefetch.rawValue
         let background = LoadPriority.background.rawValue
         return queues[visible].count > staleEntries[visible]
-            || (runningPrefetch < prefetchBudget
+            || (runningPrefetch - lendingPrefetch < prefetchBudget
                 && (queues[prefetch].count > staleEntries[prefetch] || queues[background].count > staleEntries[background]))
     }
 
     /// A new worker for work at `priority`, if the limits allow one.
     @inlinable
     mutating func spawnWorkerIfAllowed(for priority: LoadPriority) -> UInt64? {
-        guard workers.count < maxConcurrent, priority == .visible || runningPrefetch + startingWorkers < prefetchBudget else { return nil }
+        guard workers.count - lenders.count < maxConcurrent,
+              priority == .visible || runningPrefetch - lendingPrefetch + startingWorkers < prefetchBudget
+        else { return nil }
         startingWorkers += 1
         nextWorkerID &+= 1
         workers[nextWorkerID] = false
@@ -430,6 +514,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     mutating func followRunning(_ key: Key, worker: UInt64, from: LoadPriority, to: LoadPriority) -> ClaimAction {
         if from != .visible { runningPrefetch -= 1 }
         if to != .visible { runningPrefetch += 1 }
+        if !lenders.isEmpty, lenders[worker] != nil {
+            if from != .visible { lendingPrefetch -= 1 }
+            if to != .visible { lendingPrefetch += 1 }
+        }
         let spawn = from != .visible && to == .visible && hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
         return ClaimAction(spawnWorker: spawn, reprioritized: Reprioritized(key: key, worker: worker))
     }
