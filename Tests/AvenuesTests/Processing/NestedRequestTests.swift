@@ -311,4 +311,31 @@ struct NestedRequestTests {
         #expect(error?.description == "the work of 5 asked the processor running it for 5: it would wait for itself for ever; a value must not depend on itself")
         map.withLock { $0 = nil }
     }
+
+    @Test func cancellingTheCallerOfADeepChainStopsEveryRunAndLeavesNothingHeld() async throws {
+        // The work of 12, in a chain from 30 on one worker, says it started and waits until it is
+        // cancelled; the caller of 30 is cancelled then, and every run of the chain must stop.
+        let (started, tell) = AsyncStream.makeStream(of: Int.self)
+        let (never, _) = AsyncStream.makeStream(of: Void.self)
+        let box = Mutex<AutoProcessor<Int, Int>?>(nil)
+        let processor = AutoProcessor<Int, Int>(maxConcurrent: 1) { key in
+            if key == 12 {
+                tell.yield(key)
+                for await _ in never {}  // ends when the run's task is cancelled
+                try Task.checkCancellation()
+            }
+            guard key > 0, let processor = box.withLock({ $0 }) else { return key }
+            return try await processor.value(for: key - 1) + key
+        }
+        box.withLock { $0 = processor }
+        defer { box.withLock { $0 = nil } }
+        let caller = Task { try await processor.value(for: 30) }
+        for await _ in started { break }
+        #expect(processor.activity.running == 19)  // 30 down to 12, each lending its slot but the last
+        caller.cancel()
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        await eventually("every run of the chain stopped") { processor.tableSizes.isIdle }
+        // The processor still works, with its one worker.
+        #expect(try await processor.value(for: 3) == 6)
+    }
 }
