@@ -106,7 +106,8 @@ public final class Multiplexer<Value: Codable & Sendable>: Sendable {
     }
 
     /// Makes `value` the fresh memory copy, as if it had just been fetched (a value pushed by a
-    /// server, say).
+    /// server, say). A fetch already in flight gives what it brings back to its callers but does not
+    /// replace `value`: it began before, so its value is the older.
     public func set(_ value: Value) {
         _core.cache.store(value, for: .only)
     }

@@ -132,7 +132,9 @@ public final class MultiplexerMap<Key: LosslessStringConvertible & Hashable & Se
         cachedValue(for: key) != nil
     }
 
-    /// Makes `value` the fresh memory copy for `key`.
+    /// Makes `value` the fresh memory copy for `key` (an optimistic update, a value pushed by a
+    /// server). A fetch of `key` already in flight gives what it brings back to its callers but
+    /// does not replace `value`: it began before, so its value is the older.
     public func set(_ value: Value, for key: Key) {
         _core.cache.store(value, for: key)
     }

@@ -81,13 +81,16 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         store(value, for: key, epoch: nil)
     }
 
-    /// A value fetched in `epoch`: the fresh memory copy, unless the key was refreshed or cleared
-    /// since that fetch began (then the value goes only to that fetch's callers).
+    /// A value fetched in `epoch` by a fetch that began at `began`: the fresh memory copy, unless
+    /// the key was refreshed or cleared since that fetch began, or a value was set by hand since
+    /// (then the value goes only to that fetch's callers: it is the older).
     @inlinable
-    func store(_ value: Value, for key: Key, epoch: UInt64?) {
+    func store(_ value: Value, for key: Key, epoch: UInt64?, began: Duration? = nil) {
         let current = freshness.epochs.number(for: key)
         if let epoch, epoch < current { return }
-        copies.set(MuxCopy(value: value, fetchedAt: freshness.now(), epoch: current), for: key)
+        let copy = MuxCopy(value: value, fetchedAt: freshness.now(), epoch: current)
+        // Memory only: the copies write back (to disk when saved).
+        copies.front.set(copy, for: key, unlessNewerThan: began)
     }
 
     /// Soft refresh: the next request of `key` (or of every key) fetches; copies stay as fallbacks.

@@ -110,10 +110,20 @@ struct MuxMemoryCopies<Key: Hashable & Sendable, Value: Sendable>: Storage {
     /// store, or a disk copy brought forward): then it is taken back, so nothing cleared comes back.
     @inlinable
     func set(_ copy: MuxCopy<Value>, for key: Key) {
-        table.set(copy, for: key)
-        if copy.epoch < freshness.epochs.number(for: key) {
+        set(copy, for: key, unlessNewerThan: nil)
+    }
+
+    /// ``set(_:for:)``, unless the copy held was made after `began` (a value set by hand while the
+    /// fetch that made `copy` was in flight: what that fetch brings back is older). Returns whether
+    /// `copy` was kept.
+    @inlinable @discardableResult
+    func set(_ copy: MuxCopy<Value>, for key: Key, unlessNewerThan began: Duration?) -> Bool {
+        let stored = table.set(copy, for: key, unless: began.map { began in { held in held.fetchedAt > began } })
+        if stored, copy.epoch < freshness.epochs.number(for: key) {
             table.removeValue(for: key) { $0.isSameCopy(as: copy) }
+            return false
         }
+        return stored
     }
 
     @inlinable func removeValue(for key: Key) { table.removeValue(for: key) }

@@ -109,6 +109,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     ) async throws -> Value {
         let key = run.key
         if let value = cache.freshCopy(for: key) { return value }
+        let began = cache.freshness.now()
         let batch = batches.batch(for: key)
         do {
             let value: Value
@@ -118,7 +119,7 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
                 value = try await fetch(key)
             }
             try Task.checkCancellation()  // abandoned meanwhile: do not store
-            cache.store(value, for: key, epoch: run.epoch)
+            cache.store(value, for: key, epoch: run.epoch, began: began)
             return value
         } catch {
             if error is CancellationError || Task.isCancelled { throw error }

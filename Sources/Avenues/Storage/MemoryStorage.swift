@@ -48,23 +48,33 @@ public final class MemoryStorage<Key: Hashable & Sendable, Value: Sendable>: Sto
     /// evict are chosen before `value` goes in, so the value just stored is never one of them.
     @inlinable
     public func set(_ value: Value, for key: Key) {
+        set(value, for: key, unless: nil)
+    }
+
+    /// Stores `value` as ``set(_:for:)`` does, unless `keeps` says the value held for `key` must stay
+    /// (a multiplexer's fetch does not replace a copy made after it began); judged under the lock.
+    /// Returns whether `value` was stored.
+    @inlinable @discardableResult
+    func set(_ value: Value, for key: Key, unless keeps: ((Value) -> Bool)?) -> Bool {
         let cost = max(0, _cost(value))  // a negative cost would let the total run past the limit
         // Evicted values are released after the lock, so their deinit never runs inside it.
-        let evicted: [Value] = _table.withLock { table in
+        let (stored, evicted): (Bool, [Value]) = _table.withLock { table in
+            if let keeps, let held = table.peek(key), keeps(held) { return (false, []) }
             var evicted: [Value] = []
             let replaced = table.removeValue(for: key)
             if let replaced { evicted.append(replaced) }
-            if let costLimit, cost > costLimit { return evicted }
-            if countLimit == 0 { return evicted }
+            if let costLimit, cost > costLimit { return (false, evicted) }
+            if countLimit == 0 { return (false, evicted) }
             while isOverLimit(table, adding: cost), let entry = table.evict() {
                 evicted.append(entry.value)
             }
             table.set(value, for: key, cost: cost)
             // A replacement counts as a use, as a read would.
             if replaced != nil { _ = table.value(for: key) }
-            return evicted
+            return (true, evicted)
         }
         _ = evicted
+        return stored
     }
 
     /// Removes the value for `key`.

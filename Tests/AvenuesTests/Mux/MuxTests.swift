@@ -184,6 +184,46 @@ final class MuxTests {
         #expect(multiplexer.cachedValue == nil)
     }
 
+    @Test func aValueSetWhileAFetchIsInFlightIsNotOverwrittenByThatOlderFetch() async throws {
+        // An optimistic update: the fetch began before the value was set by hand, so what it
+        // brings back is older. Its callers get it; the copy kept stays the one set. Before, the
+        // late fetch replaced the copy (and on disk too).
+        let clock = ManualClock()
+        let work = ControlledWork<String, Int>()
+        let map = MultiplexerMap<String, Int>(cacheKey: "set-during-fetch", clock: clock.muxClock) { try await work.process($0) }
+        defer { map.clear() }
+        let waiting = Task { try await map.value(for: "a") }
+        await work.waitUntilStarted("a")
+        clock.advance(by: .seconds(1))
+        map.set(2, for: "a")
+        #expect(work.succeed("a", with: 1))
+        #expect(try await waiting.value == 1)
+        #expect(map.cachedValue(for: "a") == 2)
+        #expect(try await map.value(for: "a") == 2)
+        #expect(work.starts(of: "a") == 1)
+        // A fetch that begins after a value was set does replace it.
+        map.refresh(for: "a")
+        let again = Task { try await map.value(for: "a") }
+        await work.waitUntilStarted("a", times: 2)
+        clock.advance(by: .seconds(1))
+        #expect(work.succeed("a", with: 3))
+        #expect(try await again.value == 3)
+        #expect(map.cachedValue(for: "a") == 3)
+    }
+
+    @Test func aMultiplexerValueSetWhileItsFetchIsInFlightStays() async throws {
+        let clock = ManualClock()
+        let work = ControlledWork<Int, Int>()
+        let multiplexer = Multiplexer<Int>(clock: clock.muxClock) { try await work.process(0) }
+        let waiting = Task { try await multiplexer.value() }
+        await work.waitUntilStarted(0)
+        clock.advance(by: .seconds(1))
+        multiplexer.set(2)
+        #expect(work.succeed(0, with: 1))
+        #expect(try await waiting.value == 1)
+        #expect(multiplexer.cachedValue == 2)
+    }
+
     // MARK: Disk
 
     @Test func aSavedCopySurvivesARestartAndServesOfflineAtAnyAge() async throws {
