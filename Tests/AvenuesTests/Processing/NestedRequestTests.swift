@@ -338,4 +338,36 @@ struct NestedRequestTests {
         // The processor still works, with its one worker.
         #expect(try await processor.value(for: 3) == 6)
     }
+
+    @Test func aRefusedRequestFromTheRunsTaskDoesNotTakeBackTheSlotAnotherRequestLent() async throws {
+        // A's work starts a task (it inherits the run's name) that is cancelled before it asks for
+        // K, then asks for K itself, lending its only slot. The cancelled task's request is refused;
+        // before, it took the lent slot back, so the worker started for K left without running it
+        // and A waited for ever. Every job runs on the test's executor, in order.
+        let held = HeldExecutor()
+        let box = Mutex<AutoProcessor<String, Int>?>(nil)
+        let (never, _) = AsyncStream.makeStream(of: Void.self)
+        let processor = AutoProcessor<String, Int>(maxConcurrent: 1, executor: held) { key in
+            guard key == "A", let processor = box.withLock({ $0 }) else { return 10 }
+            let stray = Task(executorPreference: held) {
+                for await _ in never {}  // ends at once: the task is cancelled before it runs
+                _ = try? await processor.value(for: "K")
+            }
+            stray.cancel()
+            return try await processor.value(for: "K") + 1
+        }
+        box.withLock { $0 = processor }
+        defer { box.withLock { $0 = nil } }
+        let caller = Task { try await processor.value(for: "A") }
+        await eventually("A is queued") { processor.activity.queued == 1 }
+        held.runAll()
+        #expect(processor.state(for: "K") == .idle)
+        guard processor.state(for: "A") == .idle else {
+            Issue.record("A still waits: \(processor.activity)")
+            caller.cancel()
+            held.runAll()
+            return
+        }
+        #expect(try await caller.value == 11)
+    }
 }

@@ -225,7 +225,9 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
         // Asked from inside one of this processor's runs: that run lends its slot while it waits.
         let asker = AutoProcessorRun.current.get().flatMap { $0.processor == ObjectIdentifier(self) ? $0 : nil }
         let job = asker?.job as? Machine.Job
-        defer { if let asker, let job { _state.withLock { $0.machine.reclaim(job, worker: asker.worker, awaiting: key) } } }
+        // Set once this request's wait is recorded (not when it was refused): only that is taken back.
+        var lent = false
+        defer { if lent, let asker, let job { _state.withLock { $0.machine.reclaim(job, worker: asker.worker, awaiting: key) } } }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
                 let (refusal, reprioritized) = _state.withLock { state -> ((any Error)?, Machine.Reprioritized?) in
@@ -238,7 +240,10 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
                     // The run's priority may have changed since it was read.
                     let current = run?.value ?? priority
                     let reprioritized = register(key, id: id, priority: current, waiter: .continuation(continuation), in: &state)
-                    if let asker, let job { apply(state.machine.lend(job, worker: asker.worker, awaiting: key), in: &state) }
+                    if let asker, let job {
+                        apply(state.machine.lend(job, worker: asker.worker, awaiting: key), in: &state)
+                        lent = true
+                    }
                     return (nil, reprioritized)
                 }
                 if let reprioritized { follow(reprioritized) }
