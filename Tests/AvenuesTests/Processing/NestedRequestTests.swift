@@ -370,4 +370,43 @@ struct NestedRequestTests {
         }
         #expect(try await caller.value == 11)
     }
+
+    /// Random dependency graphs (each key asks for some larger keys, at random priorities), asked
+    /// for all at once by many callers, some of them cancelled: every caller not cancelled gets the
+    /// model's value, a cancelled one that value or `CancellationError`, none waits for ever, and
+    /// the processor ends idle.
+    @Test(arguments: 0 ..< 30) func randomDependencyGraphsMatchTheModel(seed: UInt64) async throws {
+        var random = SplitMix64(seed: seed)
+        let count = 24
+        let dependencies: [[Int]] = (0 ..< count).map { key in
+            (key + 1 ..< count).filter { _ in Int.random(in: 0 ..< 4, using: &random) == 0 }
+        }
+        var model: [Int] = Array(repeating: 0, count: count)
+        for key in (0 ..< count).reversed() { model[key] = dependencies[key].reduce(key) { $0 &+ model[$1] } }
+        let priorities = (0 ..< count).map { _ in LoadPriority.allCases.randomElement(using: &random) ?? .visible }
+        let box = Mutex<AutoProcessor<Int, Int>?>(nil)
+        let maxConcurrent = Int.random(in: 1 ... 3, using: &random)
+        let processor = AutoProcessor<Int, Int>(
+            maxConcurrent: maxConcurrent, reservedForVisible: Int.random(in: 0 ..< maxConcurrent, using: &random)
+        ) { key in
+            guard let processor = box.withLock({ $0 }) else { throw CancellationError() }
+            var sum = key
+            for dependency in dependencies[key] { sum &+= try await processor.value(for: dependency, priority: priorities[dependency]) }
+            return sum
+        }
+        box.withLock { $0 = processor }
+        defer { box.withLock { $0 = nil } }
+        let callers = (0 ..< 40).map { _ in (key: Int.random(in: 0 ..< count, using: &random), cancelled: Int.random(in: 0 ..< 5, using: &random) == 0) }
+        let tasks = callers.map { caller in Task { try await processor.value(for: caller.key, priority: priorities[caller.key]) } }
+        for (task, caller) in zip(tasks, callers) where caller.cancelled { task.cancel() }
+        for (task, caller) in zip(tasks, callers) {
+            switch await task.result {
+            case .success(let value): #expect(value == model[caller.key], "seed \(seed), key \(caller.key)")
+            case .failure(let error):
+                // Only a cancelled caller fails: a run it shared goes on for the others.
+                #expect(caller.cancelled && error is CancellationError, "seed \(seed), key \(caller.key): \(error)")
+            }
+        }
+        await eventually("the processor is idle") { processor.tableSizes.isIdle }
+    }
 }
