@@ -127,9 +127,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     struct Lender {
         /// The run's token: a wait that outlives the run (a task its work left behind) lends nothing.
         @usableFromInline let token: UInt64
-        /// The keys it waits for, one entry per request (the same key may be asked twice at once).
-        @usableFromInline var awaiting: [Key]
-        @inlinable init(token: UInt64, awaiting: [Key]) { (self.token, self.awaiting) = (token, awaiting) }
+        /// The keys it waits for, with how many of its requests wait for each (a work may ask for
+        /// many keys at once, or for one key twice): taken back in any order in O(1).
+        @usableFromInline var awaiting: [Key: Int]
+        @inlinable init(token: UInt64, awaiting: [Key: Int]) { (self.token, self.awaiting) = (token, awaiting) }
     }
 
     @inlinable
@@ -399,7 +400,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         while let next = pending.popLast() {
             guard seen.insert(next).inserted, let run = runs[next], case .running(let running, _) = run.phase else { continue }
             if running == worker, run.token == job.token { return true }
-            if let lender = lenders[running] { pending += lender.awaiting }
+            if let lender = lenders[running] { pending += lender.awaiting.keys }
         }
         return false
     }
@@ -411,10 +412,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     mutating func lend(_ job: Job, worker: UInt64, awaiting key: Key) -> UInt64? {
         guard case .running(worker, let priority)? = runs[job.key]?.phase, runs[job.key]?.token == job.token else { return nil }
         if lenders[worker] != nil {
-            lenders[worker]?.awaiting.append(key)
+            lenders[worker]?.awaiting[key, default: 0] += 1
             return nil
         }
-        lenders[worker] = Lender(token: job.token, awaiting: [key])
+        lenders[worker] = Lender(token: job.token, awaiting: [key: 1])
         if priority != .visible { lendingPrefetch += 1 }
         guard hasAdmissibleWork else { return nil }
         return spawnWorkerIfAllowed(for: highestQueuedPriority == .visible ? .visible : .prefetch)
@@ -424,12 +425,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// slot is its own again.
     @inlinable
     mutating func reclaim(_ job: Job, worker: UInt64, awaiting key: Key) {
-        guard var lender = lenders[worker], lender.token == job.token else { return }
-        if let index = lender.awaiting.firstIndex(of: key) { lender.awaiting.remove(at: index) }
-        guard lender.awaiting.isEmpty else {
-            lenders[worker] = lender
-            return
-        }
+        guard lenders[worker]?.token == job.token else { return }
+        // In place: a copy of the lender would copy its table of waits on every reclaim.
+        if let waits = lenders[worker]?.awaiting[key] { lenders[worker]?.awaiting[key] = waits > 1 ? waits - 1 : nil }
+        guard lenders[worker]?.awaiting.isEmpty == true else { return }
         lenders[worker] = nil
         if case .running(worker, let priority)? = runs[job.key]?.phase, priority != .visible { lendingPrefetch -= 1 }
     }
