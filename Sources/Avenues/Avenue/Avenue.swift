@@ -138,7 +138,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             // Claims only: the chain's own scheduler orders and limits the work.
             return AutoProcessor(
                 maxConcurrent: .max, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
-                work: AutoProcessor.work(of: scheduling), availableOffline: { processor.isAvailableOffline($0) }
+                work: AutoProcessor.work(of: scheduling), availableOffline: { processor.isAvailableOffline($0) },
+                namesRuns: false  // its work only hands each key to the chain's own scheduler
             )
         }
         return AutoProcessor(processor)

@@ -94,6 +94,11 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     /// AsyncMedia's transfer gate waits for before it gives a slot kept for queued work to work
     /// already prepared.
     @usableFromInline let _workerRetired: (@Sendable () -> Void)?
+    /// Whether each job's work runs with its run named (``AutoProcessorRun``), so a request it makes
+    /// to this processor lends the slot or is refused as a cycle. Off only for the library's own
+    /// processors whose work never asks them again (an avenue's pass-through, AsyncMedia's
+    /// downloads): naming a run costs a claim about a fifth more instructions.
+    @usableFromInline let _namesRuns: Bool
 
     /// Creates a processor running `processor`'s work.
     ///
@@ -165,7 +170,8 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
         propagatesPriority: Bool,
         work: @escaping Work,
         availableOffline: (@Sendable (Key) -> Bool)? = nil,
-        workerRetired: (@Sendable () -> Void)? = nil
+        workerRetired: (@Sendable () -> Void)? = nil,
+        namesRuns: Bool = true
     ) {
         let reserved = reservedForVisible
         self._maxConcurrentCount = maxConcurrent
@@ -176,6 +182,7 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
         self._work = work
         self._availableOffline = availableOffline
         self._workerRetired = workerRetired
+        self._namesRuns = namesRuns
         self._state = Locked(State(machine: Machine(maxConcurrent: maxConcurrent, reservedForVisible: reserved)))
     }
 
@@ -431,8 +438,12 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
             let result: Result<Value, any Error>
             do {
                 if let _startGate { try await _startGate.waitForTurn() }
-                let current = AutoProcessorRun(processor: ObjectIdentifier(self), worker: worker, job: job)
-                result = .success(try await AutoProcessorRun.current.withValue(current) { try await _work(job.key, context) })
+                if _namesRuns {
+                    let current = AutoProcessorRun(processor: ObjectIdentifier(self), worker: worker, job: job)
+                    result = .success(try await AutoProcessorRun.current.withValue(current) { try await _work(job.key, context) })
+                } else {
+                    result = .success(try await _work(job.key, context))
+                }
             } catch {
                 result = .failure(error)
             }
