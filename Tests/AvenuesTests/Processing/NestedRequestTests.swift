@@ -5,7 +5,7 @@ import Testing
 /// A run that asks its own processor for other keys: it lends its slot while it waits, so chains
 /// deeper than `maxConcurrent` end, and a request that would wait for itself throws instead of
 /// hanging.
-@Suite("AutoProcessor: runs that ask their own processor", .timeLimit(.minutes(1)))
+@Suite("AutoProcessor: runs that ask their own processor", .timeLimit(.minutes(5)))
 struct NestedRequestTests {
     typealias Machine = AutoProcessorStateMachine<String, Int>
     let ignore = Waiter<Int>.callback { _ in }
@@ -386,8 +386,12 @@ struct NestedRequestTests {
         let priorities = (0 ..< count).map { _ in LoadPriority.allCases.randomElement(using: &random) ?? .visible }
         let box = Mutex<AutoProcessor<Int, Int>?>(nil)
         let maxConcurrent = Int.random(in: 1 ... 3, using: &random)
+        // Threads of its own: the suite's long CPU-bound tests hold Swift's two pool threads for tens
+        // of seconds in a parallel run, and this test's hundreds of hops would wait them out.
+        let executor = ThreadExecutor(threads: 2)
+        defer { executor.finish() }
         let processor = AutoProcessor<Int, Int>(
-            maxConcurrent: maxConcurrent, reservedForVisible: Int.random(in: 0 ..< maxConcurrent, using: &random)
+            maxConcurrent: maxConcurrent, reservedForVisible: Int.random(in: 0 ..< maxConcurrent, using: &random), executor: executor
         ) { key in
             guard let processor = box.withLock({ $0 }) else { throw CancellationError() }
             var sum = key
@@ -397,7 +401,9 @@ struct NestedRequestTests {
         box.withLock { $0 = processor }
         defer { box.withLock { $0 = nil } }
         let callers = (0 ..< 40).map { _ in (key: Int.random(in: 0 ..< count, using: &random), cancelled: Int.random(in: 0 ..< 5, using: &random) == 0) }
-        let tasks = callers.map { caller in Task { try await processor.value(for: caller.key, priority: priorities[caller.key]) } }
+        let tasks = callers.map { caller in
+            Task(executorPreference: executor) { try await processor.value(for: caller.key, priority: priorities[caller.key]) }
+        }
         for (task, caller) in zip(tasks, callers) where caller.cancelled { task.cancel() }
         for (task, caller) in zip(tasks, callers) {
             switch await task.result {
