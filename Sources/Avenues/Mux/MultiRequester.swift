@@ -3,7 +3,8 @@
 ///
 /// ``values(for:)`` serves keys the map has fresh, joins keys the map is already fetching, and asks
 /// the back end **once** for only the rest. While that call runs, single requests for those keys
-/// (`map.value(for:)`) wait for it instead of fetching again. Every value lands in the map.
+/// (`map.value(for:)`) wait for it instead of fetching again. Every value lands in the map, as a
+/// single fetch's does: unless its key was cleared, refreshed or set since the call began.
 ///
 /// ```swift
 /// let profiles = MultiplexerMap<String, Profile>(onFetch: api.profile)
@@ -52,16 +53,19 @@ public final class MultiRequester<Key: LosslessStringConvertible & Hashable & Se
         }
 
         let batch = MuxBatch<Key, Value>()
+        // Before the back end is asked: what it answers is as old as this.
+        let began = cache.freshness.now()
         if !fetching.isEmpty { map._core.batches.register(batch, for: fetching) }
         var firstError: (any Error)?
         await withTaskGroup(of: (Key, Result<Value, any Error>)?.self) { group in
             if !fetching.isEmpty {
-                group.addTask { [onFetch, map, fetching] in
+                group.addTask { [onFetch, cache, fetching] in
                     do {
                         let answer = try await onFetch(fetching)
                         // Into the map at once (keys the back end added unasked too): a run that has
-                        // not started yet finds the value fresh.
-                        for (key, value) in answer { map.set(value, for: key) }
+                        // not started yet finds the value fresh. Not over a clear, a refresh or a
+                        // value set since the call began: those are newer.
+                        for (key, value) in answer { cache.store(value, for: key, fetchedSince: began) }
                         batch.finish(.success(answer))
                     } catch {
                         batch.finish(.failure(error))

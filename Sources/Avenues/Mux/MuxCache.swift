@@ -93,6 +93,15 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         copies.front.set(copy, for: key, unlessNewerThan: began)
     }
 
+    /// A value a fetch that began at `began` brought back for `key` — one that may not know its
+    /// key's epoch (a back end's answer for several keys, keys it added unasked among them): kept
+    /// unless the key was refreshed or cleared since `began`, or a value was set by hand since.
+    func store(_ value: Value, for key: Key, fetchedSince began: Duration) {
+        let epoch = freshness.epochs.epoch(for: key)
+        if let refreshed = epoch.began, refreshed > began { return }
+        copies.front.set(MuxCopy(value: value, fetchedAt: freshness.now(), epoch: epoch.number), for: key, unlessNewerThan: began)
+    }
+
     /// Soft refresh: the next request of `key` (or of every key) fetches; copies stay as fallbacks.
     func refresh(_ key: Key?) {
         freshness.epochs.advance(key, now: freshness.now(), timeToLive: timeToLive)

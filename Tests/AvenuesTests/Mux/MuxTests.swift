@@ -509,6 +509,28 @@ final class MuxTests {
         #expect(singles.value == 0)
     }
 
+    @Test func aBatchAnswerNeitherComesBackAfterAClearNorReplacesAValueSetMeanwhile() async throws {
+        // The back end's answer for several keys lands in the map, as a single fetch's does: not
+        // after a hard clear of its key (before, "p" came back, cleared copies and all), and not
+        // over a value set by hand after it began ("q" was replaced by the older answer).
+        let clock = ManualClock()
+        let map = MultiplexerMap<String, Int>(clock: clock.muxClock) { _ in 0 }
+        let backend = ControlledWork<Int, [String: Int]>()
+        let requester = MultiRequester(map: map) { ids in try await backend.process(ids.count) }
+        let many = Task { await requester.values(for: ["p", "q", "r"]) }
+        await backend.waitUntilStarted(3)
+        clock.advance(by: .seconds(1))
+        map.clear(for: "p")
+        map.set(20, for: "q")
+        #expect(backend.succeed(3, with: ["p": 1, "q": 2, "r": 3, "s": 4]))
+        let outcome = await many.value
+        #expect(outcome.values["r"] == 3)
+        #expect(map.cachedValue(for: "p") == nil)
+        #expect(map.cachedValue(for: "q") == 20)
+        #expect(map.cachedValue(for: "r") == 3)
+        #expect(map.cachedValue(for: "s") == 4)  // a key the back end added unasked lands too
+    }
+
     // MARK: Refresh and clear racing fetches in flight (issue 11, items 13 and 14)
 
     @Test func aRequestAfterARefreshNeverJoinsAFetchThatBeganBeforeIt() async throws {
