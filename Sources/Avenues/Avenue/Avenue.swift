@@ -125,7 +125,8 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         self.init(
             storage: storage, processor: Self.scheduler(for: processor, maxConcurrent: maxConcurrent),
             callbackMode: callbackMode, retryPolicy: retryPolicy,
-            now: { .now }, sleep: { try await Saturating.sleep(until: $0, on: ContinuousClock()) }
+            now: { .now }, sleep: { try await Saturating.sleep(until: $0, on: ContinuousClock()) },
+            writesLoads: !((storage as? any StorageFilledByItsProcessor)?.isFilled(by: processor) ?? false)
         )
     }
 
@@ -152,11 +153,19 @@ public final class Avenue<Index: Hashable & Sendable, Key: Hashable & Sendable, 
         callbackMode: CallbackMode,
         retryPolicy: RetryPolicy,
         now: @escaping @Sendable () -> ContinuousClock.Instant,
-        sleep: @escaping @Sendable (ContinuousClock.Instant) async throws -> Void
+        sleep: @escaping @Sendable (ContinuousClock.Instant) async throws -> Void,
+        writesLoads: Bool = true
     ) {
         self.storage = storage
         self._read = { storage.lookup($0) }
-        self._write = { storage.set($0, for: $1) }
+        // A storage its processor fills itself (a map's own copies) keeps what that processor chose
+        // to keep: written again here, a fetch the map had declined to keep (older than a refresh
+        // or a value set meanwhile) came back as fresh.
+        if writesLoads {
+            self._write = { storage.set($0, for: $1) }
+        } else {
+            self._write = { _, _ in }
+        }
         self.retryPolicy = retryPolicy
         self._now = now
         self._sleep = sleep

@@ -7,7 +7,9 @@
 /// ```
 ///
 /// Reads never fetch: a fresh copy is fresh, an older one (memory, else disk) is stale. Writes store
-/// a fresh memory copy; removals are the map's hard clear of that key (memory and disk).
+/// a fresh memory copy; removals are the map's hard clear of that key (memory and disk). An avenue
+/// over the map itself does not write its loads here: the map keeps what it fetched, unless a
+/// refresh, a clear or a value set since the fetch began made it the older.
 public struct MuxStorage<Key: LosslessStringConvertible & Hashable & Sendable, Value: Codable & Sendable>: Storage {
     let core: MuxCore<Key, Value>
 
@@ -34,6 +36,13 @@ public struct MuxStorage<Key: LosslessStringConvertible & Hashable & Sendable, V
     /// Removes every memory and disk copy of the map.
     public func removeAll() {
         core.cache.clear(nil)
+    }
+}
+
+extension MuxStorage: StorageFilledByItsProcessor {
+    @usableFromInline
+    func isFilled(by processor: Any) -> Bool {
+        (processor as? MultiplexerMap<Key, Value>)?._core === core
     }
 }
 

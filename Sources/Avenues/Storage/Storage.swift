@@ -59,3 +59,12 @@ extension Storage {
         value(for: key).map { StoredValue($0) }
     }
 }
+
+/// A storage its processor fills itself (a multiplexer map's own copies): an ``Avenue`` over that
+/// processor does not write its loads into it, or it would put back what the processor chose not to
+/// keep.
+@usableFromInline
+protocol StorageFilledByItsProcessor {
+    /// Whether `processor` fills this storage itself.
+    func isFilled(by processor: Any) -> Bool
+}

@@ -531,6 +531,34 @@ final class MuxTests {
         #expect(map.cachedValue(for: "s") == 4)  // a key the back end added unasked lands too
     }
 
+    @Test func anAvenueOverAMapDoesNotStoreAFetchThatARefreshOrASetMadeOlder() async throws {
+        // The avenue writes each load into its storage; over the map's own storage, that write put
+        // back as fresh what the map itself had declined to keep: a fetch from before a refresh
+        // (the refresh was lost: nothing fetched again) or from before a value set by hand.
+        let clock = ManualClock()
+        let work = ControlledWork<String, Int>()
+        let map = MultiplexerMap<String, Int>(clock: clock.muxClock) { try await work.process($0) }
+        let avenue = Avenue<Int, String, Int>(storage: map.storage, processor: map)
+        let changes = avenue.subscribe()
+        avenue.prepareItem(for: "a", at: 0)
+        avenue.prepareItem(for: "b", at: 1)
+        await work.waitUntilStarted("a")
+        await work.waitUntilStarted("b")
+        clock.advance(by: .seconds(1))
+        map.refresh(for: "a")
+        map.set(20, for: "b")
+        #expect(work.succeed("a", with: 1))
+        #expect(work.succeed("b", with: 2))
+        var loaded = Set<Int>()
+        for await event in changes {
+            if case .loaded = event.change { loaded.insert(event.index) }
+            if loaded == [0, 1] { break }
+        }
+        #expect(map.storage.lookup("a")?.isStale != false)  // not fresh: the refresh still stands
+        #expect(map.cachedValue(for: "b") == 20)
+        #expect(avenue.item(at: 0) == 1)  // the row still shows what it loaded
+    }
+
     // MARK: Refresh and clear racing fetches in flight (issue 11, items 13 and 14)
 
     @Test func aRequestAfterARefreshNeverJoinsAFetchThatBeganBeforeIt() async throws {
