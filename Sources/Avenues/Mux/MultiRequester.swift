@@ -52,9 +52,9 @@ public final class MultiRequester<Key: LosslessStringConvertible & Hashable & Se
             }
         }
 
-        let batch = MuxBatch<Key, Value>()
         // Before the back end is asked: what it answers is as old as this.
         let began = cache.freshness.now()
+        let batch = MuxBatch<Key, Value>(began: began)
         if !fetching.isEmpty { map._core.batches.register(batch, for: fetching) }
         var firstError: (any Error)?
         await withTaskGroup(of: (Key, Result<Value, any Error>)?.self) { group in

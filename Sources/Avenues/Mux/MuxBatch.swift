@@ -8,6 +8,12 @@ final class MuxBatch<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     private let state = Locked(State.pending(next: 0, waiters: [:]))
+    /// When the back end was asked (the multiplexer's clock): its answer is as old as this.
+    @usableFromInline let began: Duration
+
+    init(began: Duration) {
+        self.began = began
+    }
 
     /// Hands the back end's answer (or failure) to every run waiting.
     func finish(_ result: Result<[Key: Value], any Error>) {

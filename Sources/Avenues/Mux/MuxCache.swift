@@ -93,12 +93,19 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
         copies.front.set(copy, for: key, unlessNewerThan: began)
     }
 
+    /// Whether `key` was cleared or refreshed (alone or with every key) after `instant`.
+    @usableFromInline
+    func wasRefreshed(_ key: Key, since instant: Duration) -> Bool {
+        guard let refreshed = freshness.epochs.epoch(for: key).began else { return false }
+        return refreshed > instant
+    }
+
     /// A value a fetch that began at `began` brought back for `key` — one that may not know its
     /// key's epoch (a back end's answer for several keys, keys it added unasked among them): kept
     /// unless the key was refreshed or cleared since `began`, or a value was set by hand since.
     func store(_ value: Value, for key: Key, fetchedSince began: Duration) {
         let epoch = freshness.epochs.epoch(for: key)
-        if let refreshed = epoch.began, refreshed > began { return }
+        if let refreshed = epoch.began, refreshed > began { return }  // not `wasRefreshed`: one look at the epoch
         copies.front.set(MuxCopy(value: value, fetchedAt: freshness.now(), epoch: epoch.number), for: key, unlessNewerThan: began)
     }
 

@@ -531,6 +531,27 @@ final class MuxTests {
         #expect(map.cachedValue(for: "s") == 4)  // a key the back end added unasked lands too
     }
 
+    @Test func aRequestAfterAClearNeverJoinsABatchThatBeganBeforeIt() async throws {
+        // A single request made after its key was cleared must not take the answer of a batch
+        // asked before the clear (CI's ThreadSanitizer run: the requester's own request for the key
+        // ran after the clear, joined the batch, and stored its answer as fresh).
+        let clock = ManualClock()
+        let map = MultiplexerMap<String, Int>(clock: clock.muxClock) { _ in 0 }
+        let backend = ControlledWork<Int, [String: Int]>()
+        let requester = MultiRequester(map: map) { ids in try await backend.process(ids.count) }
+        let many = Task { await requester.values(for: ["p", "q"]) }
+        await backend.waitUntilStarted(2)
+        clock.advance(by: .seconds(1))
+        map.clear(for: "p")
+        let single = Task { try await map.value(for: "p") }
+        await eventually("the request for p fetched or joined something") { map._core.isInFlight("p") || map.cachedValue(for: "p") != nil }
+        #expect(backend.succeed(2, with: ["p": 1, "q": 2]))
+        #expect(try await single.value == 0)  // fetched alone, after the clear
+        _ = await many.value
+        #expect(map.cachedValue(for: "p") == 0)
+        #expect(map.cachedValue(for: "q") == 2)
+    }
+
     @Test func anAvenueOverAMapDoesNotStoreAFetchThatARefreshOrASetMadeOlder() async throws {
         // The avenue writes each load into its storage; over the map's own storage, that write put
         // back as fresh what the map itself had declined to keep: a fetch from before a refresh
