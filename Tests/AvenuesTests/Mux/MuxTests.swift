@@ -525,7 +525,9 @@ final class MuxTests {
         #expect(backend.succeed(3, with: ["p": 1, "q": 2, "r": 3, "s": 4]))
         let outcome = await many.value
         #expect(outcome.values["r"] == 3)
-        #expect(map.cachedValue(for: "p") == nil)
+        // Never the batch's 1: nothing, or 0 if the requester's own request for p came after the
+        // clear and fetched alone (the map's fetch gives 0).
+        #expect([nil, 0].contains(map.cachedValue(for: "p")))
         #expect(map.cachedValue(for: "q") == 20)
         #expect(map.cachedValue(for: "r") == 3)
         #expect(map.cachedValue(for: "s") == 4)  // a key the back end added unasked lands too
