@@ -489,12 +489,17 @@ public final class AsyncMedia: SchedulingProcessor {
         let inside = host.dropFirst().dropLast()
         let zoneStart = inside.range(of: "%25")?.lowerBound ?? inside.endIndex
         let address = String(inside[..<zoneStart])
+        return "[" + (rfc5952(address) ?? address.lowercased()) + inside[zoneStart...] + "]"
+    }
+
+    /// `address` (an IPv6 address without brackets or zone) in its RFC 5952 form, or `nil` if it is
+    /// not one.
+    private static func rfc5952(_ address: String) -> String? {
         var bytes = in6_addr()
-        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return "[" + address.lowercased() + inside[zoneStart...] + "]" }
+        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return nil }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return "[" + address.lowercased() + inside[zoneStart...] + "]" }
-        let written = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        return "[" + String(decoding: written, as: UTF8.self) + inside[zoneStart...] + "]"
+        guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return nil }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// What every download run of an instance needs.

@@ -109,17 +109,10 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     ) async throws -> Value {
         let key = run.key
         if let value = cache.freshCopy(for: key) { return value }
-        var began = cache.freshness.now()
-        var batch = batches.batch(for: key)
-        if let joined = batch {
-            // A batch that began before this key was cleared or refreshed is older than this run
-            // may take: fetch alone. Otherwise its answer is as old as the batch.
-            if cache.wasRefreshed(key, since: joined.began) {
-                batch = nil
-            } else {
-                began = joined.began
-            }
-        }
+        // A batch asked before this key was cleared or refreshed is older than this run may take:
+        // fetch alone. A batch's answer is as old as the batch.
+        let batch = batches.batch(for: key).flatMap { cache.wasRefreshed(key, since: $0.began) ? nil : $0 }
+        let began = batch?.began ?? cache.freshness.now()
         do {
             let value: Value
             if let batch {
