@@ -1,7 +1,6 @@
 import Avenues
 import CSQLite
 import Foundation
-import Synchronization
 
 /// A thread-safe ``Storage`` of `Data` in one SQLite database file: the same contract as
 /// ``DiskStorage``, for millions of small values (a summary per row, a diff stat per commit) where a
@@ -605,7 +604,7 @@ final class GuardedConnection: @unchecked Sendable {
 private final class ExitCommits: Sendable {
     static let shared = ExitCommits()
 
-    private let commits = Mutex<[ObjectIdentifier: @Sendable () -> Void]>([:])
+    private let commits = Locked<[ObjectIdentifier: @Sendable () -> Void]>([:])
 
     private init() {
         // Registered once, when the first storage is made: at exit each commits what waits.

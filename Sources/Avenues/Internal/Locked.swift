@@ -18,8 +18,9 @@ import Musl
 /// a race; real races would drown in those reports. When (and only when) the TSan runtime is loaded,
 /// this tells it that each critical section acquires and releases the lock. Otherwise it is a
 /// `Mutex` plus one predictable branch on a field (the hooks are looked up once, at `init`).
+// `package`: AvenuesSQLite locks with it too.
 @usableFromInline
-struct Locked<State: ~Copyable>: ~Copyable, Sendable {
+package struct Locked<State: ~Copyable>: ~Copyable, Sendable {
     /// A heap object whose address names this lock to TSan; it never moves.
     @usableFromInline
     final class Key: Sendable {
@@ -31,7 +32,7 @@ struct Locked<State: ~Copyable>: ~Copyable, Sendable {
     @usableFromInline let annotations: ThreadSanitizer.Annotations?
 
     @inlinable
-    init(_ initialState: consuming sending State) {
+    package init(_ initialState: consuming sending State) {
         mutex = Mutex(initialState)
         key = Key()
         annotations = ThreadSanitizer.annotations
@@ -39,7 +40,7 @@ struct Locked<State: ~Copyable>: ~Copyable, Sendable {
 
     /// Runs `body` with exclusive access to the state.
     @inlinable @inline(__always)
-    borrowing func withLock<Result: ~Copyable, Failure: Error>(
+    package borrowing func withLock<Result: ~Copyable, Failure: Error>(
         _ body: (inout sending State) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         try mutex.withLock { (state: inout sending State) throws(Failure) -> sending Result in
