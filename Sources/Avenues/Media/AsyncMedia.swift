@@ -6,8 +6,8 @@ import Foundation
 /// - **Once per URL.** However many callers ask for a URL, one download runs; each caller's claim
 ///   is counted, and when every caller has left (their tasks cancelled) the transfer stops at once
 ///   and its download slot is free. URLs differing only in the case of their scheme or host, a
-///   default port, a `#fragment` or the way an IPv6 address is written (`[0:0:0:0:0:0:0:1]`,
-///   `[::1]`) are one URL.
+///   default port, a `#fragment` or the way an IP address is written (`[0:0:0:0:0:0:0:1]` and
+///   `[::1]`; `127.1`, `0x7f.0.0.1` and `127.0.0.1`) are one URL.
 /// - **Streamed, memory bounded, nobody stalled.** The body is written to the folder by the thread
 ///   that receives it, so the network goes no faster than the disk and nothing piles up in memory,
 ///   whatever the file's size. Bytes move through a ``DownloadTransport``: on Linux ``CurlTransport``
@@ -460,11 +460,38 @@ public final class AsyncMedia: SchedulingProcessor {
         let colon = authority.firstIndex(of: UInt8(ascii: ":"))
         let host = authority[..<(colon ?? authority.endIndex)]
         guard !host.isEmpty, host.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x2D }) else { return false }
+        // A host that may be an IPv4 address written another way (`127.1`, `0x7f.0.0.1`, `127.0.0.1.`).
+        if let last = host.last, (0x30...0x39).contains(last) || last == 0x2E || host.contains(0x78), !isDottedDecimal(host) {
+            let text = String(decoding: host, as: UTF8.self)
+            if let dotted = dottedIPv4(text), dotted != text { return false }
+        }
         guard let colon else { return true }
         let digits = authority[authority.index(after: colon)...]
         guard (1...5).contains(digits.count), digits.first != UInt8(ascii: "0"), digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return false }
         let port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
         return port <= 65_535 && port != (http ? 80 : 443)
+    }
+
+    /// Whether `host` is an IPv4 address as ``dottedIPv4(_:)`` writes it (four numbers of 0–255
+    /// without leading zeros), read without making a string: the usual case of ``isCanonical(_:)``'s
+    /// look for another way of writing one.
+    private static func isDottedDecimal(_ host: Substring.UTF8View) -> Bool {
+        var labels = 0, digits = 0, value = 0, leadingZero = false
+        for byte in host {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0 else { return false }
+                labels += 1
+                digits = 0
+                value = 0
+                continue
+            }
+            guard (0x30...0x39).contains(byte), !leadingZero || digits == 0, digits < 3 else { return false }
+            leadingZero = digits == 0 && byte == UInt8(ascii: "0")
+            value = value * 10 + Int(byte - 0x30)
+            digits += 1
+            guard value <= 255 else { return false }
+        }
+        return labels == 3 && digits > 0
     }
 
     /// ``canonical(_:)`` through `URLComponents`, for every URL.
@@ -481,15 +508,70 @@ public final class AsyncMedia: SchedulingProcessor {
         return components.url ?? url
     }
 
-    /// A host as a download is known by: lowercased, and an IPv6 literal in its one text form
-    /// (RFC 5952: `[0:0:0:0:0:0:0:1]` and `[::1]` are one host, so one file); a zone (`%25eth0`) is
-    /// kept as it is written (interface names are case-sensitive).
+    /// A host as a download is known by: lowercased, an IPv4 address in dotted decimal however it
+    /// is written (``dottedIPv4(_:)``), and an IPv6 literal in its one text form (RFC 5952:
+    /// `[0:0:0:0:0:0:0:1]` and `[::1]` are one host, so one file); a zone (`%25eth0`) is kept as it
+    /// is written (interface names are case-sensitive).
     static func canonicalHost(_ host: String) -> String {
-        guard host.hasPrefix("["), host.hasSuffix("]") else { return host.lowercased() }
+        guard host.hasPrefix("["), host.hasSuffix("]") else {
+            let lowercased = host.lowercased()
+            return dottedIPv4(lowercased) ?? lowercased
+        }
         let inside = host.dropFirst().dropLast()
         let zoneStart = inside.range(of: "%25")?.lowerBound ?? inside.endIndex
         let address = String(inside[..<zoneStart])
         return "[" + (rfc5952(address) ?? address.lowercased()) + inside[zoneStart...] + "]"
+    }
+
+    /// `host` (lowercase) as an IPv4 address in dotted decimal, if it is one however it is written,
+    /// else `nil`. The WHATWG URL standard's IPv4 parser, which browsers and curl follow: one to four
+    /// numbers, each decimal, hex (`0x`) or octal (a leading `0`), the last filling the bytes left,
+    /// and a trailing dot dropped — `127.1`, `0x7f.0.0.1`, `0177.0.0.1`, `2130706433` and
+    /// `127.0.0.1.` are all `127.0.0.1`, so one file. A host whose last label is not a number
+    /// (`example.com`), or a number out of range (`256.0.0.1`), is not one.
+    static func dottedIPv4(_ host: String) -> String? {
+        var parts = host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        if parts.count > 1, parts.last?.isEmpty == true { parts.removeLast() }
+        guard (1...4).contains(parts.count) else { return nil }
+        var numbers: [UInt64] = []
+        for part in parts {
+            guard let number = ipv4Number(part) else { return nil }
+            numbers.append(number)
+        }
+        let last = numbers.removeLast()
+        // The last number fills the bytes the others leave: 4 of them alone, 1 after three others.
+        guard numbers.allSatisfy({ $0 <= 255 }), last < UInt64(1) << (8 * (4 - numbers.count)) else { return nil }
+        let address = numbers.enumerated().reduce(last) { sum, byte in sum | byte.element << (8 * (3 - byte.offset)) }
+        return "\(address >> 24).\(address >> 16 & 255).\(address >> 8 & 255).\(address & 255)"
+    }
+
+    /// One label of an IPv4 host as a number (decimal, `0x` hex, octal with a leading `0`; `0x` alone
+    /// is 0), or `nil` if it is empty, not a number, or past 2³² (too big for any part).
+    private static func ipv4Number(_ label: Substring.UTF8View) -> UInt64? {
+        guard !label.isEmpty else { return nil }
+        var digits = label[...]
+        var radix: UInt64 = 10
+        if digits.starts(with: "0x".utf8) || digits.starts(with: "0X".utf8) {
+            radix = 16
+            digits = digits.dropFirst(2)
+        } else if digits.count > 1, digits.first == UInt8(ascii: "0") {
+            radix = 8
+            digits = digits.dropFirst()
+        }
+        var value: UInt64 = 0
+        for byte in digits {
+            let digit: UInt64
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt64(byte - UInt8(ascii: "A") + 10)
+            default: return nil
+            }
+            guard digit < radix else { return nil }
+            value = value * radix + digit  // at most (2³² + 1) · 16: no overflow
+            guard value <= 1 << 32 else { return nil }
+        }
+        return value
     }
 
     /// `address` (an IPv6 address without brackets or zone) in its RFC 5952 form, or `nil` if it is

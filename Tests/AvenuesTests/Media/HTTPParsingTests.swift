@@ -125,7 +125,8 @@ struct HTTPParsingTests {
     @Test func aURLTakenAsCanonicalIsWhatURLComponentsMakesOfIt() throws {
         var generator = SystemRandomNumberGenerator()
         let schemes = ["http://", "https://", "HTTP://", "Https://", "ftp://", "http:/", "file://"]
-        let hosts = ["example.com", "Example.COM", "a-b.c", "127.0.0.1", "[::1]", "user@host", "h%41st", "", "x_y", "é.com", "host."]
+        let hosts = ["example.com", "Example.COM", "a-b.c", "127.0.0.1", "[::1]", "user@host", "h%41st", "", "x_y", "é.com", "host.", "127.1",
+                     "0x7f.0.0.1", "127.0.0.1.", "256.0.0.1", "ex.0x", "10.0.0.08", "0.0.0.0", "255.255.255.255", "01.2.3.4", "1.2.3", "1.2.3.4.5"]
         let ports = ["", ":", ":80", ":443", ":8080", ":0", ":080", ":65535", ":65536", ":99999999", ":1a"]
         let paths = ["", "/", "/a/b.txt", "/a%20b", "/?q=1", "?x", "/p#frag", "#f", "/é", "/a b"]
         var fast = 0
@@ -156,6 +157,77 @@ struct HTTPParsingTests {
         let url = try #require(URL(string: given))
         #expect(try AsyncMedia.canonical(url).absoluteString == canonical)
         #expect(MediaFolder.fileName(for: try AsyncMedia.canonical(url)) == MediaFolder.fileName(for: try #require(URL(string: canonical))))
+    }
+
+    /// An IPv4 address has one form too, dotted decimal, however it is written (the WHATWG URL
+    /// standard's parser, which curl follows): `127.1`, `0x7f.1`, `2130706433` and `127.0.0.1.` were
+    /// each a URL of their own, downloaded and cached again. A host that is not an address is kept
+    /// as it is written.
+    @Test(arguments: [
+        ("http://0x7f.1:8080/a", "http://127.0.0.1:8080/a"),
+        ("http://127.1/a", "http://127.0.0.1/a"),
+        ("http://2130706433/", "http://127.0.0.1/"),
+        ("http://0177.0.0.01/", "http://127.0.0.1/"),
+        ("HTTP://0X7F.0.0.0X1/", "http://127.0.0.1/"),
+        ("http://127.0.0.1./x?y", "http://127.0.0.1/x?y"),
+        ("http://0x/", "http://0.0.0.0/"),
+        ("http://1.2.65535/", "http://1.2.255.255/"),
+        ("http://255.255.255.255/", "http://255.255.255.255/"),
+        ("http://4294967296/", "http://4294967296/"),  // past 2³²: not an address, kept
+        ("http://256.0.0.1/", "http://256.0.0.1/"),
+        ("http://1.2.3.4.5/", "http://1.2.3.4.5/"),
+        ("http://1..2/", "http://1..2/"),
+        ("http://08.0.0.1/", "http://08.0.0.1/"),  // 8 is not an octal digit
+        ("http://example.0x1/", "http://example.0x1/"),
+        ("http://0x7f.example/", "http://0x7f.example/"),
+        ("http://99999999999999999999999/", "http://99999999999999999999999/"),
+    ])
+    func anIPv4AddressIsOneHostHoweverItIsWritten(given: String, canonical: String) throws {
+        let url = try #require(URL(string: given))
+        #expect(try AsyncMedia.canonical(url).absoluteString == canonical)
+        #expect(try AsyncMedia.canonicalFromComponents(url).absoluteString == canonical)
+        #expect(AsyncMedia.isCanonical(try #require(URL(string: canonical))), "read from its bytes, the canonical form is taken as it is")
+        #expect(AsyncMedia.isCanonical(url) == (given == canonical))
+    }
+
+    /// Against a model: every way of writing a random address (one to four numbers, each decimal,
+    /// hex or octal, a trailing dot or none) is that address in dotted decimal; and random labels
+    /// of digits, hex letters, `x` and dots are addresses exactly when the C library's `inet_aton`
+    /// (which reads the same forms, without a trailing dot) takes them, as the same address.
+    @Test func anyWayOfWritingAnIPv4AddressIsThatAddress() {
+        var random = SplitMix64(seed: 0x1F4)
+        func written(_ number: UInt64) -> String {
+            switch random.next() % 4 {
+            case 0: String(number)
+            case 1: "0x" + String(number, radix: 16)
+            case 2: "0X" + String(number, radix: 16, uppercase: true)
+            default: "0" + String(number, radix: 8)
+            }
+        }
+        for _ in 0..<5_000 {
+            let address = random.next() & 0xFFFF_FFFF
+            let count = Int(random.next() % 4) + 1
+            var parts = (0..<count - 1).map { (address >> (8 * (3 - UInt64($0)))) & 255 }
+            parts.append(address & ((UInt64(1) << (8 * (5 - UInt64(count)))) - 1))
+            let host = parts.map(written).joined(separator: ".") + (random.next() % 3 == 0 ? "." : "")
+            let dotted = "\(address >> 24).\(address >> 16 & 255).\(address >> 8 & 255).\(address & 255)"
+            #expect(AsyncMedia.dottedIPv4(host.lowercased()) == dotted, "\(host)")
+        }
+        let alphabet = Array("0123456789abfx..")
+        var addresses = 0
+        for _ in 0..<20_000 {
+            let host = String((0..<Int(random.next() % 14) + 1).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
+            var model = in_addr()
+            let parsed = host.hasSuffix(".") ? nil : (inet_aton(host, &model) == 1 ? model : nil)
+            let expected = parsed.map { address -> String in
+                let bytes = withUnsafeBytes(of: address.s_addr) { Array($0) }  // network order
+                return bytes.map(String.init).joined(separator: ".")
+            }
+            if host.hasSuffix(".") || host.contains("x.") || host.hasSuffix("x") { continue }  // `0x` alone: inet_aton and WHATWG differ
+            #expect(AsyncMedia.dottedIPv4(host) == expected, "\(host)")
+            if expected != nil { addresses += 1 }
+        }
+        #expect(addresses > 1_000)
     }
 
     /// Credentials in any URL that parses — a password with `@`, `:` or escapes in it, an `@` in
