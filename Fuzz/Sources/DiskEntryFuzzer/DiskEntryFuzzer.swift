@@ -47,5 +47,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
 
 @_cdecl("DiskEntryFuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    runFuzzer(argc, argv) { start, length in fuzz(start, length) }
+    // libFuzzer ends a run that found nothing with exit(): the folder goes with it (every CI run
+    // left one in /dev/shm). A crash keeps it, beside the input that crashed.
+    atexit { try? FileManager.default.removeItem(at: folder) }
+    return runFuzzer(argc, argv) { start, length in fuzz(start, length) }
 }
