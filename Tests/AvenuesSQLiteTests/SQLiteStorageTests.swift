@@ -10,14 +10,21 @@ import Glibc
 import Darwin
 #endif
 
-/// A folder of its own for a test, deleted after.
+/// A folder of its own for a test, deleted after, and again at exit: Swift may release the value
+/// after its last use, mid-test, and a storage committing there later made the folder again (every
+/// run left a few behind).
 final class Folder: Sendable {
     let url: URL
+    private static let made: Locked<Set<URL>> = {
+        atexit { for url in Folder.made.withLock({ Array($0) }) { try? FileManager.default.removeItem(at: url) } }
+        return Locked([])
+    }()
 
     init(_ label: String = #function) {
         url = FileManager.default.temporaryDirectory
             .appendingPathComponent("avenues-sqlite-" + label.filter { $0.isLetter } + "-" + UUID().uuidString, isDirectory: true)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        _ = Self.made.withLock { $0.insert(url) }
     }
 
     deinit {

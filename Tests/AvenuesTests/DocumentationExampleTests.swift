@@ -50,7 +50,9 @@ struct DocumentationExampleTests {
     }
 
     @Test func memoryOverDisk() async throws {
-        let folder = TemporaryFolder("docc-caching").url
+        let temporary = TemporaryFolder("docc-caching")
+        defer { withExtendedLifetime(temporary) {} }  // not deleted mid-test, after its last use
+        let folder = temporary.url
         struct Summary: Codable, Sendable, Equatable { var lines: Int }
         let summarize = ClosureProcessor { (path: String) in Summary(lines: path.count) }
 
@@ -74,7 +76,9 @@ struct DocumentationExampleTests {
     }
 
     @Test func theCachedProcessorDocExampleWorksAsWritten() async {
-        let folder = TemporaryFolder("docc-cached").url
+        let temporary = TemporaryFolder("docc-cached")
+        defer { withExtendedLifetime(temporary) {} }  // not deleted mid-test, after its last use
+        let folder = temporary.url
         struct Summary: Codable, Sendable, Equatable { var lines: Int }
         let summarize = ClosureProcessor { (path: String) in Summary(lines: path.count) }
         // As in `Processor.cached(in:)`'s doc comment (CachedProcessor.swift):

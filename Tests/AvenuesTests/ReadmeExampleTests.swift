@@ -8,7 +8,9 @@ import Testing
 struct ReadmeExampleTests {
     @Test func anAvenueOverAsyncMediaLoadsVisibleRowsFirstAndCancelsRowsThatLeave() async throws {
         let server = try MediaServer()
-        let folder = TemporaryFolder("readme-remote").url
+        let temporary = TemporaryFolder("readme-remote")
+        defer { withExtendedLifetime(temporary) {} }  // not deleted mid-test, after its last use
+        let folder = temporary.url
         let urls = (0..<100).map { server.url("/bytes/\(1_000 + $0)") }
 
         // README from a row to the network: begin
