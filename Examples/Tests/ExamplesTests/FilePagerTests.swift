@@ -116,8 +116,15 @@ struct LineFilterTests {
 
 @Suite("pages FILE", .timeLimit(.minutes(2)))
 struct FileModelTests {
+    /// The folder of this process's test files, removed when it exits (a struct suite has no
+    /// `deinit`: each test's folder was left behind).
+    static let parent: URL = {
+        atexit { try? FileManager.default.removeItem(at: FileModelTests.parent) }
+        return FileManager.default.temporaryDirectory.appendingPathComponent("file-pager-\(getpid())-\(UUID().uuidString)")
+    }()
+
     let folder: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("file-pager-\(UUID().uuidString)")
+        let url = FileModelTests.parent.appendingPathComponent(UUID().uuidString)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }()
