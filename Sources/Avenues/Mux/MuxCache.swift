@@ -7,7 +7,8 @@ import Foundation
 /// multiplexer's policy as their staleness (``Storage/lookup(_:)``'s ``StoredValue``):
 ///
 /// - a copy is **fresh** for the time-to-live after it was fetched (monotonic clock; disk copies are
-///   dated by the wall clock and keep the time they had left), and only in its key's current epoch
+///   dated by the wall clock and keep the time they had left; one dated more than a second ahead
+///   is stale), and only in its key's current epoch
 ///   (``MuxEpochs``): every refresh and clear begins a new one;
 /// - reads take memory's fresh copy, else disk's (brought forward into memory), else a stale copy of
 ///   either — the fallback after a silenceable failure, and what a list shows while it revalidates;

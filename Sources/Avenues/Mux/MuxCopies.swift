@@ -166,13 +166,18 @@ struct MuxDiskCopies<Key: Hashable & Sendable, Value: Codable & Sendable>: Stora
         else { return nil }
         let clock = freshness.clock
         // The date is read from a file: any value, so the age is clamped (a huge double traps `.seconds`).
-        let age = Saturating.duration(seconds: max(0, clock.wall().timeIntervalSince(entry.storedAt)))
+        let wallAge = clock.wall().timeIntervalSince(entry.storedAt)
+        let age = Saturating.duration(seconds: max(0, wallAge))
         let fetchedAt = freshness.now() - age
         let epoch = freshness.epochs.epoch(for: key)
         // A wall clock set back 10 ms between a fetch and a refresh made the copy from before the
         // refresh look 8 ms younger than it: served as fresh after the refresh.
         let afterEpoch = epoch.began.map { fetchedAt - $0 > .milliseconds(1) + freshness.wallClockSkew() } ?? true
-        let fresh = afterEpoch && age < freshness.timeToLive
+        // Dated more than a second ahead (written while the wall clock was ahead, since set right):
+        // its age is unknown, so it is stale, as DiskStorage takes such an entry; counted as age 0,
+        // a copy a day ahead was fresh for a day. The second allows for dates kept in milliseconds.
+        let fromTheFuture = !(wallAge >= -1)  // NaN too
+        let fresh = afterEpoch && !fromTheFuture && age < freshness.timeToLive
         return StoredValue(MuxCopy(value: value, fetchedAt: fetchedAt, epoch: fresh ? epoch.number : 0), isStale: !fresh)
     }
 

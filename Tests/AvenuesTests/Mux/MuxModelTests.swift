@@ -325,3 +325,52 @@ extension MuxTests {
         #expect(fetches.value == 3)
     }
 }
+
+extension MuxTests {
+    /// A disk copy dated in the future — written while the wall clock was ahead (a machine that
+    /// booted with a wrong clock, later set right by NTP) — counted as age 0, so it was served as
+    /// fresh until the corrected clock passed its date plus the time-to-live: a day ahead kept a
+    /// 60 s value for a day. It is stale now, as `DiskStorage` takes an entry stored in the future
+    /// (more than a second ahead); it is still kept, and served when the fetch fails.
+    @Test func aDiskCopyDatedInTheFutureIsStaleNotFreshForAsLong() async throws {
+        let folder = TemporaryFolder("future-mux")
+        let wallAhead = Shared(Duration.zero)
+        let start = ContinuousClock.now
+        let wallStart = Date(timeIntervalSince1970: 1_800_000_000)
+        let clock = MuxClock(monotonic: { .now }, wall: { wallStart.addingTimeInterval(wallAhead.value.seconds + (ContinuousClock.now - start).seconds) })
+        let fetches = Shared((count: 0, online: true))
+        func makeMap() -> MultiplexerMap<Int, Int> {
+            MultiplexerMap<Int, Int>(cacheKey: "future", timeToLive: .seconds(60), countLimit: 4, directory: folder.child("mux"), clock: clock) { _ in
+                let (count, online) = fetches.withLock { state in
+                    state.count += 1
+                    return (state.count, state.online)
+                }
+                guard online else { throw URLError(.notConnectedToInternet) }
+                return count
+            }
+        }
+        wallAhead.withLock { $0 = .seconds(86_400) }  // the clock a day ahead when the copies are written
+        let first = makeMap()
+        #expect(try await first.value(for: 1) == 1)
+        #expect(try await first.value(for: 5) == 2)
+        #expect(first.save().isEmpty)
+        first.unregister()
+        wallAhead.withLock { $0 = .zero }  // set right
+        let second = makeMap()
+        #expect(try await second.value(for: 1) == 3, "the copy from the future is stale: fetched again")
+        #expect(fetches.value.count == 3)
+        fetches.withLock { $0.online = false }
+        #expect(try await second.value(for: 5) == 2, "kept, and served when the fetch fails")
+        #expect(fetches.value.count == 4)
+        #expect(second.save().isEmpty)
+        second.unregister()
+        fetches.withLock { $0.online = true }
+        let third = makeMap()
+        defer {
+            third.clear()
+            third.unregister()
+        }
+        #expect(try await third.value(for: 1) == 3, "a copy saved with the clock right is fresh")
+        #expect(fetches.value.count == 4)
+    }
+}
