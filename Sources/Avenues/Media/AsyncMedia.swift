@@ -36,7 +36,8 @@ import Foundation
 ///   `If-Range`), and starts over if the file changed. At most 16 partial files are kept, for a day.
 /// - **Cached, revalidated.** With no `timeToLive` (the default) files are assumed immutable: a
 ///   cached file is returned without asking the server. With one, a file older than that is
-///   revalidated (`If-None-Match`/`If-Modified-Since`): a `304` keeps the file (no body moves) and
+///   revalidated (`If-None-Match`/`If-Modified-Since`), and so is one recorded more than a second
+///   in the future (while the wall clock was ahead): a `304` keeps the file (no body moves) and
 ///   renews it; if the server cannot be reached (or answers 5xx), the old file is returned. Names
 ///   are a stable hash of the URL plus its path extension. With a `sizeLimit`, least recently used
 ///   files are deleted down to 80 % of it, across processes sharing the folder. A deleted folder is
@@ -833,8 +834,11 @@ final class Validators: Sendable {
     func isFresh(_ url: URL, timeToLive: Duration?) -> Bool {
         guard let timeToLive else { return true }
         guard let entry = storage.value(for: RedactedURL.recorded(url)) else { return false }
-        let age = max(0, now().timeIntervalSince1970 - entry.fetchedAt)
-        return age < Saturating.seconds(timeToLive)
+        let age = now().timeIntervalSince1970 - entry.fetchedAt
+        // Recorded more than a second ahead (while the wall clock was ahead, since set right): its
+        // age is unknown, so it is revalidated; counted as 0, a day ahead went a day unasked.
+        guard age >= -1 else { return false }
+        return max(0, age) < Saturating.seconds(timeToLive)
     }
 
     /// What was recorded for `url`; a validator that is not a valid field value (an entry damaged

@@ -359,6 +359,25 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(entry.lastModified == "Wed, 21 Oct 2015 07:28:00 GMT")
     }
 
+    /// A file fetched while the wall clock was a day ahead (since set right) counted as age 0 and
+    /// went unrevalidated for a day past its time-to-live. A record dated more than a second in the
+    /// future is not fresh: the file is revalidated (a `304` then renews it with the right date).
+    @Test func aFileRecordedInTheFutureIsRevalidatedNotFreshForADay() throws {
+        let wall = Shared(Date(timeIntervalSince1970: 1_800_086_400))  // a day ahead
+        let validators = Validators(directory: folder.child("validators-future"), now: { wall.value })
+        let url = try #require(URL(string: "http://example.com/a"))
+        validators.record(nil, for: url)
+        #expect(validators.isFresh(url, timeToLive: .seconds(60)))
+        wall.withLock { $0 = Date(timeIntervalSince1970: 1_800_000_000) }  // set right
+        #expect(!validators.isFresh(url, timeToLive: .seconds(60)), "dated a day ahead: its age is unknown")
+        validators.renew(url)
+        #expect(validators.isFresh(url, timeToLive: .seconds(60)))
+        wall.withLock { $0 = $0.addingTimeInterval(-0.5) }  // within the second dates are allowed
+        #expect(validators.isFresh(url, timeToLive: .seconds(60)))
+        wall.withLock { $0 = $0.addingTimeInterval(61) }
+        #expect(!validators.isFresh(url, timeToLive: .seconds(60)))
+    }
+
     /// Probe of 2026-11-26: a URL's password (`http://user:secret@host/`) was written to disk in a
     /// partial download's record and in the validators kept for revalidation, and shown in every
     /// error's message. Now neither holds it; the download still resumes and revalidates.
