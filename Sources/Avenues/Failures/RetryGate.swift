@@ -3,7 +3,9 @@ import Synchronization
 // Inlinable: `blocked` and `open` are on every multiplexer miss (see `MuxCore`).
 /// Keys a server asked to leave alone for a while (HTTP 429 or 503 with `Retry-After`, or any
 /// ``RetryAfterError``): until then, asking for the key again answers with the same error without
-/// going to the server. Bounded: expired entries are dropped as new ones arrive.
+/// going to the server. Bounded: expired entries are dropped as new ones arrive, and at most
+/// ``limit`` keys wait — past it, those that wait longest are kept (a server asking every key of a
+/// long list to wait made the table grow, and each new key filter all of it).
 @usableFromInline
 final class RetryGate<Key: Hashable & Sendable>: Sendable {
     @usableFromInline
@@ -11,6 +13,9 @@ final class RetryGate<Key: Hashable & Sendable>: Sendable {
         @usableFromInline let until: ContinuousClock.Instant
         @usableFromInline let error: any Error
     }
+
+    /// The most keys kept waiting. One dropped early is asked again, and told to wait again.
+    @usableFromInline static var limit: Int { 1_024 }
 
     @usableFromInline let closed = Locked([Key: Closed]())
     /// How many keys `closed` holds, written under its lock: while it is zero — nearly always —
@@ -41,7 +46,15 @@ final class RetryGate<Key: Hashable & Sendable>: Sendable {
         guard let delay = error.retryDelay, delay > .zero else { return }
         let now = now()
         closed.withLock { closed in
-            if closed.count >= 1_024 { closed = closed.filter { now < $0.value.until } }
+            if closed[key] == nil, closed.count >= Self.limit {
+                closed = closed.filter { now < $0.value.until }
+                if closed.count > Self.limit / 2 {
+                    // Still full of waits: the half that waits longest stays, so the next trim is
+                    // `limit / 2` notes away (a sort per 512 notes, not a filter per note).
+                    let kept = closed.sorted { $0.value.until > $1.value.until }.prefix(Self.limit / 2)
+                    closed = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+                }
+            }
             closed[key] = Closed(until: now.advanced(by: delay), error: error)
             closedCount.store(closed.count, ordering: .releasing)
         }
