@@ -220,11 +220,8 @@ final class Transfer: DownloadSink {
         let text = value.trimmingSpaces()
         let longest = Duration.seconds(86_400)
         if let seconds = ResponseHead.number(text) { return min(.seconds(seconds), longest) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: text) else { return nil }
+        // Not `DateFormatter`: it traps on some text a server can send (``HTTPDate``).
+        guard let date = HTTPDate.parse(text, now: now) else { return nil }
         return min(Saturating.duration(seconds: max(0, date.timeIntervalSince(now))), longest)
     }
 

@@ -495,6 +495,52 @@ struct HTTPParsingTests {
         #expect(Transfer.delay(retryAfter: "-5") == nil)
     }
 
+    /// Found by CI's ResponseFuzzer (2026-11-27): `Retry-After: m` followed by a combining mark
+    /// (U+0734) crashed the process — Foundation's `DateFormatter` on Linux traps on it ("Incorrect
+    /// range CFRange(location: 0, length: 1)"), so any server could crash any app downloading from
+    /// it with a 503. HTTP dates are read by a parser of our own; text that is not one is no delay.
+    @Test(arguments: ["m\u{0734}", "\u{0734}", "e\u{301}", "Fri, 31 Dec 9999 23:59:59 GMT\u{301}", "\u{FFFD}\u{FFFD}", "mܴ\u{FFFD}\u{FFFD}}f%Ǆ\u{FFFD}y{",
+                      "Sun, 06 Nov 1994 08:49:37 GMT\u{0}", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT",
+                      "Sun, 31 Nov 1994 08:49:37 GMT", "Sun, 29 Feb 1900 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT",
+                      "sun, 06 nov 1994 08:49:37 gmt", "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 94 08:49:37 GMT", ""])
+    func aRetryAfterThatIsNotAnHTTPDateIsNoDelayAndNeverTraps(text: String) {
+        #expect(Transfer.delay(retryAfter: text, now: Date(timeIntervalSince1970: 0)) == nil)
+    }
+
+    /// The three forms of an HTTP date a recipient must read (RFC 9110 §5.6.7), against a model:
+    /// random instants from 1900 to 9999, written with `Calendar`'s components for the GMT
+    /// Gregorian calendar, read back to the same second.
+    @Test func everyFormOfAnHTTPDateIsReadAsTheInstantItNames() throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = try #require(TimeZone(identifier: "GMT"))
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let longDays = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let now = Date(timeIntervalSince1970: 1_795_000_000)  // 2026-11
+        var random = SplitMix64(seed: 0x4854)
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        for _ in 0..<3_000 {
+            // 1900-01-01 ... 9999-12-31, whole seconds.
+            let seconds = -2_208_988_800 + Int64(random.next() % 255_611_376_000)
+            let instant = Date(timeIntervalSince1970: TimeInterval(seconds))
+            let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday], from: instant)
+            let (year, month, day) = (parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+            let (weekday, time) = ((parts.weekday ?? 1) - 1, "\(two(parts.hour ?? 0)):\(two(parts.minute ?? 0)):\(two(parts.second ?? 0))")
+            let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+            let imf = "\(days[weekday]), \(two(day)) \(months[month - 1]) \(yearText) \(time) GMT"
+            #expect(HTTPDate.parse(imf, now: now) == instant, "\(imf)")
+            let asctime = "\(days[weekday]) \(months[month - 1]) \(day < 10 ? " \(day)" : "\(day)") \(time) \(yearText)"
+            #expect(HTTPDate.parse(asctime, now: now) == instant, "\(asctime)")
+            // Two digits of year: the latest year with them not more than 50 years after now.
+            if (1977...2076).contains(year) {
+                let rfc850 = "\(longDays[weekday]), \(two(day))-\(months[month - 1])-\(two(year % 100)) \(time) GMT"
+                #expect(HTTPDate.parse(rfc850, now: now) == instant, "\(rfc850)")
+            }
+        }
+        #expect(Transfer.delay(retryAfter: "Sun, 06 Nov 1994 08:49:37 GMT", now: Date(timeIntervalSince1970: 784_111_717)) == .seconds(60))
+        #expect(Transfer.delay(retryAfter: "  Sun, 06 Nov 1994 08:49:37 GMT ", now: Date(timeIntervalSince1970: 784_111_777)) == .zero)
+    }
+
     /// Issue 25 item 3: credentials went to another host or port named by a redirect.
     @Test func credentialsAreSentOnlyToTheFirstURLsOrigin() {
         let configured = [
