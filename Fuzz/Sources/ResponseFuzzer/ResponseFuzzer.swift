@@ -9,6 +9,7 @@ import FuzzDriver
 // grows past its limit; a file the machine calls whole has exactly the bytes that were written.
 
 let limit: Int64 = 1 << 20
+let asked = URL(string: "https://user:secret@example.com:8443/a/b?q=1") ?? URL(fileURLWithPath: "/")
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -33,6 +34,17 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     guard let head else { return 0 }
     for field in head.fields where field.name.lowercased() == "retry-after" {
         if let delay = Transfer.delay(retryAfter: field.value) { precondition(delay <= .seconds(86_400) && delay >= .zero, "retry-after \(delay)") }
+    }
+    // A redirect's target, as a download run reads it: resolved against the URL asked, its origin
+    // (which headers it is sent), its canonical form and how it is shown and recorded.
+    for field in head.fields where field.name.lowercased() == "location" {
+        if let next = URL(string: field.value, relativeTo: asked)?.absoluteURL {
+            _ = next.scheme?.lowercased()
+            _ = AsyncMedia.origin(of: next)
+            _ = try? AsyncMedia.canonical(next)
+            _ = RedactedURL.shown(next)
+            _ = RedactedURL.recorded(next)
+        }
     }
     let resuming: Int64? = first & 1 == 1 ? 100 : nil
     var machine = TransferStateMachine(request: .init(
