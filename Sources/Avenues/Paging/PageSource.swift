@@ -2,9 +2,10 @@
 /// endpoint, `git log`, a database query, a directory crawl.
 ///
 /// The first page is asked with ``PageRequest/Position/start``, the next ones with the cursor the
-/// previous page gave (``Page/cursorAfter``); a page with no `cursorAfter` ends the list. Every page
-/// but the last holds exactly the requested number of items, so row `n` is always on page
-/// `n / size`.
+/// previous page gave (``Page/cursorAfter``); a page with no `cursorAfter` ends the list, and so does
+/// a page whose `cursorAfter` is the cursor it was asked with (asked again, it would come again).
+/// Every page but the last holds exactly the requested number of items, so row `n` is always on
+/// page `n / size`.
 ///
 /// ```swift
 /// struct Issues: PageSource {

@@ -380,6 +380,13 @@ public final class PagedRows<Source: PageSource>: Sendable {
             else { preconditionFailure("Invalid state: an offset load of a source that cannot start anywhere") }
             page = loaded
         }
+        if case .after(let asked) = key.origin, page.cursorAfter == asked {
+            // The cursor it was asked with: asked again, the source would give this page again, for
+            // ever (an API that ignores its cursor parameter does). The list ends here, as a scan's
+            // walk ends (`CursorWalk`); a jump past it walked on without end.
+            page.cursorAfter = nil
+            page.itemsAfter = nil
+        }
         if page.items.count > size {
             breach(.tooManyItems(page: key.number, asked: size, got: page.items.count))
             page.items.removeLast(page.items.count - size)

@@ -269,6 +269,29 @@ struct PagedRowsHostileTests {
         #expect(errors.value.count == 1 && errors.value.allSatisfy { if case .shortPage = $0 { true } else { false } })
     }
 
+    /// An API that ignores its cursor parameter (a misspelled `?after=`) answers every request with
+    /// its first page and the same cursor. The list went on for ever: a jump to row 10,000 walked
+    /// 200 pages of the same rows, and a jump to the end would never have ended. A page whose cursor
+    /// is the one it was asked with ends the list, as a scan's walk already ended there.
+    @Test func aSourceThatIgnoresItsCursorEndsTheListInsteadOfRepeatingItForEver() async {
+        struct IgnoresItsCursor: PageSource {
+            let requests = Shared(0)
+            func page(_ request: PageRequest<String>) async throws -> Page<String, Int> {
+                requests.withLock { $0 += 1 }
+                return Page(items: Array(0 ..< request.size), cursorAfter: "page-2")
+            }
+        }
+        let source = IgnoresItsCursor()
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 50))
+        rows.show(0..<40)
+        await settle(rows)
+        rows.show(10_000..<10_040)
+        await settle(rows)
+        #expect(rows.count == .exact(100), "the first page, then the page that gave its own cursor back")
+        #expect(source.requests.value == 2)
+        #expect(rows.item(at: 99) == 49)
+    }
+
     @Test func aNegativeItemsAfterIsReportedAndDoesNotTruncateTheList() async {
         let rows = PagedRows(source: MisbehavingSource(count: 1_000, fault: .negativeItemsAfter), configuration: PagingConfiguration(pageSize: 50))
         let errors = Shared(0)
