@@ -3,7 +3,7 @@
 ///
 /// The first page is asked with ``PageRequest/Position/start``, the next ones with the cursor the
 /// previous page gave (``Page/cursorAfter``); a page with no `cursorAfter` ends the list, and so does
-/// a page whose `cursorAfter` is the cursor it was asked with (asked again, it would come again).
+/// a full page whose `cursorAfter` is the cursor it was asked with (asked again, it would come again).
 /// Every page but the last holds exactly the requested number of items, so row `n` is always on
 /// page `n / size`.
 ///

@@ -380,10 +380,11 @@ public final class PagedRows<Source: PageSource>: Sendable {
             else { preconditionFailure("Invalid state: an offset load of a source that cannot start anywhere") }
             page = loaded
         }
-        if case .after(let asked) = key.origin, page.cursorAfter == asked {
-            // The cursor it was asked with: asked again, the source would give this page again, for
-            // ever (an API that ignores its cursor parameter does). The list ends here, as a scan's
-            // walk ends (`CursorWalk`); a jump past it walked on without end.
+        if case .after(let asked) = key.origin, page.cursorAfter == asked, page.items.count >= size {
+            // A full page with the cursor it was asked with: asked again, the source would give this
+            // page again, for ever (an API that ignores its cursor parameter does). The list ends
+            // here, as a scan's walk ends (`CursorWalk`); a jump past it walked on without end. (A
+            // short one is a short page: completed if it can be, else the end, and reported.)
             page.cursorAfter = nil
             page.itemsAfter = nil
         }

@@ -292,6 +292,29 @@ struct PagedRowsHostileTests {
         #expect(rows.item(at: 99) == 49)
     }
 
+    /// The usual form of the same fault — an empty last page that still gives the cursor it was
+    /// asked with — is a short page with a cursor: the list ends there and it is reported, as
+    /// before a repeated cursor ended the list.
+    @Test func anEmptyPageThatGivesBackItsCursorIsReportedAsAShortPage() async {
+        struct EndsWithItsOwnCursor: PageSource {
+            func page(_ request: PageRequest<String>) async throws -> Page<String, Int> {
+                switch request.position {
+                case .start: Page(items: Array(0 ..< request.size), cursorAfter: "end")
+                case .after: Page(items: [], cursorAfter: "end")
+                }
+            }
+        }
+        let rows = PagedRows(source: EndsWithItsOwnCursor(), configuration: PagingConfiguration(pageSize: 50))
+        let errors = Shared([PageSourceError]())
+        rows.onChange = { change in if let error = change.error as? PageSourceError { errors.withLock { $0.append(error) } } }
+        rows.show(0..<40)
+        await settle(rows)
+        rows.show(60..<100)
+        await settle(rows)
+        #expect(rows.count == .exact(50))
+        #expect(errors.value == [.shortPage(page: 1, asked: 50, got: 0)])
+    }
+
     @Test func aNegativeItemsAfterIsReportedAndDoesNotTruncateTheList() async {
         let rows = PagedRows(source: MisbehavingSource(count: 1_000, fault: .negativeItemsAfter), configuration: PagingConfiguration(pageSize: 50))
         let errors = Shared(0)
