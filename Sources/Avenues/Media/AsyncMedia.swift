@@ -525,54 +525,20 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// `host` (lowercase) as an IPv4 address in dotted decimal, if it is one however it is written,
-    /// else `nil`. The WHATWG URL standard's IPv4 parser, which browsers and curl follow: one to four
-    /// numbers, each decimal, hex (`0x`) or octal (a leading `0`), the last filling the bytes left,
-    /// and a trailing dot dropped — `127.1`, `0x7f.0.0.1`, `0177.0.0.1`, `2130706433` and
-    /// `127.0.0.1.` are all `127.0.0.1`, so one file. A host whose last label is not a number
-    /// (`example.com`), or a number out of range (`256.0.0.1`), is not one.
+    /// else `nil`: one to four numbers, each decimal, hex (`0x`) or octal (a leading `0`), the last
+    /// filling the bytes left — `127.1`, `0x7f.0.0.1`, `0177.0.0.1`, `2130706433` and `127.0.0.1.`
+    /// are all `127.0.0.1`, so one file. The C library's `inet_aton` reads these forms (as curl and
+    /// the WHATWG URL standard do); one trailing dot is dropped first, as they drop it.
     static func dottedIPv4(_ host: String) -> String? {
-        var parts = host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        if parts.count > 1, parts.last?.isEmpty == true { parts.removeLast() }
-        guard (1...4).contains(parts.count) else { return nil }
-        var numbers: [UInt64] = []
-        for part in parts {
-            guard let number = ipv4Number(part) else { return nil }
-            numbers.append(number)
-        }
-        let last = numbers.removeLast()
-        // The last number fills the bytes the others leave: 4 of them alone, 1 after three others.
-        guard numbers.allSatisfy({ $0 <= 255 }), last < UInt64(1) << (8 * (4 - numbers.count)) else { return nil }
-        let address = numbers.enumerated().reduce(last) { sum, byte in sum | byte.element << (8 * (3 - byte.offset)) }
-        return "\(address >> 24).\(address >> 16 & 255).\(address >> 8 & 255).\(address & 255)"
-    }
-
-    /// One label of an IPv4 host as a number (decimal, `0x` hex, octal with a leading `0`; `0x` alone
-    /// is 0), or `nil` if it is empty, not a number, or past 2³² (too big for any part).
-    private static func ipv4Number(_ label: Substring.UTF8View) -> UInt64? {
-        guard !label.isEmpty else { return nil }
-        var digits = label[...]
-        var radix: UInt64 = 10
-        if digits.starts(with: "0x".utf8) || digits.starts(with: "0X".utf8) {
-            radix = 16
-            digits = digits.dropFirst(2)
-        } else if digits.count > 1, digits.first == UInt8(ascii: "0") {
-            radix = 8
-            digits = digits.dropFirst()
-        }
-        var value: UInt64 = 0
-        for byte in digits {
-            let digit: UInt64
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt64(byte - UInt8(ascii: "A") + 10)
-            default: return nil
-            }
-            guard digit < radix else { return nil }
-            value = value * radix + digit  // at most (2³² + 1) · 16: no overflow
-            guard value <= 1 << 32 else { return nil }
-        }
-        return value
+        let number = host.hasSuffix(".") ? String(host.dropLast()) : host
+        // Digits, letters and dots only: `inet_aton` stops at a space and takes what came before.
+        guard !number.isEmpty, number.utf8.allSatisfy({ $0 == 0x2E || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) })
+        else { return nil }
+        var address = in_addr()
+        guard inet_aton(number, &address) != 0 else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        guard inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil else { return nil }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// `address` (an IPv6 address without brackets or zone) in its RFC 5952 form, or `nil` if it is
