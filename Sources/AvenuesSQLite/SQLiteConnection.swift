@@ -17,6 +17,17 @@ struct PendingWrite {
     let usedAt: Int64
 }
 
+/// Which file a path named: its device and inode.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ info: stat) {
+        device = UInt64(truncatingIfNeeded: info.st_dev)
+        inode = UInt64(truncatingIfNeeded: info.st_ino)
+    }
+}
+
 /// SQLite's "copy the bytes now" destructor, which C spells `SQLITE_TRANSIENT`.
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -111,12 +122,21 @@ final class SQLiteConnection {
     /// Opens the database, creating it (0600, in a 0700 folder) or its schema as needed. A file
     /// that is not a database of ours — corrupt, truncated, another program's, from a newer
     /// version — is set aside (renamed with `.corrupt`) and a new one created in its place.
-    func open(busyTimeout: Int32, settingAside: Bool = false) throws(SQLiteStorageError) {
+    ///
+    /// An open database whose file was deleted or replaced since (a cache folder cleared while the
+    /// program runs) is closed and opened again at its path: every later write would otherwise go to
+    /// a file no other process, and no later run, can read. That is looked for at most every
+    /// ``readAge`` (an `lstat`), and always when `verifyingFile` (before a commit).
+    func open(busyTimeout: Int32, settingAside: Bool = false, verifyingFile: Bool = false) throws(SQLiteStorageError) {
         if settingAside {
             close()
             setAside()
         }
-        if handle != nil { return }
+        if handle != nil {
+            guard fileWasReplaced(checkingNow: verifyingFile) else { return }
+            close()
+            removeOwnCompanions()
+        }
         do {
             try openOnce(busyTimeout: busyTimeout)
         } catch let error where error.isDamage {
@@ -126,9 +146,39 @@ final class SQLiteConnection {
         }
     }
 
+    /// The device and inode of the file opened, and when the path was last compared with them.
+    private var openedFile: FileIdentity?
+    private var fileChecked = ContinuousClock.now
+    /// The WAL and shared-memory files of the database opened, by suffix.
+    private var companions: [String: FileIdentity] = [:]
+
+    /// Deletes the WAL and shared-memory files at the path that belong to the database just closed
+    /// because its file is gone or replaced. SQLite leaves them when its file moved (they might be
+    /// another database's), and the next database made at the path would read them as its own: the
+    /// deleted entries back, the new file's own hidden.
+    private func removeOwnCompanions() {
+        for (suffix, identity) in companions {
+            var info = stat()
+            if lstat(path + suffix, &info) == 0, FileIdentity(info) == identity { _ = unlink(path + suffix) }
+        }
+        companions = [:]
+    }
+
+    /// Whether the file at ``path`` is gone or another than the one open.
+    private func fileWasReplaced(checkingNow: Bool) -> Bool {
+        guard let openedFile else { return false }
+        let now = ContinuousClock.now
+        guard checkingNow || now - fileChecked >= Self.readAge else { return false }
+        fileChecked = now
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return errno == ENOENT || errno == ENOTDIR }
+        return FileIdentity(info) != openedFile
+    }
+
     private func openOnce(busyTimeout: Int32) throws(SQLiteStorageError) {
         try Self.prepareFolder(of: path)
-        try Self.prepareFile(path)
+        openedFile = try Self.prepareFile(path)
+        fileChecked = .now
         var database: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | Self.noFollow
         let result = sqlite3_open_v2(path, &database, flags, nil)
@@ -147,6 +197,12 @@ final class SQLiteConnection {
         // The WAL is reused after each checkpoint; without a limit it stays at its largest size.
         try execute("PRAGMA journal_size_limit=1048576")
         try checkSchema()
+        // Both exist once a transaction ran (the schema check's).
+        companions = [:]
+        for suffix in ["-wal", "-shm"] {
+            var info = stat()
+            if lstat(path + suffix, &info) == 0 { companions[suffix] = FileIdentity(info) }
+        }
     }
 
     /// Our schema, or a fresh one in an empty database; `.io` with SQLITE_NOTADB for anything else.
@@ -228,8 +284,8 @@ final class SQLiteConnection {
     }
 
     /// Creates the file (0600) if it is missing; refuses a symbolic link, anything but a regular
-    /// file, or another user's file.
-    static func prepareFile(_ path: String) throws(SQLiteStorageError) {
+    /// file, or another user's file. Returns the file's identity.
+    static func prepareFile(_ path: String) throws(SQLiteStorageError) -> FileIdentity {
         let descriptor = systemOpen(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             if errno == ELOOP { throw SQLiteStorageError(.unsafeFile, path: path, detail: "it is a symbolic link") }
@@ -241,6 +297,7 @@ final class SQLiteConnection {
         guard info.st_mode & S_IFMT == S_IFREG else { throw SQLiteStorageError(.unsafeFile, path: path, detail: "it is not a regular file") }
         guard info.st_uid == geteuid() else { throw SQLiteStorageError(.unsafeFile, path: path, detail: "it belongs to another user") }
         if info.st_mode & 0o077 != 0 { _ = fchmod(descriptor, 0o600) }
+        return FileIdentity(info)
     }
 
     private static func systemFailure(_ reason: SQLiteStorageError.Reason, _ path: String, _ call: String) -> SQLiteStorageError {

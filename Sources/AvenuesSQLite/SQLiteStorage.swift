@@ -306,7 +306,7 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         connection.pendingOrder = []
         connection.pendingBytes = 0
         guard !order.isEmpty || !connection.uses.isEmpty else { return }
-        try connection.open(busyTimeout: Self.busyTimeout)
+        try connection.open(busyTimeout: Self.busyTimeout, verifyingFile: true)
         try transaction(connection) { () throws(SQLiteStorageError) in
             try writeUses(connection)
             guard !order.isEmpty else { return }

@@ -254,6 +254,41 @@ struct SQLiteStorageTests {
         }
     }
 
+    /// A cache cleared while the program runs (`rm -rf ~/.cache/tool`): what is set afterwards goes
+    /// to the file at the path, where the next run finds it, not to the deleted one.
+    @Test(arguments: ["file deleted", "file and its WAL deleted", "folder deleted", "file replaced"])
+    func writesAfterTheFileIsDeletedOrReplacedReachTheFileAtItsPath(change: String) throws {
+        let folder = Folder()
+        let file = folder.database
+        let storage = SQLiteStorage<String>(file: file)
+        try storage.write(Data("before".utf8), for: "k0")
+        switch change {
+        case "file deleted":
+            try FileManager.default.removeItem(at: file)
+        case "file and its WAL deleted":
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file.path + suffix) }
+        case "folder deleted":
+            try FileManager.default.removeItem(at: file.deletingLastPathComponent())
+        default:
+            let other = folder.url.appendingPathComponent("other.sqlite")
+            do {
+                let theirs = SQLiteStorage<String>(file: other)
+                try theirs.write(Data("theirs".utf8), for: "k9")
+            }  // released: checkpointed, its WAL gone
+            #expect(rename(other.path, file.path) == 0)
+        }
+        storage.set(Data("set".utf8), for: "k1")
+        try storage.flush()
+        try storage.write(Data("written".utf8), for: "k2")
+        #expect(storage.value(for: "k0") == nil, "the deleted entry is not served after the database is opened again")
+
+        let nextRun = SQLiteStorage<String>(file: file)
+        #expect(nextRun.value(for: "k1") == Data("set".utf8))
+        #expect(nextRun.value(for: "k2") == Data("written".utf8))
+        #expect(nextRun.value(for: "k0") == nil)
+        if change == "file replaced" { #expect(nextRun.value(for: "k9") == Data("theirs".utf8)) }
+    }
+
     @Test func threadsShareOneStorageAndTwoInstancesShareOneFile() async throws {
         let folder = Folder()
         let first = SQLiteStorage<String>(file: folder.database, countLimit: 200)
