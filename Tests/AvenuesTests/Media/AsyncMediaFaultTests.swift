@@ -277,8 +277,9 @@ final class AsyncMediaFaultTests: Sendable {
         }
     }
 
-    @Test func aDeletedFolderIsCreatedAgain() async throws {
-        let media = media()
+    @Test(arguments: [nil, 10_000_000])
+    func aDeletedFolderIsCreatedAgain(sizeLimit: Int?) async throws {
+        let media = media(sizeLimit: sizeLimit)
         _ = try await media.file(for: server.url("/bytes/1000"))
         try FileManager.default.removeItem(at: media.directory)
         let file = try await media.file(for: server.url("/bytes/2000"))  // before the fix: failed for ever
@@ -286,6 +287,28 @@ final class AsyncMediaFaultTests: Sendable {
         media.clear()
         try FileManager.default.removeItem(at: media.directory)
         #expect(try await media.file(for: server.url("/bytes/3000")).path.hasPrefix(media.directory.path))
+    }
+
+    /// The folder deleted while a download is under way (after its file was opened, before it is
+    /// moved into place). Probe of 2026-11-27: that download failed ("the folder …/.avenues-lock
+    /// cannot be used (open: No such file or directory). Choose another"): the lock file was opened
+    /// again, the folder was not made again.
+    @Test(arguments: [nil, 10_000_000])
+    func aFolderDeletedDuringADownloadIsCreatedAgain(sizeLimit: Int?) async throws {
+        let directory = folder.child("deleted-during")
+        let deleted = Shared(false)
+        let media = media(directory: directory, sizeLimit: sizeLimit, writeBytes: { descriptor, bytes, path in
+            if !deleted.withLock({ done in defer { done = true }; return done }) {
+                try? FileManager.default.removeItem(at: directory)
+            }
+            try FileSystem.writeAll(descriptor, [bytes], path: path)
+        })
+        _ = try await media.file(for: server.url("/bytes/1000"))  // makes the folder and its lock file
+        deleted.withLock { $0 = false }
+        let file = try await media.file(for: server.url("/bytes/2000"))
+        #expect(deleted.withLock { $0 })
+        #expect(try Data(contentsOf: file) == MediaServer.body(2_000))
+        #expect(file.path.hasPrefix(directory.path))
     }
 
     @Test func aRequestNeverReturnsAFileThatAClearHadAlreadyDeleted() async throws {

@@ -378,7 +378,7 @@ final class CacheFolder: Sendable {
         guard try secure(&state, creating: creating) else {
             throw DiskStorageError(.folderUnavailable, path: path, call: "open", code: FileSystem.noSuchFile)
         }
-        let lock = try lockDescriptor(&state)
+        let lock = try lockDescriptor(&state, creating: creating)
         do throws(FileSystem.Failure) {
             try FileSystem.lock(lock, exclusive: exclusive, path: filePath(Self.lockName))
         } catch {
@@ -428,8 +428,10 @@ final class CacheFolder: Sendable {
         return true
     }
 
-    /// The lock file's descriptor, opened again if the file was deleted (with the folder) since.
-    private func lockDescriptor(_ state: inout State) throws(DiskStorageError) -> Int32 {
+    /// The lock file's descriptor, opened again if the file was deleted (with the folder) since; a
+    /// folder deleted since it was checked (a cache cleared while the program runs) is made again,
+    /// once, if `creating`.
+    private func lockDescriptor(_ state: inout State, creating: Bool) throws(DiskStorageError) -> Int32 {
         if state.lock >= 0 {
             if let info = try? FileSystem.status(of: state.lock, path: filePath(Self.lockName)), info.links > 0 {
                 return state.lock
@@ -440,6 +442,15 @@ final class CacheFolder: Sendable {
         }
         do throws(FileSystem.Failure) {
             state.lock = try FileSystem.openOrCreate(filePath(Self.lockName), mode: 0o600)
+        } catch where error.isNoSuchFile && creating {
+            state.secured = false
+            secured.store(false, ordering: .releasing)
+            _ = try secure(&state, creating: true)
+            do throws(FileSystem.Failure) {
+                state.lock = try FileSystem.openOrCreate(filePath(Self.lockName), mode: 0o600)
+            } catch {
+                throw DiskStorageError(error, folderMissing: error.isNoSuchFile)
+            }
         } catch {
             throw DiskStorageError(error, folderMissing: error.isNoSuchFile)
         }
