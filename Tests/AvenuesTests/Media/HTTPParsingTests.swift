@@ -128,7 +128,8 @@ struct HTTPParsingTests {
         let hosts = ["example.com", "Example.COM", "a-b.c", "127.0.0.1", "[::1]", "user@host", "h%41st", "", "x_y", "é.com", "host.", "127.1",
                      "0x7f.0.0.1", "127.0.0.1.", "256.0.0.1", "ex.0x", "10.0.0.08", "0.0.0.0", "255.255.255.255", "01.2.3.4", "1.2.3", "1.2.3.4.5"]
         let ports = ["", ":", ":80", ":443", ":8080", ":0", ":080", ":65535", ":65536", ":99999999", ":1a"]
-        let paths = ["", "/", "/a/b.txt", "/a%20b", "/?q=1", "?x", "/p#frag", "#f", "/é", "/a b"]
+        let paths = ["", "/", "/a/b.txt", "/a%20b", "/?q=1", "?x", "/p#frag", "#f", "/é", "/a b", "/./a", "/a/../b", "/a/..", "/%2e/x",
+                     "/.well-known/x", "//a", "/a/.%2E/b?c=/../d", "/..", "/a?/./b"]
         var fast = 0
         for _ in 0..<5_000 {
             let text = [schemes, hosts, ports, paths].map { $0.randomElement(using: &generator) ?? "" }.joined()
@@ -141,6 +142,70 @@ struct HTTPParsingTests {
             #expect((try? AsyncMedia.canonical(url)) == (try? slow.get()), "\(text)")
         }
         #expect(fast > 100)
+    }
+
+    /// A path has one form with its dot segments resolved (RFC 3986 §5.2.4, as curl and browsers send
+    /// it), and an empty one is `/`: `/./f`, `/x/../f` and `/f` were three downloads and three files
+    /// of one resource (probe of 2026-11-27). Percent-encodings, `//` and an empty query are kept as
+    /// written: they are other URLs, or may be signed.
+    @Test(arguments: [
+        ("http://h/./f.txt", "http://h/f.txt"),
+        ("http://h/x/../f.txt", "http://h/f.txt"),
+        ("http://h/x/y/../../f.txt", "http://h/f.txt"),
+        ("http://h/../../f.txt", "http://h/f.txt"),
+        ("http://h/a/%2E%2e/f.txt", "http://h/f.txt"),
+        ("http://h/a/.%2e/f.txt", "http://h/f.txt"),
+        ("http://h/a/%2e/f.txt", "http://h/a/f.txt"),
+        ("http://h/a/b/..", "http://h/a/"),
+        ("http://h/a/.", "http://h/a/"),
+        ("http://h:8080", "http://h:8080/"),
+        ("http://h?q", "http://h/?q"),
+        ("http://h/a/./b?x=/../y", "http://h/a/b?x=/../y"),  // the query is not a path
+        ("http://h/f.txt", "http://h/f.txt"),
+        ("http://h//f.txt", "http://h//f.txt"),
+        ("http://h/f.txt?", "http://h/f.txt?"),
+        ("http://h/%66.txt", "http://h/%66.txt"),
+        ("http://h/.well-known/a", "http://h/.well-known/a"),
+        ("http://h/..a/b.", "http://h/..a/b."),
+    ])
+    func aPathIsOneWithItsDotSegmentsResolved(given: String, canonical: String) throws {
+        let url = try #require(URL(string: given))
+        #expect(try AsyncMedia.canonical(url).absoluteString == canonical)
+        #expect(try AsyncMedia.canonicalFromComponents(url).absoluteString == canonical)
+        #expect(try AsyncMedia.canonical(try #require(URL(string: canonical))).absoluteString == canonical, "canonical once is canonical")
+        if given == canonical, !canonical.contains("/."), !canonical.contains("/%") { #expect(AsyncMedia.isCanonical(url), "taken from its bytes") }
+    }
+
+    /// Against RFC 3986's own algorithm (§5.2.4, written out as it is there: an input and an output
+    /// buffer), over random paths of the pieces that matter.
+    @Test func dotSegmentsAreRemovedAsRFC3986Says() {
+        func model(_ path: String) -> String {
+            var input = Substring(path), output = ""
+            while !input.isEmpty {
+                if input.hasPrefix("../") { input = input.dropFirst(3) }
+                else if input.hasPrefix("./") { input = input.dropFirst(2) }
+                else if input.hasPrefix("/./") { input = "/" + input.dropFirst(3) }
+                else if input == "/." { input = "/" }
+                else if input.hasPrefix("/../") || input == "/.." {
+                    input = "/" + input.dropFirst(input == "/.." ? 3 : 4)
+                    if let slash = output.lastIndex(of: "/") { output = String(output[..<slash]) } else { output = "" }
+                } else if input == "." || input == ".." { input = "" }
+                else {
+                    let start = input.hasPrefix("/") ? input.index(after: input.startIndex) : input.startIndex
+                    let end = input[start...].firstIndex(of: "/") ?? input.endIndex
+                    output += input[..<end]
+                    input = input[end...]
+                }
+            }
+            return output.isEmpty ? "/" : output
+        }
+        var generator = SplitMix64(seed: 27)
+        let pieces = ["/", "a", "b", ".", "..", "...", "/", "/", ".a"]
+        for _ in 0..<20_000 {
+            let count = Int(generator.next() % 9)
+            let path = "/" + (0..<count).map { _ in pieces[Int(generator.next() % UInt64(pieces.count))] }.joined()
+            #expect(AsyncMedia.withoutDotSegments(path) == model(path), "\(path)")
+        }
     }
 
     /// An IPv6 literal has one text form (RFC 5952), so one file: `[0:0:0:0:0:0:0:1]` and `[::1]`
