@@ -261,8 +261,12 @@ final class SQLiteConnection {
     private static let noFollow: Int32 = 0x0100_0000  // SQLITE_OPEN_NOFOLLOW (3.31+)
     #endif
 
-    /// Creates the folder (0700) if it is missing; refuses one that is a symbolic link or another
-    /// user's, and tightens one that others can read.
+    /// Creates the folder (0700) if it is missing; refuses one that is a symbolic link, another
+    /// user's, or sticky (`/tmp`: shared by the system by design); tightens to 0700 one that others
+    /// can write in. One that others can only read is left as it is: the database is any file the
+    /// caller names, its folder often a home or a project folder (the folder of `~/cache.sqlite` is
+    /// the home folder, which this tightened), and the database, its WAL and its shared memory are
+    /// 0600 whatever the folder's mode.
     static func prepareFolder(of path: String) throws(SQLiteStorageError) {
         let folder = (path as NSString).deletingLastPathComponent
         var info = stat()
@@ -280,7 +284,13 @@ final class SQLiteConnection {
         guard info.st_mode & S_IFMT != S_IFLNK else { throw SQLiteStorageError(.unsafeFile, path: folder, detail: "its folder is a symbolic link") }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw SQLiteStorageError(.folderUnavailable, path: folder, detail: "it is not a folder") }
         guard info.st_uid == geteuid() else { throw SQLiteStorageError(.unsafeFile, path: folder, detail: "its folder belongs to another user") }
-        if info.st_mode & 0o077 != 0, chmod(folder, 0o700) != 0 { throw systemFailure(.permissionDenied, folder, "chmod") }
+        guard info.st_mode & 0o1000 == 0 else {
+            throw SQLiteStorageError(
+                .unsafeFile, path: folder,
+                detail: "its folder is shared by every user (a sticky folder, such as /tmp; a folder of your own inside it can be used)"
+            )
+        }
+        if info.st_mode & 0o022 != 0, chmod(folder, 0o700) != 0 { throw systemFailure(.permissionDenied, folder, "chmod") }
     }
 
     /// Creates the file (0600) if it is missing; refuses a symbolic link, anything but a regular

@@ -32,8 +32,10 @@ import Foundation
 /// - **Expiry:** with a `timeToLive`, expired entries read as misses with ``value(for:)`` and as
 ///   stale copies with ``lookup(_:)``; an entry stored "in the future" (the wall clock moved back)
 ///   is expired.
-/// - **Safety:** the file is created 0600 in a 0700 folder; a symbolic link in its place, or in
-///   place of its folder, is refused (``SQLiteStorageError/Reason/unsafeFile``).
+/// - **Safety:** the file is created 0600 (its folder, if missing, 0700); a symbolic link in its
+///   place, or in place of its folder, and a folder shared by every user (sticky, such as `/tmp`)
+///   are refused (``SQLiteStorageError/Reason/unsafeFile``). An existing folder others can write
+///   in is tightened to 0700; one they can only read (a home folder) is left as it is.
 ///
 /// The ``Storage`` methods never throw: a failed write is a later miss. Use
 /// ``write(_:for:storedAt:expiresAt:)`` and ``entry(for:includingExpired:)`` to see why.

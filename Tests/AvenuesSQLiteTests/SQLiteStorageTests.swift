@@ -208,6 +208,29 @@ struct SQLiteStorageTests {
         }
     }
 
+    /// Probe of 2026-11-27: the folder of the database was tightened to 0700 whatever it was —
+    /// `/tmp` for `/tmp/cache.sqlite` (as root: every other user and service lost it), the home
+    /// folder for `~/cache.sqlite`. A sticky folder is refused and left as it is; one others can
+    /// only read is left as it is; one others can write in is still tightened.
+    @Test(arguments: [(mode: mode_t(0o1777), kept: mode_t(0o1777), refused: true), (0o755, 0o755, false), (0o750, 0o750, false), (0o777, 0o700, false), (0o775, 0o700, false)])
+    func theDatabasesFolderIsLeftAsItIsUnlessOthersCanWriteInIt(mode: mode_t, kept: mode_t, refused: Bool) throws {
+        let folder = Folder()
+        let parent = folder.url.appendingPathComponent("parent")
+        #expect(mkdir(parent.path, 0o700) == 0)
+        #expect(chmod(parent.path, mode) == 0)
+        let storage = SQLiteStorage<String>(file: parent.appendingPathComponent("cache.sqlite"))
+        do {
+            try storage.write(Data("x".utf8), for: "k")
+            #expect(!refused, "a sticky folder was used")
+        } catch {
+            #expect(refused, "\(error)")
+            #expect(error.reason == .unsafeFile)
+        }
+        var info = stat()
+        #expect(lstat(parent.path, &info) == 0 && info.st_mode & 0o7777 == kept)
+        if !refused { #expect(lstat(parent.appendingPathComponent("cache.sqlite").path, &info) == 0 && info.st_mode & 0o777 == 0o600) }
+    }
+
     @Test(arguments: ["garbage", "empty", "truncated", "foreign", "damaged row"])
     func aFileThatIsNotOurDatabaseIsSetAsideAndANewOneMade(kind: String) throws {
         let folder = Folder()

@@ -266,6 +266,34 @@ struct DiskStorageHostileTests {
         #expect(info.st_mode & 0o777 == 0o700)
     }
 
+    /// Probe of 2026-11-27: a sticky folder shared by the system (`/tmp`, `/dev/shm`) given as the
+    /// directory — by a program running as root, as in many containers — was tightened to 0700,
+    /// and every other user and service of the machine lost it. It is refused and left as it is; a
+    /// folder inside it is used.
+    @Test func aStickyFolderSuchAsTmpIsRefusedAndLeftAsItIs() async throws {
+        let folder = TemporaryFolder()
+        let shared = folder.child("tmp")
+        #expect(mkdir(shared.path, 0o777) == 0)
+        #expect(chmod(shared.path, 0o1777) == 0)
+        var info = stat()
+        do {
+            try DiskStorage<String>(directory: shared).write(bytes("x"), for: "k")
+            Issue.record("a sticky folder was used")
+        } catch {
+            #expect(error.reason == .unsafeFolder)
+            #expect(error.description.contains("shared by every user"), "\(error)")
+        }
+        let media = AsyncMedia(directory: shared, transport: FailingTransport(error: URLError(.cannotConnectToHost)))
+        await #expect(throws: AsyncMediaError.self) { try await media.file(for: try #require(URL(string: "https://example.invalid/a"))) }
+        lstat(shared.path, &info)
+        #expect(info.st_mode & 0o7777 == 0o1777, "left as it is")
+
+        let inside = shared.appendingPathComponent("my-cache")
+        try DiskStorage<String>(directory: inside).write(bytes("x"), for: "k")
+        lstat(inside.path, &info)
+        #expect(info.st_mode & 0o7777 == 0o700)
+    }
+
     // MARK: Keys Swift considers equal (item 8)
 
     @Test func canonicallyEquivalentKeysAreOneEntry() throws {

@@ -411,6 +411,16 @@ final class CacheFolder: Sendable {
         guard info.owner == FileSystem.currentUser else {
             throw DiskStorageError(.unsafeFolder, path: path, call: "lstat", detail: "it belongs to another user")
         }
+        // A sticky folder (`/tmp`, `/var/tmp`, `/dev/shm`) is shared by the system by design:
+        // tightened to 0700, it broke every other user and service of the machine (a program running
+        // as root, as many containers do, given `temporaryDirectory`). Refused, and left as it is; a
+        // folder of its own inside it is made 0700 as any other.
+        if info.permissions & 0o1000 != 0 {
+            throw DiskStorageError(
+                .unsafeFolder, path: path, call: "lstat",
+                detail: "it is shared by every user (a sticky folder, such as /tmp; a folder of your own inside it can be used)"
+            )
+        }
         if info.permissions & 0o077 != 0 {
             // Others could read the cache or plant files in it: tighten, through a descriptor of the
             // folder itself so a link swapped in meanwhile is not followed.

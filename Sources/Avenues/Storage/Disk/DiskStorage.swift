@@ -29,7 +29,8 @@ import Foundation
 ///   not extend them; an entry stored "in the future" (the wall clock moved back since) is expired.
 ///   A `timeToLive` too long to represent (`.seconds(Int64.max)`) means "never".
 /// - **Safety:** the folder is created with mode 0700, and an existing one is tightened to 0700; a
-///   folder that is a symbolic link or belongs to another user is refused (`.unsafeFolder`).
+///   folder that is a symbolic link, belongs to another user, or is shared by every user (sticky,
+///   such as `/tmp`: a folder inside it can be used) is refused (`.unsafeFolder`) and left as it is.
 ///   Entries are created 0600, and a symlink planted in the folder is never followed. Only entry
 ///   files and this library's own abandoned temporary files are ever deleted.
 ///
