@@ -123,7 +123,7 @@ struct HTTPParsingTests {
     /// A URL taken as canonical from its bytes is exactly what `URLComponents` makes of it, over
     /// random URLs built from the pieces where they could differ.
     @Test func aURLTakenAsCanonicalIsWhatURLComponentsMakesOfIt() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64(seed: 2026_11_27)
         let schemes = ["http://", "https://", "HTTP://", "Https://", "ftp://", "http:/", "file://"]
         let hosts = ["example.com", "Example.COM", "a-b.c", "127.0.0.1", "[::1]", "user@host", "h%41st", "", "x_y", "é.com", "host.", "127.1",
                      "0x7f.0.0.1", "127.0.0.1.", "256.0.0.1", "ex.0x", "10.0.0.08", "0.0.0.0", "255.255.255.255", "01.2.3.4", "1.2.3", "1.2.3.4.5"]
@@ -131,7 +131,7 @@ struct HTTPParsingTests {
         let paths = ["", "/", "/a/b.txt", "/a%20b", "/?q=1", "?x", "/p#frag", "#f", "/é", "/a b", "/./a", "/a/../b", "/a/..", "/%2e/x",
                      "/.well-known/x", "//a", "/a/.%2E/b?c=/../d", "/..", "/a?/./b"]
         var fast = 0
-        for _ in 0..<5_000 {
+        for _ in 0..<8_000 {
             let text = [schemes, hosts, ports, paths].map { $0.randomElement(using: &generator) ?? "" }.joined()
             guard let url = URL(string: text) else { continue }
             let slow = Result { () throws(AsyncMediaError) in try AsyncMedia.canonicalFromComponents(url) }
@@ -141,7 +141,7 @@ struct HTTPParsingTests {
             }
             #expect((try? AsyncMedia.canonical(url)) == (try? slow.get()), "\(text)")
         }
-        #expect(fast > 100)
+        #expect(fast > 100, "\(fast)")
     }
 
     /// A path has one form with its dot segments resolved (RFC 3986 §5.2.4, as curl and browsers send
