@@ -37,6 +37,10 @@ enum FileSystem {
     static let noSuchFile = ENOENT
     /// `errno` for "not a directory".
     static let notADirectory = ENOTDIR
+    /// `errno` for "too many open files" (this process's limit).
+    static let tooManyOpenFiles = EMFILE
+    /// `errno` for "too many open files in system".
+    static let tooManyOpenFilesInSystem = ENFILE
 
     /// The wall clock in nanoseconds since 1970, as file modification times are kept.
     static func wallClockNanoseconds() -> Int64 {

@@ -110,7 +110,9 @@ public final class AsyncMedia: SchedulingProcessor {
     ///   - sizeLimit: the largest total size in bytes, which also bounds one file; `nil` (the
     ///     default) for no limit.
     ///   - maxConcurrentDownloads: the most transfers moving bytes at once, at least 1; 6 by default.
-    ///     As many more are prepared to follow them.
+    ///     As many more are prepared to follow them, each with its file open: up to twice this many
+    ///     files and this many connections are open at once, which must fit the process's limit
+    ///     of open files (`ulimit -n`: 1,024 on most Linux systems, 256 on macOS).
     ///   - limits: when a download is given up; ``DownloadLimits/default`` (60 s without a byte, one
     ///     hour in all, no size limit) by default.
     ///   - timeToLive: how long a file is used before it is revalidated; `nil` (the default): files

@@ -294,6 +294,24 @@ struct DiskStorageHostileTests {
         #expect(info.st_mode & 0o7777 == 0o700)
     }
 
+    /// Probe of 2026-11-27, 300 downloads with 24 descriptors allowed: the files that could not be
+    /// opened read "Input/output error on …", and those whose socket could not be made "Couldn't
+    /// connect to server" (libcurl's words), which send people to the disk and to the server.
+    /// Both say now that the process ran out of open files, and what to do.
+    @Test func runningOutOfOpenFilesSaysSo() {
+        for code in [EMFILE, ENFILE] {
+            let error = DiskStorageError(.io, path: "/cache/x.entry", call: "open", code: code)
+            #expect(error.description.hasPrefix("Too many open files to open /cache/x.entry"), "\(error)")
+            #expect(error.description.contains(code == EMFILE ? "ulimit -n" : "the system"), "\(error)")
+        }
+        #expect(DiskStorageError(.io, path: "/x", call: "read", code: EIO).description.hasPrefix("Input/output error on /x"))
+        #if canImport(FoundationNetworking)
+        let detail = CurlTransport.failureDetail("Failed to connect to 127.0.0.1 port 8080 after 0 ms: Couldn't connect to server", systemError: Int(EMFILE))
+        #expect(detail.hasPrefix("too many open files: this process") && detail.contains("maxConcurrentDownloads") && detail.hasSuffix("Couldn't connect to server"))
+        #expect(CurlTransport.failureDetail("Couldn't connect to server", systemError: Int(ECONNREFUSED)) == "Couldn't connect to server")
+        #endif
+    }
+
     // MARK: Keys Swift considers equal (item 8)
 
     @Test func canonicallyEquivalentKeysAreOneEntry() throws {

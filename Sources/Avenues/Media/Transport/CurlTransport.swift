@@ -103,6 +103,20 @@ public final class CurlTransport: DownloadTransport {
         }
     }
 
+    /// libcurl's message for a failed transfer, said plainly when the system refused a socket or a
+    /// file for want of descriptors: libcurl says "Couldn't connect to server", which sends people
+    /// to the server.
+    static func failureDetail(_ message: String, systemError: Int) -> String {
+        switch Int32(truncatingIfNeeded: systemError) {
+        case EMFILE:
+            return "too many open files: this process has as many open as its limit allows (ulimit -n); lower maxConcurrentDownloads (each download holds up to two files and a connection) or raise the limit — \(message)"
+        case ENFILE:
+            return "too many open files in the system; close some or raise the system's limit — \(message)"
+        default:
+            return message
+        }
+    }
+
     /// Connections libcurl opened since the transport started (kept-alive ones are opened once).
     var connectionsOpened: Int { engine.connectionsOpened.withLock { $0 } }
     /// Easy handles made since the transport started (one ending well serves the next request).
@@ -374,7 +388,15 @@ private final class CurlTransfer: @unchecked Sendable {
         if let failure { return failure }
         if stoppedBySink || code == 0 { return nil }
         let text = String(cString: errorBuffer)
-        let detail = text.isEmpty ? String(cString: avenues_curl_easy_strerror(code)) : text
+        var systemError = 0
+        if let easy { _ = avenues_curl_easy_getinfo_long(easy, CurlInfo.osErrno, &systemError) }
+        // libcurl records no errno when `socket(2)` fails; whether descriptors ran out is seen by
+        // asking for one (on this failure only).
+        if code == 7, systemError == 0 {
+            let probe = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            if probe >= 0 { close(probe) } else { systemError = Int(errno) }
+        }
+        let detail = CurlTransport.failureDetail(text.isEmpty ? String(cString: avenues_curl_easy_strerror(code)) : text, systemError: systemError)
         return CurlTransfer.error(code, detail: detail, url: request.url)
     }
 
@@ -468,5 +490,6 @@ private enum CurlOption {
 
 /// libcurl's information numbers.
 private enum CurlInfo {
+    static let osErrno: Int32 = 2_097_177
     static let numConnects: Int32 = 2_097_178
 }

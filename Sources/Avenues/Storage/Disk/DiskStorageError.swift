@@ -85,6 +85,10 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
             return "The cache entry \(path) is too large to read into memory (\(detail ?? "allocation failed")); it was left in place."
         case .notEncodable:
             return "The value for \(path) could not be encoded (\(detail ?? "its encoder threw")), so it was not stored; make its Encodable conformance encode every value it can hold."
+        case .io where code == FileSystem.tooManyOpenFiles || code == FileSystem.tooManyOpenFilesInSystem:
+            // Not an input/output error: the descriptor table is full. Said so, with what to do.
+            let whose = code == FileSystem.tooManyOpenFiles ? "this process has as many open as its limit allows (ulimit -n)" : "the system has as many open as it allows"
+            return "Too many open files to open \(path)\(cause): \(whose); the entry was not stored. Open fewer at once (a lower maxConcurrentDownloads) or raise the limit."
         case .io:
             return "Input/output error on \(path)\(cause); the entry was not stored."
         }
