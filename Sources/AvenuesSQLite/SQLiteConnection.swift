@@ -310,9 +310,11 @@ final class SQLiteConnection {
         return FileIdentity(info)
     }
 
-    private static func systemFailure(_ reason: SQLiteStorageError.Reason, _ path: String, _ call: String) -> SQLiteStorageError {
-        let code = errno
-        let reason: SQLiteStorageError.Reason = code == ENOSPC || code == EDQUOT ? .diskFull : code == EACCES || code == EPERM ? .permissionDenied : reason
+    /// The failure of the system call `call` on `path` (`code`: its errno); a read-only file system
+    /// is permission denied, as in `DiskStorage`, which says what to do.
+    static func systemFailure(_ reason: SQLiteStorageError.Reason, _ path: String, _ call: String, code: Int32 = errno) -> SQLiteStorageError {
+        let reason: SQLiteStorageError.Reason = code == ENOSPC || code == EDQUOT ? .diskFull
+            : code == EACCES || code == EPERM || code == EROFS ? .permissionDenied : reason
         return SQLiteStorageError(reason, path: path, code: code, detail: "\(call): \(String(cString: strerror(code)))")
     }
 
@@ -326,7 +328,7 @@ final class SQLiteConnection {
         case SQLITE_FULL: reason = .diskFull
         case SQLITE_BUSY, SQLITE_LOCKED: reason = .busy
         case SQLITE_PERM, SQLITE_READONLY, SQLITE_AUTH: reason = .permissionDenied
-        case SQLITE_CANTOPEN: reason = errno == EACCES ? .permissionDenied : .io
+        case SQLITE_CANTOPEN: reason = errno == EACCES || errno == EROFS ? .permissionDenied : .io
         default: reason = .io
         }
         return SQLiteStorageError(reason, path: path, code: result, detail: message)

@@ -312,6 +312,17 @@ struct SQLiteStorageTests {
         if change == "file replaced" { #expect(nextRun.value(for: "k9") == Data("theirs".utf8)) }
     }
 
+    /// Probe of 2026-11-27 on a read-only mount: `DiskStorage` said "Permission denied … Make the
+    /// folder writable", `SQLiteStorage` "SQLite failed on … (open: Read-only file system)", with
+    /// nothing to do. A read-only file system is permission denied here too.
+    @Test func aReadOnlyFileSystemIsPermissionDenied() {
+        let error = SQLiteConnection.systemFailure(.io, "/mnt/ro/db.sqlite", "open", code: EROFS)
+        #expect(error.reason == .permissionDenied)
+        #expect(error.description.contains("Make it writable by this user or choose another"), "\(error)")
+        #expect(SQLiteConnection.systemFailure(.io, "/x", "open", code: EIO).reason == .io)
+        #expect(SQLiteConnection.systemFailure(.io, "/x", "write", code: ENOSPC).reason == .diskFull)
+    }
+
     @Test func threadsShareOneStorageAndTwoInstancesShareOneFile() async throws {
         let folder = Folder()
         let first = SQLiteStorage<String>(file: folder.database, countLimit: 200)
