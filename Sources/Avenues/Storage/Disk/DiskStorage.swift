@@ -70,6 +70,8 @@ public final class DiskStorage<Key: Sendable>: Storage {
     private let now: @Sendable () -> Date
     /// Nanoseconds on a monotonic clock, for the expiry of entries this process wrote.
     private let elapsed: @Sendable () -> Int64
+    /// Called between a written temporary file and its move into place (tests race it).
+    private let willCommit: (@Sendable () -> Void)?
     /// Entries this process wrote that expire: their inode and the monotonic time of the write.
     private let stamps = Locked([String: (inode: UInt64, written: Int64)]())
     private static var stampLimit: Int { 65_536 }
@@ -110,7 +112,8 @@ public final class DiskStorage<Key: Sendable>: Storage {
         timeToLive: Duration?,
         now: @escaping @Sendable () -> Date,
         elapsed: @escaping @Sendable () -> Int64,
-        keyString: @escaping @Sendable (Key) -> String
+        keyString: @escaping @Sendable (Key) -> String,
+        willCommit: (@Sendable () -> Void)? = nil
     ) {
         precondition(sizeLimit.map { $0 >= 0 } ?? true, "DiskStorage sizeLimit must be 0 or more")
         precondition(countLimit.map { $0 >= 0 } ?? true, "DiskStorage countLimit must be 0 or more")
@@ -122,6 +125,7 @@ public final class DiskStorage<Key: Sendable>: Storage {
         self.now = now
         self.elapsed = elapsed
         self.keyString = keyString
+        self.willCommit = willCommit
         self.folder = CacheFolder(path: self.directory.path, sizeLimit: sizeLimit, countLimit: countLimit, isEntry: Self.isEntryName)
     }
 
@@ -242,22 +246,32 @@ public final class DiskStorage<Key: Sendable>: Storage {
                                    detail: "the count limit is 0")
         }
 
-        let (temporary, descriptor) = try folder.makeTemporaryFile(for: name)
-        let inode: UInt64
-        do {
-            defer { FileSystem.close(descriptor) }
-            let prefix = data.withUnsafeBytes {
-                DiskEntryFormat.prefix(key: keyBytes, payload: $0, storedAt: storedAtMilliseconds, expiresAt: expiry)
-            }
-            try prefix.withUnsafeBytes { prefix in
-                try data.withUnsafeBytes { payload in try FileSystem.writeAll(descriptor, [prefix, payload], path: temporary) }
-            }
-            inode = try FileSystem.status(of: descriptor, path: temporary).inode
-        } catch {
-            try? FileSystem.remove(temporary)
-            throw DiskStorageError(converting: error, path: temporary)
+        let prefix = data.withUnsafeBytes {
+            DiskEntryFormat.prefix(key: keyBytes, payload: $0, storedAt: storedAtMilliseconds, expiresAt: expiry)
         }
-        try folder.commit(temporary, as: name, size: size)
+        var inode: UInt64 = 0
+        for attempt in 0..<2 {
+            let (temporary, descriptor) = try folder.makeTemporaryFile(for: name)
+            do {
+                defer { FileSystem.close(descriptor) }
+                try prefix.withUnsafeBytes { prefix in
+                    try data.withUnsafeBytes { payload in try FileSystem.writeAll(descriptor, [prefix, payload], path: temporary) }
+                }
+                inode = try FileSystem.status(of: descriptor, path: temporary).inode
+            } catch {
+                try? FileSystem.remove(temporary)
+                throw DiskStorageError(converting: error, path: temporary)
+            }
+            do {
+                willCommit?()
+                try folder.commit(temporary, as: name, size: size)
+                break
+            } catch where attempt == 0 && error.code == FileSystem.noSuchFile {
+                // The folder was deleted between the temporary file and its move (a cache cleared
+                // while the program runs): written again, once, into the folder made again.
+                continue
+            }
+        }
         let written = elapsed()
         stamps.withLock { stamps in
             if expiry == DiskEntryFormat.never {
