@@ -456,41 +456,64 @@ public final class AsyncMedia: SchedulingProcessor {
     /// 5 % of a small download's time.
     static func isCanonical(_ url: URL) -> Bool {
         guard url.baseURL == nil else { return false }
-        let text = url.absoluteString.utf8
+        var text = url.absoluteString
+        return text.withUTF8 { isCanonical(bytes: $0) }
+    }
+
+    /// ``isCanonical(_:)`` of a URL's bytes, read by position (through `Substring.UTF8View` it cost
+    /// 5,000 instructions a download).
+    private static func isCanonical(bytes text: UnsafeBufferPointer<UInt8>) -> Bool {
+        let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?"), hash = UInt8(ascii: "#"), colon = UInt8(ascii: ":")
         let http = text.starts(with: "http://".utf8)
         guard http || text.starts(with: "https://".utf8) else { return false }
-        let authorityStart = text.index(text.startIndex, offsetBy: http ? 7 : 8)
-        let rest = text[authorityStart...]
-        guard !rest.contains(UInt8(ascii: "#")) else { return false }
-        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
-        guard authorityEnd < rest.endIndex, rest[authorityEnd] == UInt8(ascii: "/") else { return false }  // an empty path
-        let path = rest[authorityEnd...].prefix { $0 != UInt8(ascii: "?") }
-        // A segment that starts with `.` or `%` may be a dot segment (`.`, `..`, `%2e`…).
+        let authorityStart = http ? 7 : 8
+        var authorityEnd = authorityStart
+        while authorityEnd < text.count, text[authorityEnd] != slash, text[authorityEnd] != question {
+            if text[authorityEnd] == hash { return false }
+            authorityEnd += 1
+        }
+        guard authorityEnd < text.count, text[authorityEnd] == slash else { return false }  // an empty path
+        // No fragment; in the path, no segment that starts with `.` or `%` (it may be a dot segment:
+        // `.`, `..`, `%2e`…).
         var previous: UInt8 = 0
-        for byte in path {
-            if previous == UInt8(ascii: "/"), byte == UInt8(ascii: ".") || byte == UInt8(ascii: "%") { return false }
+        var inPath = true
+        for index in authorityEnd..<text.count {
+            let byte = text[index]
+            if byte == hash { return false }
+            if byte == question { inPath = false }
+            if inPath, previous == slash, byte == UInt8(ascii: ".") || byte == UInt8(ascii: "%") { return false }
             previous = byte
         }
-        let authority = rest[..<authorityEnd]
-        let colon = authority.firstIndex(of: UInt8(ascii: ":"))
-        let host = authority[..<(colon ?? authority.endIndex)]
-        guard !host.isEmpty, host.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x2D }) else { return false }
-        // A host that may be an IPv4 address written another way (`127.1`, `0x7f.0.0.1`, `127.0.0.1.`).
-        if let last = host.last, (0x30...0x39).contains(last) || last == 0x2E || host.contains(0x78), !isDottedDecimal(host) {
-            let text = String(decoding: host, as: UTF8.self)
-            if let dotted = dottedIPv4(text), dotted != text { return false }
+        var hostEnd = authorityStart
+        while hostEnd < authorityEnd, text[hostEnd] != colon { hostEnd += 1 }
+        guard hostEnd > authorityStart else { return false }
+        var hasX = false
+        for index in authorityStart..<hostEnd {
+            let byte = text[index]
+            guard (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2E || byte == 0x2D else { return false }
+            if byte == 0x78 { hasX = true }
         }
-        guard let colon else { return true }
-        let digits = authority[authority.index(after: colon)...]
-        guard (1...5).contains(digits.count), digits.first != UInt8(ascii: "0"), digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return false }
-        let port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        // A host that may be an IPv4 address written another way (`127.1`, `0x7f.0.0.1`, `127.0.0.1.`).
+        let host = UnsafeBufferPointer(rebasing: text[authorityStart..<hostEnd])
+        if let last = host.last, (0x30...0x39).contains(last) || last == 0x2E || hasX, !isDottedDecimal(host) {
+            let written = String(decoding: host, as: UTF8.self)
+            if let dotted = dottedIPv4(written), dotted != written { return false }
+        }
+        guard hostEnd < authorityEnd else { return true }
+        let digitsStart = hostEnd + 1
+        guard (1...5).contains(authorityEnd - digitsStart), text[digitsStart] != UInt8(ascii: "0") else { return false }
+        var port = 0
+        for index in digitsStart..<authorityEnd {
+            guard (0x30...0x39).contains(text[index]) else { return false }
+            port = port * 10 + Int(text[index] - 0x30)
+        }
         return port <= 65_535 && port != (http ? 80 : 443)
     }
 
     /// Whether `host` is an IPv4 address as ``dottedIPv4(_:)`` writes it (four numbers of 0–255
     /// without leading zeros), read without making a string: the usual case of ``isCanonical(_:)``'s
     /// look for another way of writing one.
-    private static func isDottedDecimal(_ host: Substring.UTF8View) -> Bool {
+    private static func isDottedDecimal(_ host: UnsafeBufferPointer<UInt8>) -> Bool {
         var labels = 0, digits = 0, value = 0, leadingZero = false
         for byte in host {
             if byte == UInt8(ascii: ".") {

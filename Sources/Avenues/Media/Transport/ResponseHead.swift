@@ -155,6 +155,7 @@ struct HeaderBlockParser {
         guard let status else {
             if text.isEmpty { return nil }  // stray blank line before a status line
             self.status = try Self.statusCode(text)
+            fields.reserveCapacity(16)  // grown from empty, a usual head of 8 fields was 4 allocations
             return nil
         }
         if text.isEmpty {
