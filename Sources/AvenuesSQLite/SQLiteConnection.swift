@@ -176,6 +176,15 @@ final class SQLiteConnection {
     }
 
     private func openOnce(busyTimeout: Int32) throws(SQLiteStorageError) {
+        // SQLite's file system layer opens paths of at most `mxPathname` bytes (512 on Unix), its
+        // WAL's (`-wal`) included; longer, it said only "unable to open database file".
+        let longest = Int(sqlite3_vfs_find(nil)?.pointee.mxPathname ?? 512)
+        guard path.utf8.count + 4 < longest else {
+            throw SQLiteStorageError(
+                .io, path: path,
+                detail: "its path is \(path.utf8.count) bytes, and SQLite opens paths of fewer than \(longest - 4): choose a shorter one"
+            )
+        }
         try Self.prepareFolder(of: path)
         openedFile = try Self.prepareFile(path)
         fileChecked = .now

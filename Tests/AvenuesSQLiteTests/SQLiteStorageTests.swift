@@ -323,6 +323,26 @@ struct SQLiteStorageTests {
         #expect(SQLiteConnection.systemFailure(.io, "/x", "write", code: ENOSPC).reason == .diskFull)
     }
 
+    /// Probe of 2026-11-27: a database whose path is longer than SQLite opens (512 bytes on Unix)
+    /// failed with SQLite's "unable to open database file", after its folders were made. It says
+    /// why now, and makes nothing.
+    @Test func aPathTooLongForSQLiteSaysSoAndMakesNothing() throws {
+        let folder = Folder()
+        let deep = folder.url.appendingPathComponent(String(repeating: "d", count: 200)).appendingPathComponent(String(repeating: "e", count: 200))
+            .appendingPathComponent(String(repeating: "f", count: 200))
+        let storage = SQLiteStorage<String>(file: deep.appendingPathComponent("cache.sqlite"))
+        do {
+            try storage.write(Data("x".utf8), for: "k")
+            Issue.record("a path of \(deep.path.utf8.count) bytes was opened")
+        } catch {
+            #expect(error.description.contains("SQLite opens paths of fewer than"), "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.url.appendingPathComponent(String(repeating: "d", count: 200)).path))
+        let near = SQLiteStorage<String>(file: folder.url.appendingPathComponent("ok.sqlite"))
+        try near.write(Data("x".utf8), for: "k")
+        #expect(near.value(for: "k") == Data("x".utf8))
+    }
+
     @Test func threadsShareOneStorageAndTwoInstancesShareOneFile() async throws {
         let folder = Folder()
         let first = SQLiteStorage<String>(file: folder.database, countLimit: 200)
