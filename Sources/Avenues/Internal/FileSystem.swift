@@ -31,6 +31,8 @@ enum FileSystem {
         var isPermissionDenied: Bool { code == EACCES || code == EPERM || code == EROFS }
         /// The file (or a folder on its path) does not exist.
         var isNoSuchFile: Bool { code == ENOENT }
+        /// What is at the name is a symbolic link (refused by `O_NOFOLLOW`) or a folder.
+        var isLinkOrFolder: Bool { code == ELOOP || code == EISDIR }
     }
 
     /// `errno` for "no such file or directory".

@@ -336,6 +336,29 @@ struct DiskStorageHostileTests {
         #expect(storage.value(for: "b") == Data("second".utf8))
     }
 
+    /// Probe of 2026-11-27: a folder or a symbolic link at the lock file's name read "Input/output
+    /// error on …/.avenues-lock (open: Is a directory)", nothing to mend. It says what is wrong now,
+    /// and the link's target is never written.
+    @Test(arguments: [(link: false, countLimit: Int?.none), (false, 10), (true, nil), (true, 10)])
+    func aLinkOrAFolderAtTheLockFilesNameSaysSo(link: Bool, countLimit: Int?) throws {
+        let folder = TemporaryFolder()
+        let cache = folder.child("cache")
+        #expect(mkdir(cache.path, 0o700) == 0)
+        let target = folder.child("target")
+        try bytes("keep").write(to: target)
+        let lock = cache.appendingPathComponent(".avenues-lock").path
+        #expect(link ? symlink(target.path, lock) == 0 : mkdir(lock, 0o700) == 0)
+        let storage = DiskStorage<String>(directory: cache, countLimit: countLimit)
+        do {
+            try storage.write(bytes("x"), for: "k")
+            Issue.record("written with a \(link ? "link" : "folder") as the lock file")
+        } catch {
+            #expect(error.reason == .unsafeFolder)
+            #expect(error.description.contains("its lock file .avenues-lock is a symbolic link or a folder (remove it)"), "\(error)")
+        }
+        #expect(try Data(contentsOf: target) == bytes("keep"))
+    }
+
     // MARK: Keys Swift considers equal (item 8)
 
     @Test func canonicallyEquivalentKeysAreOneEntry() throws {

@@ -459,12 +459,22 @@ final class CacheFolder: Sendable {
             do throws(FileSystem.Failure) {
                 state.lock = try FileSystem.openOrCreate(filePath(Self.lockName), mode: 0o600)
             } catch {
-                throw DiskStorageError(error, folderMissing: error.isNoSuchFile)
+                throw lockFileFailure(error)
             }
         } catch {
-            throw DiskStorageError(error, folderMissing: error.isNoSuchFile)
+            throw lockFileFailure(error)
         }
         return state.lock
+    }
+
+    /// Why the lock file cannot be opened, said so that it can be mended: a link or a folder at its
+    /// name (no program of ours makes one) read as "Input/output error … (open: Is a directory)".
+    private func lockFileFailure(_ error: FileSystem.Failure) -> DiskStorageError {
+        guard error.isLinkOrFolder else { return DiskStorageError(error, folderMissing: error.isNoSuchFile) }
+        return DiskStorageError(
+            .unsafeFolder, path: path, call: "open", code: error.code,
+            detail: "its lock file \(Self.lockName) is a symbolic link or a folder (remove it)"
+        )
     }
 
     private func isOverLimit(_ totals: Totals) -> Bool {
