@@ -26,6 +26,13 @@ struct FileIdentity: Equatable {
         device = UInt64(truncatingIfNeeded: info.st_dev)
         inode = UInt64(truncatingIfNeeded: info.st_ino)
     }
+
+    /// What is at `path` now (not following a link), or `nil` with `errno` set.
+    init?(at path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        self.init(info)
+    }
 }
 
 /// SQLite's "copy the bytes now" destructor, which C spells `SQLITE_TRANSIENT`.
@@ -119,7 +126,7 @@ final class SQLiteConnection {
 
     // MARK: Opening
 
-    /// Opens the database, creating it (0600, in a 0700 folder) or its schema as needed. A file
+    /// Opens the database, creating it (0600; a missing folder 0700) or its schema as needed. A file
     /// that is not a database of ours — corrupt, truncated, another program's, from a newer
     /// version — is set aside (renamed with `.corrupt`) and a new one created in its place.
     ///
@@ -157,10 +164,7 @@ final class SQLiteConnection {
     /// another database's), and the next database made at the path would read them as its own: the
     /// deleted entries back, the new file's own hidden.
     private func removeOwnCompanions() {
-        for (suffix, identity) in companions {
-            var info = stat()
-            if lstat(path + suffix, &info) == 0, FileIdentity(info) == identity { _ = unlink(path + suffix) }
-        }
+        for (suffix, identity) in companions where FileIdentity(at: path + suffix) == identity { _ = unlink(path + suffix) }
         companions = [:]
     }
 
@@ -170,9 +174,8 @@ final class SQLiteConnection {
         let now = ContinuousClock.now
         guard checkingNow || now - fileChecked >= Self.readAge else { return false }
         fileChecked = now
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return errno == ENOENT || errno == ENOTDIR }
-        return FileIdentity(info) != openedFile
+        guard let current = FileIdentity(at: path) else { return errno == ENOENT || errno == ENOTDIR }
+        return current != openedFile
     }
 
     private func openOnce(busyTimeout: Int32) throws(SQLiteStorageError) {
@@ -208,10 +211,7 @@ final class SQLiteConnection {
         try checkSchema()
         // Both exist once a transaction ran (the schema check's).
         companions = [:]
-        for suffix in ["-wal", "-shm"] {
-            var info = stat()
-            if lstat(path + suffix, &info) == 0 { companions[suffix] = FileIdentity(info) }
-        }
+        for suffix in ["-wal", "-shm"] { companions[suffix] = FileIdentity(at: path + suffix) }
     }
 
     /// Our schema, or a fresh one in an empty database; `.io` with SQLITE_NOTADB for anything else.

@@ -122,11 +122,7 @@ final class CacheFolder: Sendable {
         let temporary = filePath(Self.temporaryName(for: entryName))
         if let descriptor = try? FileSystem.createExclusive(temporary, mode: 0o600) { return (temporary, descriptor) }
         // Someone may have deleted the folder since it was checked: make it again, once.
-        try state.withLock { (state: inout State) throws(DiskStorageError) in
-            state.secured = false
-            secured.store(false, ordering: .releasing)
-            _ = try secure(&state, creating: true)
-        }
+        try state.withLock { (state: inout State) throws(DiskStorageError) in try secureAgain(&state) }
         do throws(FileSystem.Failure) {
             return (temporary, try FileSystem.createExclusive(temporary, mode: 0o600))
         } catch {
@@ -438,6 +434,14 @@ final class CacheFolder: Sendable {
         return true
     }
 
+    /// Checks the folder again, making it if it is gone: someone deleted it since it was checked
+    /// (a cache cleared while the program runs).
+    private func secureAgain(_ state: inout State) throws(DiskStorageError) {
+        state.secured = false
+        secured.store(false, ordering: .releasing)
+        _ = try secure(&state, creating: true)
+    }
+
     /// The lock file's descriptor, opened again if the file was deleted (with the folder) since; a
     /// folder deleted since it was checked (a cache cleared while the program runs) is made again,
     /// once, if `creating`.
@@ -453,9 +457,7 @@ final class CacheFolder: Sendable {
         do throws(FileSystem.Failure) {
             state.lock = try FileSystem.openOrCreate(filePath(Self.lockName), mode: 0o600)
         } catch where error.isNoSuchFile && creating {
-            state.secured = false
-            secured.store(false, ordering: .releasing)
-            _ = try secure(&state, creating: true)
+            try secureAgain(&state)
             do throws(FileSystem.Failure) {
                 state.lock = try FileSystem.openOrCreate(filePath(Self.lockName), mode: 0o600)
             } catch {
