@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Downloads files once, streamed to disk, and keeps them in a folder: what a list uses to show
 /// downloaded media by row.
@@ -383,8 +384,10 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// The progress of `url`'s download, as an async sequence that ends when the download does. A
-    /// cached file (and a `file:` URL) reports once, complete. Subscribe before ``file(for:)`` to see
-    /// the whole download; at most the newest value waits for a slow reader. It ends with no value
+    /// download reports when its body starts (the size expected, if the server told it), then
+    /// after every 256 KiB or, when slower, every tenth of a second in which bytes came, and last
+    /// when complete. A cached file (and a `file:` URL) reports once, complete. Subscribe before
+    /// ``file(for:)`` to see the whole download; at most the newest value waits for a slow reader. It ends with no value
     /// when ``file(for:)`` fails without a download: a URL it cannot download, headers it cannot
     /// send, a server's `Retry-After` not over.
     public func progress(for url: URL) -> AsyncStream<DownloadProgress> {
@@ -900,6 +903,9 @@ final class ProgressHub: Sendable {
     }
 
     private let subscribers = Locked(Subscribers())
+    /// How many subscriptions are open, read without the lock: most downloads have none, and their
+    /// reports then cost no lock and no hashing of the URL.
+    private let open = Atomic<Int>(0)
 
     func subscribe(_ continuation: AsyncStream<DownloadProgress>.Continuation, to url: URL) {
         let id = subscribers.withLock { subscribers in
@@ -907,15 +913,19 @@ final class ProgressHub: Sendable {
             subscribers.byURL[url, default: [:]][subscribers.next] = continuation
             return subscribers.next
         }
+        open.add(1, ordering: .relaxed)
         continuation.onTermination = { [weak self] _ in
-            self?.subscribers.withLock { subscribers in
+            guard let self else { return }
+            subscribers.withLock { subscribers in
                 subscribers.byURL[url]?[id] = nil
                 if subscribers.byURL[url]?.isEmpty == true { subscribers.byURL[url] = nil }
             }
+            open.subtract(1, ordering: .relaxed)
         }
     }
 
     func report(_ progress: DownloadProgress, for url: URL) {
+        guard open.load(ordering: .relaxed) > 0 else { return }
         let continuations = subscribers.withLock { Array(($0.byURL[url] ?? [:]).values) }
         for continuation in continuations { continuation.yield(progress) }
     }

@@ -19,8 +19,12 @@ final class Transfer: DownloadSink {
     /// The gate whose slot this transfer waits for and then holds, with its ticket.
     private let slot: (gate: TransferGate, ticket: UInt64)?
 
-    /// Progress is reported at least every this many bytes, not per chunk.
+    /// Progress is reported when a body starts, then after every this many bytes or, on a slow
+    /// download, after every ``reportInterval`` in which bytes came: never per chunk, never silent
+    /// for long.
     static let reportEvery: Int64 = 256 * 1024
+    /// The longest a download that moves goes without a progress report.
+    static let reportInterval: Duration = .milliseconds(100)
 
     private struct State {
         var machine: TransferStateMachine
@@ -30,6 +34,8 @@ final class Transfer: DownloadSink {
         /// The gate's slot (or place in its line) was given back.
         var slotReleased = false
         var lastReported: Int64 = 0
+        /// When progress was last reported: bytes that came after ``Transfer/reportInterval`` are reported.
+        var lastReportedAt: ContinuousClock.Instant?
         var continuation: CheckedContinuation<TransferStateMachine.Outcome, any Error>?
         var resumed = false
         /// The transport ended the sink.
@@ -118,6 +124,12 @@ final class Transfer: DownloadSink {
                 return false
             }
             bodyStarts(plan)
+            // The first report: the size (a progress bar can be drawn) and what a resume kept.
+            report(state.withLock { state in
+                state.lastReported = state.machine.fileSize
+                state.lastReportedAt = state.lastActivity
+                return DownloadProgress(received: state.lastReported, expected: plan.expectedTotal, isComplete: false)
+            })
             return true
         case .notModified, .redirect:
             return false  // decided: the run is resumed when the transport ends the sink
@@ -156,12 +168,22 @@ final class Transfer: DownloadSink {
         }
         let progress = state.withLock { state -> DownloadProgress? in
             let size = state.machine.fileSize
-            guard size - state.lastReported >= Self.reportEvery else { return nil }
+            guard Self.isReportDue(
+                received: size - state.lastReported, since: state.lastReportedAt.map { state.lastActivity - $0 }
+            ) else { return nil }
             state.lastReported = size
+            state.lastReportedAt = state.lastActivity
             return DownloadProgress(received: size, expected: state.plan?.expectedTotal, isComplete: false)
         }
         if let progress { report(progress) }
         return true
+    }
+
+    /// Whether progress is reported after `received` bytes came since the last report, `since` ago
+    /// (`nil`: none was).
+    static func isReportDue(received: Int64, since: Duration?) -> Bool {
+        guard received > 0 else { return false }
+        return received >= reportEvery || since.map { $0 >= reportInterval } ?? true
     }
 
     func end(_ error: (any Error)?) {

@@ -225,7 +225,8 @@ final class AsyncMediaTests {
         let progress = media.progress(for: url)
         let callers = (0..<3).map { _ in Task { try await media.file(for: url) } }
         var iterator = progress.makeAsyncIterator()
-        let first = await iterator.next()  // bytes are flowing into the temporary file
+        var first = await iterator.next()  // the head's report, then bytes flowing into the temporary file
+        while let value = first, value.received == 0, !value.isComplete { first = await iterator.next() }
         #expect((first?.received ?? 0) > 0)
         // A file with no name on Linux (nothing to see in the folder), a named one elsewhere.
         #if os(Linux)
@@ -265,6 +266,48 @@ final class AsyncMediaTests {
         var cached: [DownloadProgress] = []
         for await value in media.progress(for: url) { cached.append(value) }
         #expect(cached == [DownloadProgress(received: 2_000_000, expected: 2_000_000, isComplete: true)])
+    }
+
+    /// Probe of 2026-11-27: progress came only every 256 KiB, so a file smaller than that showed
+    /// nothing until it was complete, whatever its speed, and the size a progress bar needs was
+    /// not told. Now the head's report comes first: nothing received yet, the size expected.
+    @Test func progressIsReportedWhenTheBodyStartsWithTheSizeExpected() async throws {
+        let media = AsyncMedia(directory: folder.child("media"), limits: DownloadLimits(idleTimeout: .seconds(10)))
+        let url = server.url("/stall/100000")  // the head and 10 bytes, then nothing
+        let progress = media.progress(for: url)
+        let download = Task { try await media.file(for: url) }
+        var iterator = progress.makeAsyncIterator()
+        let first = await iterator.next()
+        download.cancel()
+        #expect(first == DownloadProgress(received: 0, expected: 100_000, isComplete: false))
+        await #expect(throws: CancellationError.self) { try await download.value }
+    }
+
+    /// The same probe on a slow download: 200,000 bytes in 500-byte pieces 10 ms apart (4 s) were
+    /// reported once, complete. Now a download that moves is reported at least every
+    /// `Transfer.reportInterval`.
+    @Test func aSlowDownloadIsReportedWhileItMoves() async throws {
+        let media = media()
+        let url = server.url("/drip/200000?chunk=500&pause_ms=10")
+        let progress = media.progress(for: url)
+        let download = Task { try await media.file(for: url) }
+        var moving: DownloadProgress?
+        for await value in progress where value.received > 0 && !value.isComplete {
+            moving = value
+            break
+        }
+        download.cancel()
+        #expect(moving.map { $0.received < 200_000 && $0.expected == 200_000 } == true, "\(String(describing: moving))")
+    }
+
+    @Test func progressIsDueAfterEnoughBytesOrEnoughTime() {
+        #expect(!Transfer.isReportDue(received: 0, since: nil))
+        #expect(!Transfer.isReportDue(received: 0, since: .seconds(10)))
+        #expect(Transfer.isReportDue(received: 1, since: nil))
+        #expect(!Transfer.isReportDue(received: 1, since: .milliseconds(99)))
+        #expect(Transfer.isReportDue(received: 1, since: Transfer.reportInterval))
+        #expect(Transfer.isReportDue(received: Transfer.reportEvery, since: .zero))
+        #expect(!Transfer.isReportDue(received: Transfer.reportEvery - 1, since: .zero))
     }
 
     /// Probe of 2026-11-26: with a time-to-live, the progress of a `file:` URL (which is its own

@@ -105,7 +105,7 @@ final class OneSchedulerTests: Sendable {
         let progress = media.progress(for: url)
         avenue.prepareItem(for: url, at: 0)
         var iterator = progress.makeAsyncIterator()
-        _ = await iterator.next()  // bytes are flowing
+        _ = await iterator.next()  // the transfer moves (its head came)
         avenue.cancel(at: 0)
         await eventually("the server saw the connection closed") { (try? await self.server.counts().closed["/drip/5000000"]) == 1 }
         await eventually("nothing is queued or running") { media.downloaderIsIdle && avenue.processor.tableSizes.isIdle }
