@@ -123,7 +123,11 @@ public final class LineFile: OffsetPageSource {
         var descriptor: Descriptor
         var identity: FileSystem.Identity
         var index: LineIndex
+        /// The file's size as known: what the scan read, or more if the file system says so.
         var size: Int64
+        /// The size the file system said last. It can say more than the file holds (sysfs says 4,096
+        /// for a line of 20 bytes) or hold it from before a truncation: growth is a change of it.
+        var statedSize: Int64
         var deleted = false
     }
 
@@ -148,7 +152,8 @@ public final class LineFile: OffsetPageSource {
         self.bytesKeptPerLine = bytesKeptPerLine
         self.chunkSize = max(1, chunkSize)
         let (descriptor, info) = try Self.open(path)
-        state = Locked(State(descriptor: descriptor, identity: info.identity, index: LineIndex(interval: checkpointInterval), size: Int64(info.size)))
+        let size = Int64(info.size)
+        state = Locked(State(descriptor: descriptor, identity: info.identity, index: LineIndex(interval: checkpointInterval), size: size, statedSize: size))
     }
 
     private static func open(_ path: String) throws(LineFileError) -> (Descriptor, FileSystem.FileInfo) {
@@ -203,7 +208,8 @@ public final class LineFile: OffsetPageSource {
     /// and the number of the first of them when the count is known (`nil` before).
     public func lastLines(_ count: Int) throws -> (lines: [Line], firstNumber: Int?) {
         guard count > 0 else { return ([], nil) }
-        let (descriptor, size, total) = state.withLock { ($0.descriptor, $0.size, $0.index.lineCount) }
+        let (descriptor, known, total) = state.withLock { ($0.descriptor, $0.size, $0.index.lineCount) }
+        let size = try end(atMost: known, descriptor)
         // Back from the end until `count + 1` line breaks (the one before the first line) are found.
         var start = size
         var breaks = 0
@@ -275,16 +281,21 @@ public final class LineFile: OffsetPageSource {
     /// else scanned them meanwhile.
     @discardableResult
     func scanChunk(_ buffer: inout ScanBuffer) throws -> Bool {
-        let (descriptor, from, newlines, size) = state.withLock { ($0.descriptor, $0.index.scanned, $0.index.newlines, $0.size) }
+        let (descriptor, from, newlines) = state.withLock { ($0.descriptor, $0.index.scanned, $0.index.newlines) }
         let read = try buffer.bytes.withUnsafeMutableBytes { try readFully(descriptor, into: $0, at: from) }
         let chunk = buffer.bytes.withUnsafeBytes { raw in
             LineIndex.Chunk(UnsafeRawBufferPointer(rebasing: raw[0 ..< read]), from: from, newlinesBefore: newlines, interval: checkpointInterval)
         }
+        // At the end, what the file system says now: a growth is a change from it.
+        let stated = read > 0 ? nil : (try? FileSystem.status(of: descriptor.value, path: path)).map { Int64($0.size) }
         return state.withLock { state -> Bool in
             guard state.descriptor === descriptor, state.index.scanned == from else { return true }  // another scan moved on
             guard read > 0 else {
-                state.index.reachedEnd(size: max(size, from))
-                state.size = max(state.size, from)
+                // The file ends here now, whatever its size said: it was truncated in place since it
+                // was opened, or its size is not its length (sysfs). Counted, not "at least" forever.
+                state.index.reachedEnd()
+                state.size = from
+                if let stated { state.statedSize = stated }
                 return false
             }
             state.index.take(chunk)
@@ -309,7 +320,7 @@ public final class LineFile: OffsetPageSource {
     /// Looks at the file on disk: grown (more lines may follow the last), truncated or replaced
     /// (opened anew: scan again and refresh every row), deleted (what was read stays readable).
     public func checkForChanges() -> LineFileChange {
-        let (descriptor, identity, scanned, size) = state.withLock { ($0.descriptor, $0.identity, $0.index.scanned, $0.size) }
+        let (descriptor, identity, scanned) = state.withLock { ($0.descriptor, $0.identity, $0.index.scanned) }
         guard let onDisk = try? FileSystem.status(path) else {
             let first = state.withLock { state -> Bool in
                 defer { state.deleted = true }
@@ -325,20 +336,37 @@ public final class LineFile: OffsetPageSource {
                 state.identity = info.identity
                 state.index = LineIndex(interval: checkpointInterval)
                 state.size = Int64(info.size)
+                state.statedSize = state.size
                 state.deleted = false
             }
             return .replaced
         }
-        let newSize = current.map { Int64($0.size) } ?? size
-        guard newSize > size else { return .unchanged }
-        state.withLock { state in
-            state.size = newSize
-            state.index.grew(to: newSize)
+        guard let stated = current.map({ Int64($0.size) }) else { return .unchanged }
+        let grew = state.withLock { state -> Bool in
+            defer { state.statedSize = stated }
+            guard stated > state.size, stated != state.statedSize else { return false }
+            state.size = stated
+            state.index.grew(to: stated)
+            return true
         }
-        return .grew
+        return grew ? .grew : .unchanged
     }
 
     // MARK: Reading
+
+    /// Where the file ends now, if not after `size` bytes: a file truncated in place since its size
+    /// was read, or one whose size is not its length (sysfs), found by bisection with one-byte reads.
+    private func end(atMost size: Int64, _ descriptor: Descriptor) throws -> Int64 {
+        guard size > 0, try byte(at: size - 1, descriptor) == nil else { return size }
+        // The bytes before the end can be read, none after: the first offset that cannot is the end.
+        var low: Int64 = 0
+        var high = size - 1
+        while low < high {
+            let middle = low + (high - low) / 2
+            if try byte(at: middle, descriptor) != nil { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
 
     private func byte(at offset: Int64, _ descriptor: Descriptor) throws -> UInt8? {
         guard offset >= 0 else { return nil }

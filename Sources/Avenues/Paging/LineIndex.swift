@@ -74,9 +74,9 @@ struct LineIndex: Sendable, Equatable {
         completeAt = nil
     }
 
-    /// The scan reached the end of a file of `size` bytes.
-    mutating func reachedEnd(size: Int64) {
-        if scanned == size { completeAt = size }
+    /// The scan read nothing more: the file ends where it got.
+    mutating func reachedEnd() {
+        completeAt = scanned
     }
 
     /// The file grew past what was scanned: the count is not known any more.

@@ -147,6 +147,48 @@ struct LineFileTests {
         #expect(file.lineCount == 0)
     }
 
+    /// Probe of 2026-11-27: a file truncated in place after it was opened and before the scan got
+    /// there (a log `copytruncate`d by logrotate) ended its scan short of the size it had when
+    /// opened, so its count stayed "at least" for ever; a check saw no change, and a growth back
+    /// below the old size was never seen.
+    @Test func aFileTruncatedInPlaceBeforeTheScanGotThereIsCountedWhereItEnds() async throws {
+        let text = (0..<1_000).map { "line \($0)\n" }.joined()
+        let path = write(Array(text.utf8))
+        let file = try LineFile(path: path, checkpointInterval: 100, bytesKeptPerLine: 100, chunkSize: 256)
+        let half = (0..<500).map { "line \($0)\n" }.joined().utf8.count
+        let writer = try #require(FileHandle(forWritingAtPath: path))
+        try writer.truncate(atOffset: UInt64(half))
+        #expect(try file.lastLines(2).lines.map(\.text) == ["line 498", "line 499"])
+        try await file.scan()
+        #expect(file.lineCount == 500)
+        #expect(file.progress.isComplete && file.progress.size == Int64(half) && file.progress.fraction == 1)
+        #expect(file.checkForChanges() == .unchanged)
+        #expect(file.checkForChanges() == .unchanged)
+        writer.seekToEndOfFile()
+        writer.write(Data("more\n".utf8))
+        try writer.close()
+        #expect(file.checkForChanges() == .grew)
+        try await file.scan()
+        #expect(file.lineCount == 501)
+        #expect(try file.lines(499 ..< 600).map(\.text) == ["line 499", "more"])
+    }
+
+    #if os(Linux)
+    /// The same probe on a file whose size is not its length: sysfs says 4,096 bytes for `0-1\n`.
+    /// Its scan never ended in a count; with it counted, each check must not call it grown.
+    @Test func aFileWhoseSizeIsNotItsLengthIsCountedAndNotGrown() async throws {
+        let path = "/sys/devices/system/cpu/online"
+        guard let size = try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int, size == 4_096 else { return }
+        let file = try LineFile(path: path)
+        try await file.scan()
+        #expect(file.lineCount == 1)
+        #expect(file.progress.isComplete && file.progress.fraction == 1)
+        #expect(file.checkForChanges() == .unchanged)
+        #expect(file.checkForChanges() == .unchanged)
+        #expect(try file.lines(0 ..< 10).count == 1)
+    }
+    #endif
+
     @Test func aDeletedFileStaysReadable() async throws {
         let path = write(Array("kept\nlines\n".utf8))
         let file = try LineFile(path: path)
