@@ -286,8 +286,10 @@ public final class LineFile: OffsetPageSource {
         let chunk = buffer.bytes.withUnsafeBytes { raw in
             LineIndex.Chunk(UnsafeRawBufferPointer(rebasing: raw[0 ..< read]), from: from, newlinesBefore: newlines, interval: checkpointInterval)
         }
-        // At the end, what the file system says now: a growth is a change from it.
+        // At the end, what the file system says now: a growth is a change from it. Read before a
+        // second look at the end, so bytes written between the two are never counted as said.
         let stated = read > 0 ? nil : (try? FileSystem.status(of: descriptor.value, path: path)).map { Int64($0.size) }
+        if read == 0, try byte(at: from, descriptor) != nil { return true }  // it grew meanwhile: scan on
         return state.withLock { state -> Bool in
             guard state.descriptor === descriptor, state.index.scanned == from else { return true }  // another scan moved on
             guard read > 0 else {
