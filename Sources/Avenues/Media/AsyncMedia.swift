@@ -715,8 +715,9 @@ public final class AsyncMedia: SchedulingProcessor {
                     throw AsyncMediaError.redirectRefused(from: target, to: next)
                 }
                 target = next
-            case .failure(AsyncMediaError.httpStatus(416, _)) where resume != nil:
-                resume = nil  // the part kept no longer fits the file: start over
+            case .failure(AsyncMediaError.httpStatus(416, _)) where resume != nil,
+                 .failure(is TransferStateMachine.AnotherVersion) where resume != nil:
+                resume = nil  // the part kept no longer fits the file, or is of another version: start over
             case .failure(let error):
                 let keep = partial.resumable && plan?.resumeValidator != nil && partial.hasValidator && partial.size > 0
                     && isInterruption(error) && folder.generation == generation
@@ -745,7 +746,8 @@ public final class AsyncMedia: SchedulingProcessor {
         let folderLimit = context.folder.sizeLimit.map { Int64($0) }
         let maximum = [context.limits.maximumSize, folderLimit].compactMap { $0 }.min()
         let request = TransferStateMachine.Request(
-            url: url, resumingFrom: validator == nil ? nil : resumingFrom, conditional: known != nil && resumingFrom == nil,
+            url: url, resumingFrom: validator == nil ? nil : resumingFrom, resumeValidator: resumingFrom == nil ? nil : validator,
+            conditional: known != nil && resumingFrom == nil,
             maximumSize: maximum, limitIsFolderSize: maximum != nil && maximum == folderLimit && maximum != context.limits.maximumSize,
             transportDecodes: context.transport.decodesContentCodings
         )

@@ -322,6 +322,39 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(leftovers().isEmpty)
     }
 
+    /// Probe of 2026-11-27: a server that ignores `If-Range` (some caches and CDNs do) answered the
+    /// resume of a file changed since the cut with a `206` of the new version: its rest was
+    /// appended to the old version's first half and cached as whole, wrong bytes. A `206` whose
+    /// validator is not the one sent now starts the download over.
+    @Test func aPartOfAnotherVersionFromAServerThatIgnoresIfRangeIsNotAppended() async throws {
+        try await server.setETag("v1")
+        let media = media()
+        let url = server.url("/resumable/120000?cut=60000&ignore_if_range=1")
+        await #expect(throws: (any Error).self) { try await media.file(for: url) }
+        try await server.setETag("v2")
+        let file = try await media.file(for: url)
+        #expect(try Data(contentsOf: file) == Data(MediaServer.body(120_000).map { $0 ^ 0x55 }))
+        #expect(try await server.counts().requests["/resumable/120000"] == 3)  // cut, the refused part, all of it
+        #expect(try await server.headers()["/resumable/120000"]?["range"] == "")
+        #expect(leftovers().isEmpty)
+    }
+
+    @Test func aPartIsTakenOnlyForTheVersionItsIfRangeNamed() throws {
+        func head(_ fields: [(String, String)]) throws -> ResponseHead {
+            try ResponseHead(status: 206, fields: fields.map { HTTPField(name: $0.0, value: $0.1) })
+        }
+        let date = "Wed, 21 Oct 2015 07:28:00 GMT"
+        #expect(TransferStateMachine.isSameVersion(sent: "\"v1\"", head: try head([("ETag", "\"v1\"")])))
+        #expect(!TransferStateMachine.isSameVersion(sent: "\"v1\"", head: try head([("ETag", "\"v2\"")])))
+        #expect(!TransferStateMachine.isSameVersion(sent: "\"v1\"", head: try head([("ETag", "W/\"v1\"")])))
+        #expect(TransferStateMachine.isSameVersion(sent: "\"v1\"", head: try head([("Last-Modified", date)])))  // no ETag: as asked
+        #expect(TransferStateMachine.isSameVersion(sent: date, head: try head([("Last-Modified", date), ("ETag", "\"x\"")])))
+        #expect(TransferStateMachine.isSameVersion(sent: date, head: try head([("Last-Modified", "Wednesday, 21-Oct-15 07:28:00 GMT")])))
+        #expect(!TransferStateMachine.isSameVersion(sent: date, head: try head([("Last-Modified", "Wed, 21 Oct 2015 07:28:01 GMT")])))
+        #expect(!TransferStateMachine.isSameVersion(sent: date, head: try head([("Last-Modified", "garbage")])))
+        #expect(TransferStateMachine.isSameVersion(sent: date, head: try head([])))
+    }
+
     /// Probe of 2026-11-26: a partial file's record damaged on disk — its validator holding a
     /// carriage return and a header of its own — was sent as it was, as `If-Range`, a field the
     /// transport never checks. A validator that is not a field value now counts as no record: the

@@ -29,7 +29,9 @@ Prints "PORT <n>" once listening, then serves until killed or stdin closes.
   /resumable/<n>?cut=&chunk=&pause_ms=
                             n bytes with the ETag /set-etag/<value> set (v1 at first) and ranges; a
                             request without Range gets the first `cut` bytes of the announced n, then
-                            the connection drops; `chunk` bytes every `pause_ms` ms when given
+                            the connection drops; `chunk` bytes every `pause_ms` ms when given;
+                            `ignore_if_range=1`: any Range gets a 206 whatever If-Range says, and
+                            the bytes change (each XOR 0x55) once the ETag is not v1
   /set-etag/<value>         the ETag /resumable answers with from now on
   /revalidate/<n>?etag=     n bytes with ETag and Last-Modified; If-None-Match that matches: 304
 
@@ -254,7 +256,14 @@ class Handler(BaseHTTPRequestHandler):
             pause = int(query.get("pause_ms", ["0"])[0]) / 1000
             wanted = self.headers.get("Range", "")
             if_range = self.headers.get("If-Range")
-            if wanted.startswith("bytes=") and (if_range is None or if_range == etag):
+            # ?ignore_if_range=1: a server (or a cache) that answers any Range with a 206, whatever
+            # If-Range says; its file's bytes change with its ETag (v1: the usual ones).
+            ignores = "ignore_if_range" in query
+            changed = ignores and RESUMABLE_ETAG != "v1"
+            def payload(n, start=0):
+                data = body(n, start)
+                return bytes(b ^ 0x55 for b in data) if changed else data
+            if wanted.startswith("bytes=") and (ignores or if_range is None or if_range == etag):
                 start = int(wanted[6:].split("-")[0])
                 if start >= size:
                     self.send_response(416)
@@ -267,7 +276,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size))
                 self.send_header("Content-Length", str(size - start))
                 self.end_headers()
-                self.wfile.write(body(size - start, start))
+                self.wfile.write(payload(size - start, start))
                 self.record_sent(url.path, size - start)
                 return
             self.send_response(200)
@@ -280,13 +289,13 @@ class Handler(BaseHTTPRequestHandler):
                     done = 0
                     while done < cut:
                         piece = min(chunk, cut - done)
-                        self.wfile.write(body(piece, done))
+                        self.wfile.write(payload(piece, done))
                         self.wfile.flush()
                         done += piece
                         self.record_sent(url.path, piece)
                         time.sleep(pause)
                 else:
-                    self.wfile.write(body(cut))
+                    self.wfile.write(payload(cut))
                     self.wfile.flush()
                     self.record_sent(url.path, cut)
             except (BrokenPipeError, ConnectionResetError):

@@ -13,6 +13,8 @@ struct TransferStateMachine: Sendable {
         var url: URL
         /// The first byte asked for with `Range` (resuming), if any.
         var resumingFrom: Int64?
+        /// The validator sent with `If-Range` (resuming): a `206` of another version is refused.
+        var resumeValidator: String? = nil
         /// Whether `If-None-Match`/`If-Modified-Since` was sent (a 304 is then an answer).
         var conditional: Bool
         /// The most bytes the file may have, decoded; `nil` for no limit.
@@ -184,6 +186,11 @@ struct TransferStateMachine: Sendable {
             guard let from = request.resumingFrom, let range = head.contentRange, range.first == from else {
                 return .failed(AsyncMediaError.httpStatus(206, url: url))  // a part nobody asked for
             }
+            // A server that ignores `If-Range` (some caches do) sends the rest of another version:
+            // appended to the part kept, it would be cached as whole. Told by its validator.
+            if let sent = request.resumeValidator, !Self.isSameVersion(sent: sent, head: head) {
+                return .failed(AnotherVersion(url: url))
+            }
             return readBody(head, append: true)
         case 304 where request.conditional:
             return .notModified
@@ -196,6 +203,23 @@ struct TransferStateMachine: Sendable {
         default:
             return .failed(AsyncMediaError.httpStatus(status, url: url))
         }
+    }
+
+    /// A `206` that continues a file other than the one whose part is kept: the download starts over.
+    struct AnotherVersion: Error, CustomStringConvertible {
+        let url: URL
+        var description: String { "the server sent a part of another version of \(RedactedURL.shown(url))" }
+    }
+
+    /// Whether a `206` is of the version `sent` with `If-Range` named: its entity tag, or its
+    /// `Last-Modified` date. One it does not name is taken: the server honoured `If-Range`, as it must.
+    static func isSameVersion(sent: String, head: ResponseHead) -> Bool {
+        if sent.hasPrefix("\"") {
+            return head.value("etag").map { $0 == sent } ?? true
+        }
+        guard let date = head.value("last-modified"), date != sent else { return true }
+        guard let sentDate = HTTPDate.parse(sent), let headDate = HTTPDate.parse(date) else { return false }
+        return sentDate == headDate
     }
 
     private func readBody(_ head: ResponseHead, append: Bool) -> HeadDecision {
