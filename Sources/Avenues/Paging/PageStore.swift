@@ -27,6 +27,8 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     private let stored = LateBound<(Key, Value), Void>()
     /// The most rows held beyond the protected pages.
     let limit: Int
+    /// Rows per page: what a page number means, in memory and in the cache.
+    @usableFromInline let pageSize: Int
     private let protection = Locked(Protection())
 
     /// What the window protects: its pages, and while a new window is being applied, the ranges
@@ -41,9 +43,10 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
         }
     }
 
-    init(cache: (any Storage<Int, Page<Cursor, Item>>)?, limit: Int) {
+    init(cache: (any Storage<Int, Page<Cursor, Item>>)?, limit: Int, pageSize: Int) {
         self.cache = cache
         self.limit = limit
+        self.pageSize = pageSize
     }
 
     /// Called with every page stored (after the store's lock is released).
@@ -65,7 +68,7 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
         if let held = resident.withLock({ $0[key.number] }) {
             return StoredValue(held.page, isStale: held.generation != key.generation)
         }
-        return cache?.value(for: key.number).map { StoredValue($0, isStale: true) }
+        return cached(key.number).map { StoredValue($0, isStale: true) }
     }
 
     /// Holds `value` unless a newer generation of the page is held (a late load of an old one), then
@@ -101,7 +104,19 @@ final class PageStore<Cursor: Hashable & Sendable, Item: Sendable>: Storage {
     @inlinable
     func anyPage(_ number: Int) -> Value? {
         if let held = resident.withLock({ $0[number]?.page }) { return held }
-        return cache?.value(for: number)
+        return cached(number)
+    }
+
+    /// Page `number` from the cache, if this list's page size made it. Pages are kept by number, and
+    /// a run with another page size numbered them otherwise (its page 2 of 50 rows is rows 100–149,
+    /// not this run's 200–299). Every page but the last is full, so one that is not of this size
+    /// is another's. A last page cannot tell (20 rows are the last page of 50 or of 100), so only
+    /// the first page is taken when it is the last; a later last page loads before it shows.
+    @usableFromInline
+    func cached(_ number: Int) -> Value? {
+        guard let cache, let page = cache.value(for: number) else { return nil }
+        if page.cursorAfter != nil { return page.items.count == pageSize ? page : nil }
+        return number == 0 && page.items.count <= pageSize ? page : nil
     }
 
     var residentSize: (pages: Int, rows: Int) {

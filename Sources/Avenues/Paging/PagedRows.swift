@@ -92,7 +92,9 @@ public final class PagedRows<Source: PageSource>: Sendable {
     ///   - source: where the pages come from.
     ///   - configuration: page size, prefetch distance, memory bound, jump threshold.
     ///   - pageCache: where pages are also kept, by page number, so a later run (or a refresh) shows
-    ///     them at once as stale while they load again; `nil` (the default) for none.
+    ///     them at once as stale while they load again; `nil` (the default) for none. Pages another
+    ///     page size made are not shown (their numbers meant other rows), nor is a last page after
+    ///     the first (it cannot tell which size made it): those load first.
     ///   - maxConcurrentLoads: pages loaded at once; 2 by default.
     ///   - retryPolicy: how long a failed page waits before it is tried again; the default by default.
     public convenience init(
@@ -122,7 +124,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         self.source = source
         self.configuration = configuration
         let settings = PagedRowsStateMachine<Cursor>.Settings(configuration, jumps: source is any OffsetPageSource)
-        let store = PageStore<Cursor, Item>(cache: pageCache, limit: configuration.maxResident)
+        let store = PageStore<Cursor, Item>(cache: pageCache, limit: configuration.maxResident, pageSize: configuration.pageSize)
         self._store = store
         let size = configuration.pageSize
         let breaches = LateBound<PageSourceError, Void>()

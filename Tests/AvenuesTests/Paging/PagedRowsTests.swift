@@ -335,6 +335,43 @@ struct PagedRowsTests {
         second.stop()
     }
 
+    /// Probe of 2026-11-27: pages are cached by number, and a run with another page size numbered
+    /// them otherwise: after a run of 50-row pages, a run of 100-row pages showed rows 50–99 as rows
+    /// 100–149 (and, offline, as loaded). A cached page is now used only if this page size made it.
+    @Test(arguments: [(50, 100), (100, 50), (100, 75), (60, 100), (75, 100)])
+    func aPageCacheWrittenWithAnotherPageSizeShowsNoWrongRow(before: Int, after: Int) async {
+        let cache = MemoryStorage<Int, Page<Int, Int>>()
+        let first = PagedRows(source: ScriptedSource(count: 175), configuration: PagingConfiguration(pageSize: before), pageCache: cache)
+        first.show(0..<175)
+        await settle(first)
+        #expect((0..<175).allSatisfy { first.item(at: $0) == $0 })
+        first.stop()
+        let gate = ControlledWork<Int, Int>()  // the second run's source answers nothing
+        let second = PagedRows(source: ScriptedSource(count: 175, gate: gate), configuration: PagingConfiguration(pageSize: after), pageCache: cache)
+        second.show(0..<175)
+        let wrong = (0..<200).filter { row in second.item(at: row).map { $0 != row } ?? false }
+        #expect(wrong.isEmpty, "rows showing another row: \(wrong.prefix(5))… (\(wrong.count))")
+        second.stop()
+        // The same page size again: its pages are shown at once, all but the last (which cannot
+        // tell which page size made it).
+        let third = PagedRows(source: ScriptedSource(count: 175, gate: gate), configuration: PagingConfiguration(pageSize: before), pageCache: cache)
+        third.show(0..<175)
+        let lastPage = 174 / before * before
+        #expect((0..<lastPage).allSatisfy { third.item(at: $0) == $0 })
+        #expect((lastPage..<200).allSatisfy { third.item(at: $0) == nil })
+        third.stop()
+        // A list of one page: the first page, which is also the last, is the same whatever the size.
+        let short = MemoryStorage<Int, Page<Int, Int>>()
+        let one = PagedRows(source: ScriptedSource(count: 30), configuration: PagingConfiguration(pageSize: before), pageCache: short)
+        one.show(0..<30)
+        await settle(one)
+        one.stop()
+        let again = PagedRows(source: ScriptedSource(count: 30, gate: gate), configuration: PagingConfiguration(pageSize: after), pageCache: short)
+        again.show(0..<30)
+        #expect((0..<30).allSatisfy { again.item(at: $0) == $0 })
+        again.stop()
+    }
+
     @Test func eachVisibleRowsDetailLoadsLazilyAndIsCancelledOffScreen() async {
         let rows = PagedRows(source: ScriptedSource(count: 10_000), configuration: PagingConfiguration(pageSize: 100))
         let work = ControlledWork<Int, String>()
