@@ -353,6 +353,19 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(!TransferStateMachine.isSameVersion(sent: date, head: try head([("Last-Modified", "Wed, 21 Oct 2015 07:28:01 GMT")])))
         #expect(!TransferStateMachine.isSameVersion(sent: date, head: try head([("Last-Modified", "garbage")])))
         #expect(TransferStateMachine.isSameVersion(sent: date, head: try head([])))
+        // A part of a gzip body cannot continue the file's own bytes: the run starts over.
+        var encoded = TransferStateMachine(request: .init(
+            url: URL(string: "http://example.com/f")!, resumingFrom: 100, resumeValidator: "\"v1\"", conditional: false,
+            maximumSize: nil, transportDecodes: false
+        ))
+        let decision = encoded.head(status: 206, fields: [
+            HTTPField(name: "Content-Range", value: "bytes 100-199/200"), HTTPField(name: "ETag", value: "\"v1\""),
+            HTTPField(name: "Content-Encoding", value: "gzip"),
+        ])
+        guard case .failed(let error) = decision, error is TransferStateMachine.AnotherVersion else {
+            Issue.record("a part of an encoded body was taken: \(decision)")
+            return
+        }
     }
 
     /// Probe of 2026-11-26: a partial file's record damaged on disk — its validator holding a

@@ -188,7 +188,9 @@ struct TransferStateMachine: Sendable {
             }
             // A server that ignores `If-Range` (some caches do) sends the rest of another version:
             // appended to the part kept, it would be cached as whole. Told by its validator.
-            if let sent = request.resumeValidator, !Self.isSameVersion(sent: sent, head: head) {
+            // The same for a part of an encoded body, which cannot be decoded from its middle: the
+            // part kept is of the file's bytes as they are (only such a body is resumed).
+            if let sent = request.resumeValidator, !Self.isSameVersion(sent: sent, head: head) || !head.codings.isEmpty {
                 return .failed(AnotherVersion(url: url))
             }
             return readBody(head, append: true)
