@@ -33,6 +33,8 @@ enum FileSystem {
         var isNoSuchFile: Bool { code == ENOENT }
         /// What is at the name is a symbolic link (refused by `O_NOFOLLOW`) or a folder.
         var isLinkOrFolder: Bool { code == ELOOP || code == EISDIR }
+        /// A folder is where a file was to go.
+        var isFolder: Bool { code == EISDIR }
     }
 
     /// `errno` for "no such file or directory".
@@ -43,6 +45,8 @@ enum FileSystem {
     static let tooManyOpenFiles = EMFILE
     /// `errno` for "too many open files in system".
     static let tooManyOpenFilesInSystem = ENFILE
+    /// `EISDIR`: a folder where a file was expected.
+    static let isAFolder = EISDIR
 
     /// The wall clock in nanoseconds since 1970, as file modification times are kept.
     static func wallClockNanoseconds() -> Int64 {
@@ -312,6 +316,11 @@ enum FileSystem {
         #else
         throw Failure(call: "linkat", path: path, code: ENOTSUP)
         #endif
+    }
+
+    /// Removes the folder at `path` if it is empty; whether it did.
+    static func removeEmptyFolder(_ path: String) -> Bool {
+        rmdir(path) == 0
     }
 
     /// Removes a file or symlink; a missing file is not an error.

@@ -300,6 +300,17 @@ final class AsyncMediaTests {
         #expect(moving.map { $0.received < 200_000 && $0.expected == 200_000 } == true, "\(String(describing: moving))")
     }
 
+    /// The same probe for a download: an empty folder where its file goes is removed, and the
+    /// file is stored.
+    @Test func anEmptyFolderWhereADownloadGoesIsRemoved() async throws {
+        let url = server.url("/bytes/1000")
+        let file = try await media().file(for: url)
+        try FileManager.default.removeItem(at: file)
+        try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
+        let again = try await media().file(for: url)
+        #expect(try Data(contentsOf: again) == MediaServer.body(1_000))
+    }
+
     @Test func progressIsDueAfterEnoughBytesOrEnoughTime() {
         #expect(!Transfer.isReportDue(received: 0, since: nil))
         #expect(!Transfer.isReportDue(received: 0, since: .seconds(10)))

@@ -74,6 +74,25 @@ struct DiskStorageHostileTests {
         #expect(layered.value(for: "k2") == nil)
     }
 
+    /// Probe of 2026-11-27: a folder at an entry's name failed every write of its key, and said
+    /// "Input/output error … (rename: Is a directory)". An empty one is now removed and the entry
+    /// stored; one with files in it is left, and the error says what is in the way.
+    @Test(arguments: [false, true])
+    func aFolderAtAnEntrysNameIsRemovedIfEmptyAndNamedIfNot(limited: Bool) throws {
+        let folder = TemporaryFolder()
+        let storage = DiskStorage<String>(directory: folder.child("cache"), countLimit: limited ? 100 : nil)
+        try storage.write(bytes("x"), for: "other")
+        try FileManager.default.createDirectory(atPath: entryFile(storage, "k"), withIntermediateDirectories: false)
+        try storage.write(bytes("v"), for: "k")
+        #expect(storage.value(for: "k") == bytes("v"))
+        try FileManager.default.removeItem(atPath: entryFile(storage, "k"))
+        try FileManager.default.createDirectory(atPath: entryFile(storage, "k") + "/inner", withIntermediateDirectories: true)
+        let error = #expect(throws: DiskStorageError.self) { try storage.write(bytes("w"), for: "k") }
+        #expect(error?.description.hasPrefix("A folder is where the cache entry \(entryFile(storage, "k")) goes") == true, "\(String(describing: error))")
+        #expect(FileManager.default.fileExists(atPath: entryFile(storage, "k") + "/inner"))
+        #expect(storage.value(for: "other") == bytes("x"))
+    }
+
     @Test func aHugeSparseFileIsJudgedByItsHeaderWithoutReadingIt() throws {
         let folder = TemporaryFolder()
         let storage = DiskStorage<String>(directory: folder.child("cache"))

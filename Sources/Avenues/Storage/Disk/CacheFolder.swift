@@ -224,7 +224,13 @@ final class CacheFolder: Sendable {
         switch finished {
         case .file(let temporary):
             do throws(FileSystem.Failure) {
-                try FileSystem.rename(temporary, to: filePath(name))
+                do throws(FileSystem.Failure) {
+                    try FileSystem.rename(temporary, to: filePath(name))
+                } catch where error.isFolder && FileSystem.removeEmptyFolder(filePath(name)) {
+                    // An empty folder at the entry's name (nothing of ours makes one) failed every
+                    // write of its key: gone, the entry goes in. One with files in it is left, and said.
+                    try FileSystem.rename(temporary, to: filePath(name))
+                }
             } catch {
                 try? FileSystem.remove(temporary)
                 throw error

@@ -89,6 +89,9 @@ public struct DiskStorageError: Error, Hashable, CustomStringConvertible {
             // Not an input/output error: the descriptor table is full. Said so, with what to do.
             let whose = code == FileSystem.tooManyOpenFiles ? "this process has as many open as its limit allows (ulimit -n)" : "the system has as many open as it allows"
             return "Too many open files to open \(path)\(cause): \(whose); the entry was not stored. Open fewer at once (a lower maxConcurrentDownloads) or raise the limit."
+        case .io where code == FileSystem.isAFolder && call == "rename":
+            // Not an input/output error: a folder with files in it is at the entry's name.
+            return "A folder is where the cache entry \(path) goes\(cause); the entry was not stored. Remove that folder (no program of ours makes one there)."
         case .io:
             return "Input/output error on \(path)\(cause); the entry was not stored."
         }
