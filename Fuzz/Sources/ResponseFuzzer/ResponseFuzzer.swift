@@ -50,7 +50,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     var machine = TransferStateMachine(request: .init(
         url: URL(fileURLWithPath: "/"), resumingFrom: resuming,
         resumeValidator: resuming == nil ? nil : (first & 4 == 4 ? "\"v1\"" : "Wed, 21 Oct 2015 07:28:00 GMT"),
-        conditional: first & 2 == 2, maximumSize: limit, transportDecodes: false
+        conditional: first & 2 == 2, revalidatedETag: first & 2 == 2 && resuming == nil ? "W/\"v1\"" : nil,
+        maximumSize: limit, transportDecodes: false
     ))
     guard case .readBody(let plan) = machine.head(status: head.status, fields: head.fields) else { return 0 }
     let decoder = ContentDecoder(plan.codings)

@@ -666,7 +666,7 @@ public final class AsyncMedia: SchedulingProcessor {
             throw AsyncMediaError.cannotStore(url, reason: error)
         }
         defer { partial.close() }
-        let known = cached == nil ? nil : context.validators.validators(for: url)
+        var known = cached == nil ? nil : context.validators.validators(for: url)
         var target = url
         var redirects = 0
         var resume = partial.validator
@@ -718,6 +718,8 @@ public final class AsyncMedia: SchedulingProcessor {
             case .failure(AsyncMediaError.httpStatus(416, _)) where resume != nil,
                  .failure(is TransferStateMachine.AnotherVersion) where resume != nil:
                 resume = nil  // the part kept no longer fits the file, or is of another version: start over
+            case .failure(is TransferStateMachine.AnotherVersion) where known != nil:
+                known = nil  // a 304 of another version renews nothing: fetch it whole
             case .failure(let error):
                 let keep = partial.resumable && plan?.resumeValidator != nil && partial.hasValidator && partial.size > 0
                     && isInterruption(error) && folder.generation == generation
@@ -747,7 +749,7 @@ public final class AsyncMedia: SchedulingProcessor {
         let maximum = [context.limits.maximumSize, folderLimit].compactMap { $0 }.min()
         let request = TransferStateMachine.Request(
             url: url, resumingFrom: validator == nil ? nil : resumingFrom, resumeValidator: resumingFrom == nil ? nil : validator,
-            conditional: known != nil && resumingFrom == nil,
+            conditional: known != nil && resumingFrom == nil, revalidatedETag: resumingFrom == nil ? known?.etag : nil,
             maximumSize: maximum, limitIsFolderSize: maximum != nil && maximum == folderLimit && maximum != context.limits.maximumSize,
             transportDecodes: context.transport.decodesContentCodings
         )

@@ -690,6 +690,24 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(try await server.counts().requests["/revalidate/30000"] == 3)
     }
 
+    /// Probe of 2026-11-27: a `304` that names another version than the one asked about (a server
+    /// that answers every `If-None-Match` with a `304`, after its file changed) renewed the old
+    /// file. RFC 9111 §4.3.4: such a `304` must not update what is stored. It is now fetched again,
+    /// unconditionally.
+    @Test func a304ThatNamesAnotherVersionIsNotARenewal() async throws {
+        try await server.setETag("v1")
+        let media = media(timeToLive: .zero)
+        let url = server.url("/revalidate/30000?lie=1")
+        #expect(try await Data(contentsOf: media.file(for: url)) == MediaServer.body(30_000))
+        try await server.setETag("v2")
+        #expect(try await Data(contentsOf: media.file(for: url)) == Data(MediaServer.body(30_000).map { $0 ^ 0x55 }))
+        #expect(try await server.counts().requests["/revalidate/30000"] == 3)  // 200, the 304 refused, 200
+        // A 304 naming the version asked about (weakly equal) renews the file.
+        #expect(try await Data(contentsOf: media.file(for: url)) == Data(MediaServer.body(30_000).map { $0 ^ 0x55 }))
+        #expect(try await server.counts().requests["/revalidate/30000"] == 4)
+        #expect(TransferStateMachine.isWeaklyEqual("W/\"a\"", "\"a\"") && !TransferStateMachine.isWeaklyEqual("\"a\"", "\"b\""))
+    }
+
     @Test func anExpiredFileIsStillServedWhenTheServerIsGone() async throws {
         var other: MediaServer? = try MediaServer()
         let url = try #require(other?.url("/revalidate/1234"))

@@ -34,6 +34,8 @@ Prints "PORT <n>" once listening, then serves until killed or stdin closes.
                             the bytes change (each XOR 0x55) once the ETag is not v1
   /set-etag/<value>         the ETag /resumable answers with from now on
   /revalidate/<n>?etag=     n bytes with ETag and Last-Modified; If-None-Match that matches: 304
+  /revalidate/<n>?lie=1     n bytes with the ETag /set-etag set (each byte XOR 0x55 once it is not
+                            v1); any If-None-Match gets a 304 naming that ETag
 
 /status/204 and /status/304 send no body. Every response to a path records the Accept-Encoding
 Range, Authorization, Cookie, X-Api-Key, If-Range and If-None-Match headers it was asked with under
@@ -303,7 +305,27 @@ class Handler(BaseHTTPRequestHandler):
             if cut < size:
                 self.close_connection = True
         elif kind == "revalidate":
-            etag = '"' + parse_qs(url.query).get("etag", ["v1"])[0] + '"'
+            query = parse_qs(url.query)
+            if "lie" in query:
+                # A server that answers any If-None-Match with a 304, naming its file's ETag now
+                # (/set-etag), whose bytes change with it (each XOR 0x55 once it is not v1).
+                etag = '"' + RESUMABLE_ETAG + '"'
+                if self.headers.get("If-None-Match"):
+                    self.send_response(304)
+                    self.send_header("ETag", etag)
+                    self.end_headers()
+                    return
+                data = body(size)
+                if RESUMABLE_ETAG != "v1":
+                    data = bytes(b ^ 0x55 for b in data)
+                self.send_response(200)
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                self.wfile.write(data)
+                self.record_sent(url.path, size)
+                return
+            etag = '"' + query.get("etag", ["v1"])[0] + '"'
             if self.headers.get("If-None-Match") == etag:
                 self.send_response(304)
                 self.send_header("ETag", etag)

@@ -17,6 +17,8 @@ struct TransferStateMachine: Sendable {
         var resumeValidator: String? = nil
         /// Whether `If-None-Match`/`If-Modified-Since` was sent (a 304 is then an answer).
         var conditional: Bool
+        /// The entity tag sent with `If-None-Match`: a `304` naming another is not an answer.
+        var revalidatedETag: String? = nil
         /// The most bytes the file may have, decoded; `nil` for no limit.
         var maximumSize: Int64?
         /// Whether the limit is the media folder's size limit (the error says which to raise).
@@ -195,6 +197,11 @@ struct TransferStateMachine: Sendable {
             }
             return readBody(head, append: true)
         case 304 where request.conditional:
+            // RFC 9111 §4.3.4: a 304 whose validator is not the stored one must not renew it (a
+            // server that says "not modified" to everything after its file changed).
+            if let sent = request.revalidatedETag, let named = head.value("etag"), !Self.isWeaklyEqual(sent, named) {
+                return .failed(AnotherVersion(url: url))
+            }
             return .notModified
         case 301, 302, 303, 307, 308:
             guard let location = head.value("location"), !location.isEmpty else { return .failed(AsyncMediaError.httpStatus(status, url: url)) }
@@ -222,6 +229,12 @@ struct TransferStateMachine: Sendable {
         guard let date = head.value("last-modified"), date != sent else { return true }
         guard let sentDate = HTTPDate.parse(sent), let headDate = HTTPDate.parse(date) else { return false }
         return sentDate == headDate
+    }
+
+    /// Whether two entity tags are weakly equal (RFC 9110 §8.8.3.2): the same but for `W/`.
+    static func isWeaklyEqual(_ one: String, _ other: String) -> Bool {
+        func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
+        return opaque(one) == opaque(other)
     }
 
     private func readBody(_ head: ResponseHead, append: Bool) -> HeadDecision {
