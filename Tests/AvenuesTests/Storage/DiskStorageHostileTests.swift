@@ -93,6 +93,34 @@ struct DiskStorageHostileTests {
         #expect(storage.value(for: "other") == bytes("x"))
     }
 
+    #if os(Linux)
+    /// 2026-11-27 (`aFolderDeletedDuringADownloadIsCreatedAgain` failed once under load): a folder
+    /// without limits deleted while this process held its lock shared — within 2 ms of a commit, or
+    /// longer when the release was late — failed the next file with no name ("linkat: No such file
+    /// or directory"): no lock was taken, so nothing saw the folder gone. The release is held here
+    /// (its queue blocked) so the lock is surely still held.
+    @Test func aFolderDeletedWhileItsLockIsHeldSharedIsMadeAgainForAFileWithNoName() throws {
+        let folder = TemporaryFolder()
+        let path = folder.child("cache").path
+        let cache = CacheFolder(path: path, sizeLimit: nil, countLimit: nil, isEntry: { _ in true })
+        let zero = try FileSystem.createUnnamed(in: folder.path, mode: 0o600)
+        defer { FileSystem.close(zero) }
+        try cache.commit(.unnamed(zero), as: "zero", size: 1)  // makes the folder
+        let first = try FileSystem.createUnnamed(in: path, mode: 0o600)
+        let second = try FileSystem.createUnnamed(in: path, mode: 0o600)
+        defer { FileSystem.close(first); FileSystem.close(second) }
+        let release = DispatchSemaphore(value: 0)
+        let blocked = DispatchSemaphore(value: 0)
+        CacheFolder.releaseQueue.async { blocked.signal(); release.wait() }
+        defer { release.signal() }
+        blocked.wait()
+        try cache.commit(.unnamed(first), as: "a", size: 1)  // the lock is held shared from here
+        try FileManager.default.removeItem(atPath: path)
+        try cache.commit(.unnamed(second), as: "b", size: 1)
+        #expect(FileManager.default.fileExists(atPath: path + "/b"))
+    }
+    #endif
+
     @Test func aHugeSparseFileIsJudgedByItsHeaderWithoutReadingIt() throws {
         let folder = TemporaryFolder()
         let storage = DiskStorage<String>(directory: folder.child("cache"))

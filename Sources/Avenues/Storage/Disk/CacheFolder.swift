@@ -63,7 +63,8 @@ final class CacheFolder: Sendable {
     /// burst of small downloads, taking it (and marking the totals) for each cost four system calls
     /// a file under the folder's lock. A process with limits waits at most about this long for it.
     static let sharedLinger: DispatchTimeInterval = .milliseconds(2)
-    private static let releaseQueue = DispatchQueue(label: "avenues.cache-folder.release")
+    /// Where shared locks are let go (a test blocks it to keep one held).
+    static let releaseQueue = DispatchQueue(label: "avenues.cache-folder.release")
 
     /// The totals kept in the lock file.
     struct Totals: Equatable {
@@ -144,6 +145,10 @@ final class CacheFolder: Sendable {
         case file(String)
         /// Linked into place (a file made with `O_TMPFILE`); it is never named anything else.
         case unnamed(Int32)
+
+        var isUnnamed: Bool {
+            if case .unnamed = self { true } else { false }
+        }
     }
 
     /// Moves a finished temporary file into place as `name` (one `rename(2)`), counts it, and sweeps
@@ -211,11 +216,27 @@ final class CacheFolder: Sendable {
             }
             if schedule { scheduleRelease() }
         }
-        do throws(FileSystem.Failure) {
-            try place(finished, as: name)
-        } catch {
+        var failure: FileSystem.Failure?
+        do throws(FileSystem.Failure) { try place(finished, as: name) } catch { failure = error }
+        if let error = failure, error.isNoSuchFile, finished.isUnnamed {
+            // The folder was deleted while this process held its lock shared (a cache cleared
+            // while the program runs), so no lock was taken to see it: made again with a new lock
+            // file, and the file with no name, which lives on, is linked there.
+            do throws(DiskStorageError) {
+                try state.withLock { (state: inout State) throws(DiskStorageError) in
+                    let lock = try takeLockFile(&state, exclusive: false, creating: true)
+                    writeTotals(Totals(), uncertain: true, to: lock)
+                }
+            } catch {
+                moved = false
+                throw error
+            }
+            failure = nil
+            do throws(FileSystem.Failure) { try place(finished, as: name) } catch { failure = error }
+        }
+        if let failure {
             moved = false
-            throw DiskStorageError(error)
+            throw DiskStorageError(failure)
         }
     }
 
