@@ -669,14 +669,19 @@ struct AvenueTests {
     @Test func aReaderThatFallsBehindGetsTheNewestEventOfEachRow() async {
         let f = AvenueFixture()
         let changes = f.avenue.subscribe()
+        // Listeners are told in the order they were added: once this one is, the subscription was.
+        // (`f.told`, added first, was told before the subscription: waiting on it raced the buffer,
+        // and failed once in a ThreadSanitizer run, 2026-11-27.)
+        let afterSubscription = EventLog<Int>()
+        f.avenue.observe { afterSubscription.append($0.index) }
         f.avenue.prepareItem(for: "k", at: 0)
         await f.work.waitUntilStarted("k")
         f.work.fail("k", with: TestError("first try"))
-        await f.told.wait(for: 0)
+        await afterSubscription.wait(for: 0)
         f.avenue.retry(at: 0)
         await f.work.waitUntilStarted("k", times: 2)
         f.work.succeed("k", with: 2)
-        await f.told.wait(for: 0, times: 2)
+        await afterSubscription.wait(for: 0, times: 2)
         #expect(changes.subscription.buffer.bufferedCount == 1)
         var iterator = changes.makeAsyncIterator()
         let event = await iterator.next()
