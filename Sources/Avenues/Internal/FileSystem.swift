@@ -32,7 +32,7 @@ enum FileSystem {
         /// The file (or a folder on its path) does not exist.
         var isNoSuchFile: Bool { code == ENOENT }
         /// What is at the name is a symbolic link (refused by `O_NOFOLLOW`) or a folder.
-        var isLinkOrFolder: Bool { code == ELOOP || code == EISDIR }
+        var isLinkOrFolder: Bool { code == ELOOP || isFolder }
         /// A folder is where a file was to go.
         var isFolder: Bool { code == EISDIR }
     }

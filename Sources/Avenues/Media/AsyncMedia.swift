@@ -387,9 +387,9 @@ public final class AsyncMedia: SchedulingProcessor {
     /// download reports when its body starts (the size expected, if the server told it), then
     /// after every 256 KiB or, when slower, every tenth of a second in which bytes came, and last
     /// when complete. A cached file (and a `file:` URL) reports once, complete. Subscribe before
-    /// ``file(for:)`` to see the whole download; at most the newest value waits for a slow reader. It ends with no value
-    /// when ``file(for:)`` fails without a download: a URL it cannot download, headers it cannot
-    /// send, a server's `Retry-After` not over.
+    /// ``file(for:)`` to see the whole download; at most the newest value waits for a slow reader.
+    /// It ends with no value when ``file(for:)`` fails without a download: a URL it cannot
+    /// download, headers it cannot send, a server's `Retry-After` not over.
     public func progress(for url: URL) -> AsyncStream<DownloadProgress> {
         let (stream, continuation) = AsyncStream.makeStream(of: DownloadProgress.self, bufferingPolicy: .bufferingNewest(1))
         func complete(_ file: URL) {

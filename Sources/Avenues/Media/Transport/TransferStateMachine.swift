@@ -214,10 +214,12 @@ struct TransferStateMachine: Sendable {
         }
     }
 
-    /// A `206` that continues a file other than the one whose part is kept: the download starts over.
+    /// An answer about a version other than the one asked about: a `206` continuing another file
+    /// than the part kept (the download starts over), or a `304` naming another `ETag` than the
+    /// file kept (it is fetched again, unconditionally).
     struct AnotherVersion: Error, CustomStringConvertible {
         let url: URL
-        var description: String { "the server sent a part of another version of \(RedactedURL.shown(url))" }
+        var description: String { "the server answered about another version of \(RedactedURL.shown(url))" }
     }
 
     /// Whether a `206` is of the version `sent` with `If-Range` named: its entity tag, or its
