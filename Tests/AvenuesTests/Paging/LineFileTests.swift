@@ -213,6 +213,43 @@ struct LineFileTests {
         #expect(rows.item(at: 99_999)?.text == "entry 99999")
     }
 
+    /// Files truncated in place at a random byte, before the scan or midway through it, then
+    /// perhaps grown again: once scanned to the end, the count, the last lines and every line are
+    /// the plain split of what the file holds, and a check sees the growth.
+    @Test func randomFilesTruncatedInPlaceMatchThePlainSplitOfWhatIsLeft() async throws {
+        var random = SplitMix64(seed: 2026_11_27)
+        for round in 0..<80 {
+            let lines = Int.random(in: 0...200, using: &random)
+            let bytes = Array((0..<lines).map { "line \($0) " + String(repeating: "x", count: Int.random(in: 0...30, using: &random)) + "\n" }.joined().utf8)
+            let path = write(bytes, name: "cut-\(round)")
+            let file = try LineFile(path: path, checkpointInterval: Int.random(in: 1...9, using: &random), bytesKeptPerLine: 100, chunkSize: [3, 64, 1 << 20].randomElement(using: &random) ?? 64)
+            var buffer = ScanBuffer(size: file.chunkSize)
+            for _ in 0 ..< Int.random(in: 0...3, using: &random) { try file.scanChunk(&buffer) }  // midway, perhaps
+            let kept = Int.random(in: 0...bytes.count, using: &random)
+            let scanned = file.progress.scannedBytes
+            let writer = try #require(FileHandle(forWritingAtPath: path))
+            try writer.truncate(atOffset: UInt64(kept))
+            var held = Array(bytes[..<kept])
+            // Cut below what was scanned: opened anew. Above it: nothing to do but scan on.
+            #expect(file.checkForChanges() == (Int64(kept) < scanned ? .replaced : .unchanged), "round \(round)")
+            try await file.scan()
+            #expect(try all(file) == Self.model(held), "round \(round), kept \(kept) of \(bytes.count)")
+            #expect(file.lineCount == Self.model(held).count && file.progress.isComplete, "round \(round)")
+            #expect(try file.lastLines(3).lines.map(\.bytes) == Array(Self.model(held).suffix(3)), "round \(round)")
+            #expect(file.checkForChanges() == .unchanged, "round \(round)")
+            if Bool.random(using: &random) {
+                let more = Array("more \(round)\n".utf8)
+                writer.seekToEndOfFile()
+                writer.write(Data(more))
+                held += more
+                #expect(file.checkForChanges() == .grew, "round \(round)")
+                try await file.scan()
+                #expect(try all(file) == Self.model(held), "round \(round), grown")
+            }
+            try writer.close()
+        }
+    }
+
     @Test func randomFilesAndRangesMatchThePlainSplit() async throws {
         var random = SplitMix64(seed: 42)
         for round in 0..<60 {
