@@ -493,8 +493,8 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             return
         } else if let delay = error.retryDelay {
             retryAt = now.advanced(by: delay)
-        } else if attempts >= retryPolicy.attempts {
-            retryAt = nil
+        } else if attempts >= retryPolicy.attempts || error.isPermanentFailure {
+            retryAt = nil  // given up: only ``Avenue/retry(at:)`` loads it again
         } else {
             retryAt = now.advanced(by: retryPolicy.wait(afterFailure: attempts, random: random))
         }

@@ -11,7 +11,8 @@ public enum ItemState: Sendable, CustomStringConvertible {
     case stale(revalidating: Bool, error: (any Error)?)
     /// Making the row's value failed. A visible row is tried again by its avenue at `retryAt` (or a
     /// second after the failure, if that is later); any row is tried again when prepared at or after
-    /// `retryAt`. `nil` when the key failed too often and only ``Avenue/retry(at:)`` tries again.
+    /// `retryAt`. `nil` when the key failed too often, or failed for good (``PermanentError``), and
+    /// only ``Avenue/retry(at:)`` tries again.
     case failed(any Error, retryAt: ContinuousClock.Instant?)
 
     /// `true` for `.loaded`.

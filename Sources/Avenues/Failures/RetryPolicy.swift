@@ -10,7 +10,8 @@
 ///   whole avenue wait as "offline": while offline, only one load at a time is tried (when the wait
 ///   is over), and the first one that succeeds ends it, so rows load again as soon as connectivity
 ///   returns — without a retry storm before.
-/// - After `attempts` consecutive failures a key is only tried again by ``Avenue/retry(at:)``.
+/// - After `attempts` consecutive failures a key is only tried again by ``Avenue/retry(at:)``; after
+///   a permanent one (``PermanentError``: a `404`, a URL that cannot be fetched), at once.
 ///
 /// ``Avenue/retry(at:)`` retries at once, whatever the wait. Failures are never cached as values.
 public struct RetryPolicy: Sendable, Hashable {

@@ -88,6 +88,23 @@ extension AsyncMediaError: RetryAfterError {
     }
 }
 
+extension AsyncMediaError: PermanentError {
+    /// Whether asking again cannot give the file: a `4xx` status but 408 (timeout), 421 (another
+    /// connection), 425 (too early) and 429 (rate limit); a URL that cannot be fetched; too many or a
+    /// refused redirect; a body over the limit; an invalid header. Statuses `5xx`, short or malformed
+    /// bodies, timeouts and a folder that cannot store are not.
+    public var isPermanent: Bool {
+        switch self {
+        case .httpStatus(let status, _):
+            return (400 ..< 500).contains(status) && ![408, 421, 425, 429].contains(status)
+        case .unsupportedScheme, .invalidURL, .tooManyRedirects, .redirectRefused, .tooLarge, .invalidHeader:
+            return true
+        case .incompleteBody, .noResponse, .malformedResponse, .tookTooLong, .cannotStore, .unavailable:
+            return false
+        }
+    }
+}
+
 extension DiskStorageError {
     /// What to do, phrased for ``AsyncMedia``'s folder.
     var mediaAdvice: String {

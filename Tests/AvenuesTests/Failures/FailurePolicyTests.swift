@@ -60,6 +60,69 @@ struct FailurePolicyTests {
         f.avenue.cancelAll()
     }
 
+    struct APIError: PermanentError {
+        let status: Int
+        var isPermanent: Bool { (400 ..< 500).contains(status) && status != 429 }
+    }
+
+    @Test func aPermanentFailureIsNotTriedAgainByItselfButRetryAtTriesAtOnce() async {
+        let f = TimedFixture()
+        let url = URL(string: "https://example.com/missing.png")!
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.fail("k", with: AsyncMediaError.httpStatus(404, url: url))
+        await f.told.wait(for: 0)
+        #expect(f.avenue.state(at: 0).retryAt == nil)  // given up after one failure, not eight
+        // No timer is armed for it, and an hour of key presses does not ask again.
+        #expect(f.avenue._state.withLock { $0.retryTimer.task == nil })
+        f.clock.advance(by: .seconds(3_600))
+        f.avenue.prepareItem(for: "k", at: 0)
+        #expect(f.work.starts(of: "k") == 1)
+        f.avenue.retry(at: 0)
+        await f.work.waitUntilStarted("k", times: 2)
+        f.work.succeed("k", with: 3)
+        await f.told.wait(for: 0, times: 2)
+        #expect(f.avenue.item(at: 0) == 3)
+    }
+
+    @Test func aFailureItsErrorSaysIsNotPermanentWaitsAsAnyOther() async {
+        let f = TimedFixture()
+        f.avenue.prepareItem(for: "k", at: 0)
+        await f.work.waitUntilStarted("k")
+        f.work.fail("k", with: APIError(status: 429))
+        await f.told.wait(for: 0)
+        #expect(f.avenue.state(at: 0).retryAt == f.clock.now + .seconds(1))
+        f.avenue.prepareItem(for: "j", at: 1)
+        await f.work.waitUntilStarted("j")
+        f.work.fail("j", with: APIError(status: 403))
+        await f.told.wait(for: 1)
+        #expect(f.avenue.state(at: 1).retryAt == nil)
+        f.avenue.cancelAll()
+    }
+
+    @Test func whichFailuresArePermanent() {
+        let url = URL(string: "https://example.com/a")!
+        let statuses = [400, 401, 403, 404, 405, 408, 410, 414, 421, 425, 429, 451, 499, 500, 502, 503, 504, 204, 304]
+        #expect(statuses.filter { AsyncMediaError.httpStatus($0, url: url).isPermanentFailure } == [400, 401, 403, 404, 405, 410, 414, 451, 499])
+        let permanent: [any Error] = [
+            AsyncMediaError.unsupportedScheme(url), AsyncMediaError.invalidURL(url, reason: "no host"),
+            AsyncMediaError.tooManyRedirects(url, count: 6), AsyncMediaError.redirectRefused(from: url, to: url),
+            AsyncMediaError.tooLarge(url, limit: 1), AsyncMediaError.invalidHeader(name: "a b", reason: "not a token"),
+            URLError(.badURL), URLError(.unsupportedURL), URLError(.fileDoesNotExist), URLError(.fileIsDirectory),
+            APIError(status: 404),
+        ]
+        let passing: [any Error] = [
+            AsyncMediaError.incompleteBody(received: 1, expected: 2, url: url), AsyncMediaError.noResponse(url),
+            AsyncMediaError.malformedResponse(url, reason: "x"), AsyncMediaError.tookTooLong(url, limit: .seconds(1)),
+            AsyncMediaError.cannotStore(url, reason: DiskStorageError(.diskFull, path: "/x")),
+            AsyncMediaError.unavailable(status: 503, url: url, retryAfter: nil),
+            URLError(.timedOut), URLError(.cannotConnectToHost), URLError(.networkConnectionLost), URLError(.cancelled),
+            CancellationError(), TestError("500"), APIError(status: 429), APIError(status: 503),
+        ]
+        #expect(permanent.filter { !$0.isPermanentFailure }.map { "\($0)" } == [])
+        #expect(passing.filter { $0.isPermanentFailure }.map { "\($0)" } == [])
+    }
+
     @Test func aServerThatSaysWhenToComeBackSetsTheWait() async {
         let f = AvenueFixture()
         f.avenue.prepareItem(for: "k", at: 0)
