@@ -18,7 +18,8 @@
 ///   ``PagingConfiguration/jumpThreshold`` rows from the pages that can be walked to loads its own
 ///   pages directly (G to the end of a 10-million-row list asks for one page), and the pages
 ///   skipped are never requested. Other sources are walked, page after page, from the last page
-///   known.
+///   known; meanwhile the rows on screen are `.loading` (``loadStates`` `refresh` too), and show
+///   the walk's failure if a page of it fails.
 /// - **Refresh.** ``refresh()`` starts a new generation: rows on screen keep their old items (shown
 ///   as stale) until the new generation's visible pages arrive — those first; the rest only as the
 ///   user moves there. ``refresh(after:)`` does the same for the rows after one (a growing log), and
@@ -168,13 +169,28 @@ public final class PagedRows<Source: PageSource>: Sendable {
     }
 
     /// What `row` shows: its page's state (`.loaded`, `.stale` while a refresh or a cached page is
-    /// being replaced, `.loading`, `.failed` with when it is tried again), or `.empty`.
+    /// being replaced, `.loading`, `.failed` with when it is tried again), or `.empty`. A row on
+    /// screen whose page waits for the list to be walked to it (a cursor source shown first far
+    /// from its start) is `.loading` while the walk goes on, and `.failed` when a page of the walk
+    /// failed.
     public func state(at row: Int) -> ItemState {
         guard row >= 0 else { return .empty }
         let number = row / configuration.pageSize
         let assigned = pages.state(at: number)
-        if case .empty = assigned, _store.anyPage(number) != nil { return .loaded }
-        return assigned
+        guard case .empty = assigned else { return assigned }
+        if _store.anyPage(number) != nil { return .loaded }
+        return walkState(ofPage: number) ?? .empty
+    }
+
+    /// What visible page `number` shows while it waits for a walk: `.loading`, or the failure of the
+    /// walk's page; `nil` if it waits for none (or the walk's page is not asked for: stopped).
+    private func walkState(ofPage number: Int) -> ItemState? {
+        guard let leading = machine.withLock({ $0.walkPage(toReach: number) }) else { return nil }
+        switch pages.state(at: leading) {
+        case .failed(let error, let retryAt): return .failed(error, retryAt: retryAt)
+        case .empty: return _store.anyPage(leading) == nil ? nil : .loading  // loaded: the next step is being asked
+        default: return .loading
+        }
     }
 
     /// Whether pages are loading, failed or ended, for the visible rows and either side of them.
@@ -200,7 +216,12 @@ public final class PagedRows<Source: PageSource>: Sendable {
         // Nothing pending after the window, and the last page is here: the end is reached.
         if case .idle = after, let endPage, last >= endPage || _store.anyPage(endPage) != nil { after = .endReached }
         let visiblePages = first ... min(last, first + (configuration.maxResident / size))
-        return PageLoadStates(refresh: combined(visiblePages), before: before, after: after)
+        var refresh = combined(visiblePages)
+        if case .idle = refresh, let waiting = visiblePages.lazy.compactMap(walkState(ofPage:)).first {
+            // The rows on screen wait for a walk to reach them: they are what is being loaded.
+            refresh = waiting.error.map { .failed($0) } ?? .loading
+        }
+        return PageLoadStates(refresh: refresh, before: before, after: after)
     }
 
     /// Pages in memory now, and the rows they hold.

@@ -223,6 +223,18 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         return nil
     }
 
+    /// The page that visible page `number` waits for: `number` cannot be loaded until the list is
+    /// walked to it, page by page from this one. `nil` when `number` is not on screen, can be
+    /// loaded, or lies past the end.
+    func walkPage(toReach number: Int) -> Int? {
+        guard let rows = visible, number > 0, !isPastTheEnd(number) else { return nil }
+        let size = settings.pageSize
+        let first = rows.lowerBound / size
+        let last = min(max(first, max(rows.lowerBound, rows.upperBound - 1) / size), Saturating.add(first, settings.maxVisiblePages - 1))
+        guard (first ... last).contains(number), key(for: number) == nil else { return nil }
+        return walkFrontier(below: number)
+    }
+
     // MARK: Reading
 
     /// How many rows there are: exact once the source said or the end was loaded.

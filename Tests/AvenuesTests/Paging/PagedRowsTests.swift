@@ -61,6 +61,19 @@ struct CursorOnlySource: PageSource {
     }
 }
 
+/// ``CursorOnlySource`` whose every page waits for the test (keyed by its first row) and may fail.
+struct GatedCursorSource: PageSource {
+    let count: Int
+    let gate = ControlledWork<Int, Int>()
+
+    func page(_ request: PageRequest<String>) async throws -> Page<String, Int> {
+        let offset = request.cursor.flatMap { Int($0.dropFirst(6)) } ?? 0
+        _ = try await gate.process(offset)
+        let end = min(count, offset + request.size)
+        return Page(items: Array(offset..<end), cursorAfter: end < count ? "after-\(end)" : nil)
+    }
+}
+
 @Suite("Paged rows", .timeLimit(.minutes(2)))
 struct PagedRowsTests {
     static let noWait = RetryPolicy(attempts: 8, base: .zero, cap: .zero, jitter: 0)
@@ -261,6 +274,39 @@ struct PagedRowsTests {
         await settle(rows)
         #expect(rows.state(at: 7).isLoaded)
         #expect(source.requests.value == [0])  // ...and only the visible page was asked again
+    }
+
+    @Test func rowsOnScreenThatWaitForAWalkAreLoadingAndShowItsFailure() async {
+        let source = GatedCursorSource(count: 500)
+        let rows = PagedRows(
+            source: source, configuration: PagingConfiguration(pageSize: 50, initialLoadSize: 50), pageCache: nil,
+            maxConcurrentLoads: 2, retryPolicy: Self.noWait, executor: nil, retrySleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
+        )
+        rows.show(150..<170)  // page 3: reached only through pages 0, 1 and 2
+        await source.gate.waitUntilStarted(0)
+        #expect(rows.state(at: 150).isLoading && rows.state(at: 169).isLoading, "\(rows.state(at: 150))")
+        #expect(rows.loadStates.refresh.description == "loading" && rows.loadStates.before.description == "loading")
+        #expect("\(rows.state(at: 200))" == "empty" && "\(rows.state(at: 400))" == "empty")  // not on screen
+        source.gate.succeed(0, with: 0)
+        await source.gate.waitUntilStarted(50)
+        #expect(rows.state(at: 150).isLoading, "\(rows.state(at: 150))")
+        source.gate.fail(50, with: TestError("page 1 failed"))
+        await eventually("the walk's failure shows") { rows.state(at: 150).error != nil }
+        #expect(source.gate.starts(of: 50) == 1)
+        #expect(rows.state(at: 150).error != nil && rows.item(at: 150) == nil, "\(rows.state(at: 150))")
+        #expect(rows.loadStates.refresh.description.hasPrefix("failed"), "\(rows.loadStates)")
+        rows.show(150..<170)  // tried again: the walk goes on
+        await source.gate.waitUntilStarted(50, times: 2)
+        #expect(rows.state(at: 150).isLoading)
+        source.gate.succeed(50, with: 0)
+        await source.gate.waitUntilStarted(100)
+        source.gate.succeed(100, with: 0)
+        await source.gate.waitUntilStarted(150)
+        #expect(rows.state(at: 150).isLoading)
+        source.gate.succeed(150, with: 0)
+        await eventually("page 3 loads") { rows.item(at: 150) != nil }  // (page 4 is prefetched behind the gate)
+        #expect(rows.item(at: 150) == 150 && rows.state(at: 150).isLoaded && rows.loadStates.refresh.description == "idle")
+        rows.stop()
     }
 
     @Test func aFailedPageIsNotCachedAndIsTriedAgainOnTheNextShow() async {
