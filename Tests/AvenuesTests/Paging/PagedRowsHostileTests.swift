@@ -191,8 +191,12 @@ struct PagedRowsHostileTests {
             let extreme = PagedRows(source: ScriptedSource(count: 500), configuration: configuration)
             extreme.show(0..<40)
             extreme.show(Int.max - 40 ..< Int.max)
+            _ = (extreme.loadStates, extreme.state(at: Int.max - 1))
+            extreme.show(5..<45)  // with pages of 1 row and no memory bound, loadStates trapped here
+            _ = (extreme.loadStates, extreme.state(at: 5))
             extreme.show(0..<40)
             await settle(extreme)
+            _ = extreme.loadStates
             #expect(extreme.item(at: 7) == 7, "\(configuration): \(extreme.state(at: 7)), count \(extreme.count)")
             extreme.stop()
         }
