@@ -675,3 +675,48 @@ struct MediaFileNameTests {
         #expect(MediaFolder.plainExtension(Array("http://h/a%2E.txt".utf8)) == nil)
     }
 }
+
+#if canImport(FoundationNetworking)
+/// Which proxy a failed connection went to, as libcurl chooses it from the environment: a dead
+/// proxy's failure read "Failed to connect to 127.0.0.1 port 1", which sends people to the server.
+@Suite("The proxy named in a failure")
+struct ProxyNamingTests {
+    let url = URL(string: "http://files.example.com/a.png")!
+    let secure = URL(string: "https://files.example.com/a.png")!
+    let refused = "Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server"
+
+    @Test func theProxyLibcurlTakesIsNamedWithoutItsPassword() {
+        let environment = ["http_proxy": "http://user:secret@127.0.0.1:1", "HTTPS_PROXY": "proxy.internal:3128"]
+        let named = CurlTransport.namingTheProxy(refused, for: url, environment: environment)
+        #expect(named == refused + " (the proxy 127.0.0.1:1 from http_proxy; check that it runs, or unset http_proxy)")
+        #expect(!named.contains("secret") && !named.contains("user"))
+        #expect(CurlTransport.proxy(for: secure, environment: environment)?.address == "proxy.internal:3128")
+        // Not the proxy's address in libcurl's text: the server's failure, told as it was.
+        #expect(CurlTransport.namingTheProxy("Failed to connect to files.example.com port 80", for: url, environment: environment)
+            == "Failed to connect to files.example.com port 80")
+    }
+
+    @Test func whichVariableApplies() {
+        func chosen(_ environment: [String: String], _ target: URL? = nil) -> String? {
+            CurlTransport.proxy(for: target ?? url, environment: environment).map { "\($0.variable) \($0.address)" }
+        }
+        #expect(chosen([:]) == nil)
+        #expect(chosen(["HTTP_PROXY": "p:1"]) == nil)  // libcurl ignores it (a CGI program's header could set it)
+        #expect(chosen(["HTTP_PROXY": "p:1", "ALL_PROXY": "q:2"]) == "ALL_PROXY q:2")
+        #expect(chosen(["http_proxy": "", "all_proxy": "q:2"]) == "all_proxy q:2")
+        #expect(chosen(["https_proxy": "s:3"]) == nil)
+        #expect(chosen(["https_proxy": "s:3"], secure) == "https_proxy s:3")
+        #expect(chosen(["http_proxy": "socks5://[::1]:1080"]) == "http_proxy [::1]:1080")
+        #expect(chosen(["http_proxy": "http://proxy"]) == "http_proxy proxy")
+        #expect(chosen(["http_proxy": "http://"]) == "http_proxy (unreadable)")
+        for exception in ["*", "example.com", ".example.com", "files.example.com", " other.org , EXAMPLE.com "] {
+            #expect(chosen(["http_proxy": "p:1", "no_proxy": exception]) == nil, "\(exception)")
+        }
+        for exception in ["ample.com", "a.example.com", "com.example", ""] {
+            #expect(chosen(["http_proxy": "p:1", "NO_PROXY": exception]) == "http_proxy p:1", "\(exception)")
+        }
+        let local = URL(string: "http://[::1]:8080/x")!
+        #expect(chosen(["http_proxy": "p:1", "no_proxy": "::1"], local) == nil)
+    }
+}
+#endif

@@ -117,6 +117,37 @@ public final class CurlTransport: DownloadTransport {
         }
     }
 
+    /// The proxy libcurl takes for `url` from `environment`, as it does (curl 7.88): `http_proxy`
+    /// (lower case only) or `https_proxy`/`HTTPS_PROXY` by scheme, else `all_proxy`/`ALL_PROXY`;
+    /// none when `no_proxy`/`NO_PROXY` is `*` or names the host or a domain above it. The variable's
+    /// name and the proxy's host and port, never its user or password.
+    static func proxy(for url: URL, environment: [String: String]) -> (variable: String, host: String, address: String)? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let names = (scheme == "https" ? ["https_proxy", "HTTPS_PROXY"] : scheme == "http" ? ["http_proxy"] : []) + ["all_proxy", "ALL_PROXY"]
+        guard let variable = names.first(where: { !(environment[$0] ?? "").isEmpty }), let value = environment[variable] else { return nil }
+        let exceptions = (environment["no_proxy"] ?? environment["NO_PROXY"] ?? "").split(separator: ",")
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        for exception in exceptions.map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) where !exception.isEmpty {
+            if exception == "*" { return nil }
+            let domain = exception.hasPrefix(".") ? String(exception.dropFirst()) : exception
+            if bare == domain || bare.hasSuffix("." + domain) { return nil }
+        }
+        // A proxy given without a scheme is an http one to libcurl.
+        let parsed = URL(string: value.contains("://") ? value : "http://" + value)
+        guard let proxyHost = parsed?.host, !proxyHost.isEmpty else { return (variable, "", "(unreadable)") }
+        let shown = proxyHost.contains(":") ? "[\(proxyHost)]" : proxyHost
+        return (variable, proxyHost, parsed?.port.map { "\(shown):\($0)" } ?? shown)
+    }
+
+    /// `message` of a connection that failed, saying that it was the proxy's when libcurl's text
+    /// names the proxy's host: "Failed to connect to 127.0.0.1 port 1" does not say it is a proxy.
+    static func namingTheProxy(_ message: String, for url: URL, environment: [String: String]) -> String {
+        guard let (variable, host, address) = proxy(for: url, environment: environment),
+              !host.isEmpty, message.contains(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+        else { return message }
+        return "\(message) (the proxy \(address) from \(variable); check that it runs, or unset \(variable))"
+    }
+
     /// Connections libcurl opened since the transport started (kept-alive ones are opened once).
     var connectionsOpened: Int { engine.connectionsOpened.withLock { $0 } }
     /// Easy handles made since the transport started (one ending well serves the next request).
@@ -396,7 +427,11 @@ private final class CurlTransfer: @unchecked Sendable {
             let probe = open("/dev/null", O_RDONLY | O_CLOEXEC)
             if probe >= 0 { close(probe) } else { systemError = Int(errno) }
         }
-        let detail = CurlTransport.failureDetail(text.isEmpty ? String(cString: avenues_curl_easy_strerror(code)) : text, systemError: systemError)
+        var message = text.isEmpty ? String(cString: avenues_curl_easy_strerror(code)) : text
+        if code == 7 || code == 28 {  // could not connect, or timed out: perhaps to the proxy
+            message = CurlTransport.namingTheProxy(message, for: request.url, environment: ProcessInfo.processInfo.environment)
+        }
+        let detail = CurlTransport.failureDetail(message, systemError: systemError)
         return CurlTransfer.error(code, detail: detail, url: request.url)
     }
 
