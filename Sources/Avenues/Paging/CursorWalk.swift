@@ -18,11 +18,22 @@ final class CursorWalk<Source: PageSource>: Sendable {
         /// `(page, cursor)`: the cursor that starts page `page` (`nil`: the first page), ascending,
         /// every `stride`-th page.
         var checkpoints: [(page: Int, cursor: Source.Cursor?)] = [(0, nil)]
+        /// The page each checkpoint's cursor starts: a page that gives one of them for a page after
+        /// it loops back (a "next" link pointing back), and the walk would go round for ever.
+        var checkpointOf: [Source.Cursor: Int] = [:]
         var stride = 1
         /// The source's length, once a page said it ended.
         var end: Int?
         /// The rows walked past so far.
         var furthest = 0
+
+        /// Drops the checkpoints `dropped` says, and their cursors' pages.
+        mutating func removeCheckpoints(where dropped: ((page: Int, cursor: Source.Cursor?)) -> Bool) {
+            for checkpoint in checkpoints where dropped(checkpoint) {
+                if let cursor = checkpoint.cursor, checkpointOf[cursor] == checkpoint.page { checkpointOf[cursor] = nil }
+            }
+            checkpoints.removeAll(where: dropped)
+        }
 
         /// The last checkpoint at or before `page`.
         func checkpoint(atOrBefore page: Int) -> (page: Int, cursor: Source.Cursor?) {
@@ -67,8 +78,8 @@ final class CursorWalk<Source: PageSource>: Sendable {
             // The page's rows in the range (none when the source ended before it).
             let first = max(rows.lowerBound, range.lowerBound), last = min(rows.upperBound, range.upperBound)
             if first < last { items += pageItems[(first - start) ..< (last - start)] }
-            record(page: page, rows: rows, next: next)
-            guard let next, rows.upperBound < range.upperBound else { return items }
+            let loops = record(page: page, rows: rows, next: next)
+            guard !loops, let next, rows.upperBound < range.upperBound else { return items }
             page += 1
             cursor = next
         }
@@ -90,24 +101,29 @@ final class CursorWalk<Source: PageSource>: Sendable {
         }
     }
 
-    private func record(page: Int, rows: Range<Int>, next: Source.Cursor?) {
+    /// Records what page `page` gave; returns whether its cursor loops back (the walk ends there).
+    private func record(page: Int, rows: Range<Int>, next: Source.Cursor?) -> Bool {
         state.withLock { state in
             state.furthest = max(state.furthest, rows.upperBound)
-            guard let next else {
+            let loops = next.flatMap { state.checkpointOf[$0] }.map { $0 <= page } ?? false
+            guard let next, !loops else {
+                // The end (or a loop, which ends the list there as ``PagedRows`` ends it).
                 state.end = rows.upperBound
                 // A source that grows (a log) goes on from the last checkpoint, not from past its end.
-                state.checkpoints.removeAll { $0.page > page }
-                return
+                state.removeCheckpoints { $0.page > page }
+                return loops
             }
             if let end = state.end, end <= rows.upperBound { state.end = nil }  // it grew
             let following = page + 1
-            guard following % state.stride == 0, let last = state.checkpoints.last, following > last.page else { return }
+            guard following % state.stride == 0, let last = state.checkpoints.last, following > last.page else { return false }
             state.checkpoints.append((following, next))
+            state.checkpointOf[next] = following
             if state.checkpoints.count > maxCheckpoints {
                 state.stride *= 2
                 let stride = state.stride
-                state.checkpoints.removeAll { $0.page % stride != 0 }
+                state.removeCheckpoints { $0.page % stride != 0 }
             }
+            return false
         }
     }
 }

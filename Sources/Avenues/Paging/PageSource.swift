@@ -3,7 +3,9 @@
 ///
 /// The first page is asked with ``PageRequest/Position/start``, the next ones with the cursor the
 /// previous page gave (``Page/cursorAfter``); a page with no `cursorAfter` ends the list, and so does
-/// a full page whose `cursorAfter` is the cursor it was asked with (asked again, it would come again).
+/// a full page whose `cursorAfter` is the cursor it was asked with (asked again, it would come again),
+/// or the cursor an earlier page gave (a "next" link pointing back would go round for ever: the
+/// list ends there and ``PageSourceLoopError`` is reported).
 /// Every page but the last holds exactly the requested number of items, so row `n` is always on
 /// page `n / size`.
 ///

@@ -29,3 +29,25 @@ public enum PageSourceError: Error, Hashable, Sendable, CustomStringConvertible 
         }
     }
 }
+
+/// A ``PageSource`` gave, after page `page`, the cursor it had given after an earlier page (a "next"
+/// link pointing back): walked on, the list would repeat pages `loopsTo` through `page` for ever,
+/// and a jump or a filter past them would ask the source without end. ``PagedRows`` ends the list at
+/// `page` and reports this once, as it reports a ``PageSourceError``; a ``FilteredRows`` scan ends
+/// there too.
+public struct PageSourceLoopError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The page, counted from 0, whose cursor was an earlier one.
+    public let page: Int
+    /// The page that cursor reached before.
+    public let loopsTo: Int
+
+    /// A loop from `page` back to `loopsTo`.
+    public init(page: Int, loopsTo: Int) {
+        (self.page, self.loopsTo) = (page, loopsTo)
+    }
+
+    /// What happened and what to do.
+    public var description: String {
+        "The page source gave, after page \(page), the cursor it had given before page \(loopsTo): walked on, the list would repeat pages \(loopsTo)–\(page) for ever, so it ends at page \(page). Return a cursor that moves on, and none after the last page."
+    }
+}

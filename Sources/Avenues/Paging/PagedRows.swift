@@ -128,7 +128,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         let store = PageStore<Cursor, Item>(cache: pageCache, limit: configuration.maxResident, pageSize: configuration.pageSize)
         self._store = store
         let size = configuration.pageSize
-        let breaches = LateBound<PageSourceError, Void>()
+        let breaches = LateBound<any Error, Void>()
         let loader = AutoProcessor<PageKey<Cursor>, Page<Cursor, Item>>(maxConcurrent: maxConcurrentLoads, executor: executor) { key in
             try await Self.load(key, from: source, size: size) { breaches($0) }
         }
@@ -388,7 +388,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// (a short page is completed from the pages after it, asked with its cursor). What the
     /// source got wrong is handed to `breach`.
     static func load(
-        _ key: PageKey<Cursor>, from source: Source, size: Int, breach: @Sendable (PageSourceError) -> Void
+        _ key: PageKey<Cursor>, from source: Source, size: Int, breach: @Sendable (any Error) -> Void
     ) async throws -> Page<Cursor, Item> {
         var page: Page<Cursor, Item>
         switch key.origin {
@@ -410,9 +410,10 @@ public final class PagedRows<Source: PageSource>: Sendable {
             // short one is a short page: completed if it can be, else the end, and reported.)
             page.cursorAfter = nil
             page.itemsAfter = nil
+            breach(PageSourceLoopError(page: key.number, loopsTo: key.number))
         }
         if page.items.count > size {
-            breach(.tooManyItems(page: key.number, asked: size, got: page.items.count))
+            breach(PageSourceError.tooManyItems(page: key.number, asked: size, got: page.items.count))
             page.items.removeLast(page.items.count - size)
         }
         var requests = 0
@@ -424,16 +425,16 @@ public final class PagedRows<Source: PageSource>: Sendable {
             page.items += more.items.prefix(missing)
             page.cursorAfter = more.cursorAfter
             page.itemsAfter = more.itemsAfter
-            if more.items.count > missing { breach(.tooManyItems(page: key.number, asked: missing, got: more.items.count)) }
+            if more.items.count > missing { breach(PageSourceError.tooManyItems(page: key.number, asked: missing, got: more.items.count)) }
             if more.items.isEmpty { break }
         }
         if page.items.count < size, page.cursorAfter != nil {
-            breach(.shortPage(page: key.number, asked: size, got: page.items.count))
+            breach(PageSourceError.shortPage(page: key.number, asked: size, got: page.items.count))
             page.cursorAfter = nil  // the list ends here: rows that cannot be numbered are not shown
             page.itemsAfter = nil
         }
         if let after = page.itemsAfter, after < 0 {
-            breach(.negativeItemsAfter(page: key.number, value: after))
+            breach(PageSourceError.negativeItemsAfter(page: key.number, value: after))
             page.itemsAfter = nil
         }
         return page
@@ -451,6 +452,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         let outcome = machine.withLock {
             $0.stored(key, itemCount: page.items.count, cursorAfter: page.cursorAfter, itemsAfter: page.itemsAfter)
         }
+        if let loopsTo = outcome.loopsBackTo { report(PageSourceLoopError(page: key.number, loopsTo: loopsTo), page: key.number) }
         applyWindow()
         // A page loaded for nobody (its rows scrolled away first) tells no row, yet may change the
         // count — that its end was reached, say — which a reader waiting for the count must hear.
@@ -465,10 +467,19 @@ public final class PagedRows<Source: PageSource>: Sendable {
     }
 
     /// A page source broke the contract: told once per kind of breach.
-    private func report(_ breach: PageSourceError) {
+    private func report(_ breach: any Error) {
+        switch breach {
+        case let breach as PageSourceError: report(breach, page: breach.page)
+        case let loop as PageSourceLoopError: report(loop, page: loop.page)
+        default: report(breach, page: 0)
+        }
+    }
+
+    /// Tells `breach` of page `page` once per kind.
+    private func report(_ breach: any Error, page: Int) {
         let kind = String(describing: breach).prefix(24)
         guard breachesReported.withLock({ $0.insert(String(kind)).inserted }) else { return }
-        notify(breach.page, error: breach)
+        notify(page, error: breach)
     }
 
     /// Tells every listener (``observe(_:)``, ``onChange``, ``subscribe()``) that page `number` changed.
@@ -553,7 +564,7 @@ public struct PagedRowsChange: Sendable {
     /// The list's count after the change.
     public let count: RowCount
     /// Why the page failed to load, or how its source broke the paging contract
-    /// (``PageSourceError``, told once per kind); `nil` for a page that loaded.
+    /// (``PageSourceError``, ``PageSourceLoopError``, told once per kind); `nil` for a page that loaded.
     public let error: (any Error)?
 
     /// A change.

@@ -69,6 +69,9 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
     struct Stored: Equatable, Sendable {
         /// The count changed (readers waiting for it must hear, even if no row was told).
         var countChanged = false
+        /// The page's cursor was the one an earlier page gave (this page's number): the source
+        /// loops, and the list ends at the page stored.
+        var loopsBackTo: Int?
     }
 
     /// The most refresh generations kept; beyond, the oldest ranges merge into the next newer one
@@ -82,6 +85,10 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
     private var nextGeneration: UInt64 = 1
     /// How to reach page `n` by cursor (the cursor the page before gave).
     private(set) var cursors: [Int: Cursor] = [:]
+    /// Which page each cursor reaches, and the generation of the page that gave it: a page that
+    /// gives the cursor of a page at or before it (a "next" link pointing back) would walk in a
+    /// circle for ever. An entry whose page was refreshed since does not count.
+    private var pageOfCursor: [Cursor: (page: Int, generation: UInt64)] = [:]
     /// The highest page reachable by walking cursors from the first page.
     private(set) var walkedTo = 0
     /// The last page, once a page said nothing follows it.
@@ -147,8 +154,22 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         let end = Saturating.add(start, itemCount)
         let pastTheRowsKnown = itemCount == 0 && start > knownRows
         knownRows = max(knownRows, pastTheRowsKnown ? 0 : end)
-        if let next = cursorAfter, key.number < Int.max {
+        var loopsBackTo: Int?
+        // A page loaded with a cursor replaced since (a refresh's first page gave a new one) may
+        // be another page's rows: what it gives says nothing of a loop.
+        let current: Bool
+        switch key.origin {
+        case .after(let asked): current = cursors[key.number] == asked
+        case .start, .offset: current = true
+        }
+        if current, let next = cursorAfter, let earlier = pageOfCursor[next], earlier.page <= key.number,
+           earlier.generation == generation(ofPage: max(0, earlier.page - 1)) {
+            loopsBackTo = earlier.page
+        }
+        if let next = cursorAfter, key.number < Int.max, loopsBackTo == nil {
+            if let old = cursors[key.number + 1], pageOfCursor[old]?.page == key.number + 1 { pageOfCursor[old] = nil }
             cursors[key.number + 1] = next
+            pageOfCursor[next] = (key.number + 1, key.generation)
             if walkedTo == key.number { walkedTo = key.number + 1 }
             if let after = itemsAfter, after >= 0 { total = Saturating.add(end, after) }
         } else if pastTheRowsKnown {
@@ -163,7 +184,12 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             if knownRows == bound { total = bound }
             endAtMost = nil
         }
-        return Stored(countChanged: before != (total, knownRows))
+        return Stored(countChanged: before != (total, knownRows), loopsBackTo: loopsBackTo)
+    }
+
+    /// The generation page `number` loads in now.
+    func generation(ofPage number: Int) -> UInt64 {
+        generations.last { $0.fromPage <= number }?.generation ?? 0
     }
 
     // MARK: Planning

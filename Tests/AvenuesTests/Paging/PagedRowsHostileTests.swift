@@ -49,6 +49,36 @@ struct EveryInteger: OffsetPageSource {
     }
 }
 
+/// A cursor source whose "next" link after page `loopEnd` points back to page `loopStart`: walked
+/// on, pages `loopStart…loopEnd` repeat for ever. Pages are 10 rows; every request is counted.
+struct LoopingSource: PageSource {
+    let loopStart: Int
+    let loopEnd: Int
+    let requests = Shared(0)
+
+    func page(_ request: PageRequest<Int>) async throws -> Page<Int, Int> {
+        requests.withLock { $0 += 1 }
+        let page = request.cursor ?? 0
+        let next = page == loopEnd ? loopStart : page + 1
+        return Page(items: Array(page * 10 ..< page * 10 + request.size), cursorAfter: next)
+    }
+}
+
+/// A feed: ids newest first, a page's cursor the last id it shows (the next page: older ids), whose
+/// newest items can be deleted, or newer ones arrive, between walks.
+final class FeedSource: PageSource, Sendable {
+    let items: Shared<[Int]>
+    init(_ items: [Int]) { self.items = Shared(items) }
+
+    func page(_ request: PageRequest<Int>) async throws -> Page<Int, Int> {
+        let all = items.value
+        let start = request.cursor.map { cursor in all.firstIndex { $0 < cursor } ?? all.count } ?? 0
+        let end = min(all.count, start + request.size)
+        let page = Array(all[start ..< end])
+        return Page(items: page, cursorAfter: end < all.count ? page.last : nil)
+    }
+}
+
 @Suite("Paged rows under hostile input", .timeLimit(.minutes(2)))
 struct PagedRowsHostileTests {
     func settle<S: PageSource>(_ rows: PagedRows<S>) async {
@@ -352,4 +382,65 @@ struct PagedRowsHostileTests {
         #expect(rows.item(at: 55) == 55)
         print("100,000 refresh(after:) calls: \(elapsed)")
     }
+
+    /// A server whose "next" link points back (seen 2026-11-27: a jump on such a list asked it
+    /// 6,000 times a second, for ever, and its count grew without end; a filter did the same).
+    @Test func aSourceThatLoopsEndsTheListWhereItLoopsAndIsReportedOnce() async {
+        for (loopStart, loopEnd) in [(0, 0), (0, 1), (1, 2), (3, 3), (2, 9), (0, 40)] {
+            let source = LoopingSource(loopStart: loopStart, loopEnd: loopEnd)
+            let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 10, initialLoadSize: 10))
+            let errors = Shared([String]())
+            rows.onChange = { change in if let error = change.error as? PageSourceLoopError { errors.withLock { $0.append("\(error.page)→\(error.loopsTo)") } } }
+            rows.show(0..<5)
+            rows.show(100_000 ..< 100_005)  // a jump past the loop: the list is walked to it
+            await settle(rows)
+            // The first page has no cursor: a loop back to it is seen when its cursor comes round,
+            // one page later (that page's rows show again once).
+            let pages = loopStart == 0 ? loopEnd + 2 : loopEnd + 1
+            let length = pages * 10
+            #expect(rows.count == .exact(length), "loop \(loopStart)…\(loopEnd): \(rows.count), \(source.requests.value) requests")
+            #expect(source.requests.value <= pages + 1, "loop \(loopStart)…\(loopEnd)")
+            #expect(rows.item(at: length - 1) != nil && rows.item(at: length) == nil)
+            await eventually("the loop is reported") { !errors.value.isEmpty }
+            let reported = loopStart == 0 ? "\(pages - 1)→1" : "\(loopEnd)→\(loopStart)"
+            #expect(errors.value == [reported], "loop \(loopStart)…\(loopEnd)")
+            rows.stop()
+
+            // A filter walks the source itself: its scan ends there too.
+            let filtered = FilteredRows(rows: rows, chunk: 25) { item, query in query.matches(String(item)) }
+            filtered.filter(TextQuery("7"))
+            await eventually("the scan ends") { filtered.progress.isComplete }
+            let items = (0 ..< length).map { $0 % ((loopEnd + 1) * 10) }  // the repeated first page, as listed
+            #expect(filtered.progress.scanned == length && filtered.count == .exact(items.filter { String($0).contains("7") }.count),
+                    "loop \(loopStart)…\(loopEnd): \(filtered.progress), \(filtered.count)")
+        }
+    }
+
+    /// A feed's items deleted or inserted at its head, then refreshed: cursors seen before come back
+    /// at other pages, which is not a loop (the pages that gave them were refreshed since, or were
+    /// loaded with a cursor the refresh replaced).
+    @Test func aFeedThatShiftsBetweenRefreshesIsNotTakenForALoop() async {
+        for change in ["delete", "insert"] {
+            let source = FeedSource(Array((0 ..< 500).reversed()))
+            let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 50, initialLoadSize: 50))
+            let loops = Shared(0)
+            rows.onChange = { change in if change.error is PageSourceLoopError { loops.withLock { $0 += 1 } } }
+            rows.show(250 ..< 260)
+            await settle(rows)
+            #expect(rows.item(at: 250) == 249)
+            source.items.withLock { $0 = change == "delete" ? Array((0 ..< 450).reversed()) : Array((0 ..< 550).reversed()) }
+            rows.refresh()
+            rows.show(250 ..< 260)
+            rows.show(0 ..< 10)
+            rows.show(440 ..< 460)
+            rows.show(100_000 ..< 100_010)
+            await settle(rows)
+            let newest = change == "delete" ? 449 : 549
+            rows.show(0 ..< 10)
+            await settle(rows)
+            #expect(rows.item(at: 0) == newest && loops.value == 0, "\(change): \(loops.value) loops")
+            rows.stop()
+        }
+    }
+
 }
