@@ -22,7 +22,8 @@
 ///   the walk's failure if a page of it fails.
 /// - **Refresh.** ``refresh()`` starts a new generation: rows on screen keep their old items (shown
 ///   as stale) until the new generation's visible pages arrive — those first; the rest only as the
-///   user moves there. ``refresh(after:)`` does the same for the rows after one (a growing log), and
+///   user moves there. A refreshed page that gives the next page another cursor than before (a
+///   feed whose newest items changed) makes the pages after it load again. ``refresh(after:)`` does the same for the rows after one (a growing log), and
 ///   ``follow(every:)`` polls it, without moving the window.
 /// - **Caching.** A `pageCache` (a ``MemoryStorage``, or a ``DiskStorage`` through `codable`) keeps
 ///   pages across runs: a second run shows the pages it saw at once, as stale, and loads them again.

@@ -89,6 +89,9 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
     /// gives the cursor of a page at or before it (a "next" link pointing back) would walk in a
     /// circle for ever. An entry whose page was refreshed since does not count.
     private var pageOfCursor: [Cursor: (page: Int, generation: UInt64)] = [:]
+    /// The generation of the page that gave each page's cursor (`cursors[n]` came from page `n - 1`
+    /// in `cursorGenerations[n]`).
+    private var cursorGenerations: [Int: UInt64] = [:]
     /// The highest page reachable by walking cursors from the first page.
     private(set) var walkedTo = 0
     /// The last page, once a page said nothing follows it.
@@ -166,9 +169,18 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
            earlier.generation == generation(ofPage: max(0, earlier.page - 1)) {
             loopsBackTo = earlier.page
         }
+        // The next page's cursor, learned before this page's refresh, is not the one it gives now
+        // (a feed whose newest items were deleted or added): the next pages, loaded or asked for
+        // with the old cursor, hold other rows than their numbers say. They load again.
+        var reloadFrom: Int?
+        if current, let next = cursorAfter, key.number < Int.max, let old = cursors[key.number + 1], old != next,
+           let learned = cursorGenerations[key.number + 1], learned != key.generation {
+            reloadFrom = key.number + 1
+        }
         if let next = cursorAfter, key.number < Int.max, loopsBackTo == nil {
             if let old = cursors[key.number + 1], pageOfCursor[old]?.page == key.number + 1 { pageOfCursor[old] = nil }
             cursors[key.number + 1] = next
+            cursorGenerations[key.number + 1] = key.generation
             pageOfCursor[next] = (key.number + 1, key.generation)
             if walkedTo == key.number { walkedTo = key.number + 1 }
             if let after = itemsAfter, after >= 0 { total = Saturating.add(end, after) }
@@ -184,6 +196,7 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             if knownRows == bound { total = bound }
             endAtMost = nil
         }
+        if let reloadFrom { refresh(fromPage: reloadFrom) }
         return Stored(countChanged: before != (total, knownRows), loopsBackTo: loopsBackTo)
     }
 

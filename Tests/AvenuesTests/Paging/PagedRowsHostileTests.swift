@@ -439,6 +439,15 @@ struct PagedRowsHostileTests {
             rows.show(0 ..< 10)
             await settle(rows)
             #expect(rows.item(at: 0) == newest && loops.value == 0, "\(change): \(loops.value) loops")
+            // Pages loaded with the cursors learned before the refresh held other rows than their
+            // numbers (row 60 showed row 10's item, for good): they load again once the walk
+            // gives their new cursors.
+            await eventually("row 60 shows its item") { rows.item(at: 60) == newest - 60 }  // page 1, prefetched
+            for top in stride(from: 30, through: 270, by: 30) {  // the rest as the list scrolls there
+                let window = top ..< top + 30
+                rows.show(window)
+                await eventually("rows \(window) show their items") { window.allSatisfy { rows.item(at: $0) == newest - $0 } }
+            }
             rows.stop()
         }
     }
