@@ -249,7 +249,11 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     }
 
     /// The matches on screen: their items load (at the caller's priority), those far from them may go.
+    /// A range wider than `maxResident` is cut to its first `maxResident` matches (a screen cannot
+    /// show more, and loading them all would read the whole source).
     public func show(_ indices: Range<Int>) {
+        let lower = max(0, indices.lowerBound)
+        let indices = lower ..< max(lower, min(indices.upperBound, Saturating.add(lower, maxResident)))
         let missing = state.withLock { state -> [Int] in
             state.window = indices
             let matches = state.machine.matches

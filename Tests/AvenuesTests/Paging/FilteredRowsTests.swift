@@ -386,6 +386,18 @@ struct FilteredRowsTests {
         #expect(filtered.item(at: 10_039) == "row 10039")
         #expect(filtered.state.withLock { $0.items.count } <= 100)
         #expect(filtered.index(ofRow: 12_345) == 12_345)
+
+        // A screen wider than the bound (a front end's height gone wrong) is cut to its first
+        // `maxResident` matches: 0..<Int.max read every match's row (1.1 million rows in 3 s, 2026-11-27).
+        let readsBefore = source.reads.count
+        for (shown, cut) in [(0 ..< Int.max, 0 ..< 100), (Int.min ..< Int.max, 0 ..< 100), (-5 ..< 3, 0 ..< 3), (19_990 ..< Int.max, 19_990 ..< 20_090)] {
+            filtered.show(shown)
+            #expect(filtered.state.withLock { $0.window } == cut, "\(shown)")
+        }
+        await eventually("the last screen's items loaded") { (19_990 ..< 20_000).allSatisfy { filtered.item(at: $0) != nil } }
+        // Each screen's items at most: 100 rows in reads of up to 64 (the old code read on through
+        // all 20,000 matches, about 313 reads).
+        #expect(source.reads.dropFirst(readsBefore).allSatisfy { $0.upperBound <= 100 || $0.lowerBound >= 19_990 }, "\(source.reads.dropFirst(readsBefore))")
     }
 
     @Test func aFilterDroppedWhileItScansStopsScanning() async throws {
