@@ -216,7 +216,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         var after = combined(window.filter { $0 > last })
         // Nothing pending after the window, and the last page is here: the end is reached.
         if case .idle = after, let endPage, last >= endPage || _store.anyPage(endPage) != nil { after = .endReached }
-        let visiblePages = first ... min(last, Saturating.add(first, configuration.maxResident / size))
+        let visiblePages = first ... min(last, Saturating.add(first, min(configuration.maxResident / size, PagedRowsStateMachine<Cursor>.Settings.prefetcherPages)))
         var refresh = combined(visiblePages)
         if case .idle = refresh, let waiting = visiblePages.lazy.compactMap(walkState(ofPage:)).first {
             // The rows on screen wait for a walk to reach them: they are what is being loaded.

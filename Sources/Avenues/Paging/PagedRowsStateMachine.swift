@@ -41,10 +41,16 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             reachPages = min(configuration.jumpThreshold / size, 1_024)
             self.jumps = jumps
             // A bound that saturated (a prefetch distance near Int.max) is no bound; otherwise the
-            // configuration keeps it above the prefetch, and the subtraction cannot overflow.
-            maxVisiblePages = configuration.maxResident == .max
+            // configuration keeps it above the prefetch, and the subtraction cannot overflow. Either
+            // way no more pages than the page prefetcher's window holds (``RowPrefetcher/maxRows``):
+            // those beyond would never load, and a window of Int.max rows was planned page by page.
+            let bound = configuration.maxResident == .max
                 ? .max : max(1, configuration.maxResident / size - aheadPages - behindPages)
+            maxVisiblePages = min(bound, Self.prefetcherPages)
         }
+
+        /// The most pages the page prefetcher holds (its default ``RowPrefetcher/maxRows``).
+        static var prefetcherPages: Int { 4_096 }
 
         /// The pages `rows` rows take, rounded up.
         static func pages(_ rows: Int, _ size: Int) -> Int {

@@ -224,6 +224,8 @@ struct PagedRowsHostileTests {
             _ = (extreme.loadStates, extreme.state(at: Int.max - 1))
             extreme.show(5..<45)  // with pages of 1 row and no memory bound, loadStates trapped here
             _ = (extreme.loadStates, extreme.state(at: 5))
+            extreme.show(3 ..< Int.max)  // and a window of every row was planned page by page, for ever
+            _ = (extreme.loadStates, extreme.state(at: 3))
             extreme.show(0..<40)
             await settle(extreme)
             _ = extreme.loadStates
