@@ -267,6 +267,15 @@ public final class PagedRows<Source: PageSource>: Sendable {
         applyWindow()
     }
 
+    /// Loads again, at once, the pages of the window whose load failed, whatever their wait: for a
+    /// "try again" key. A page that failed for good (``PermanentError``, or too many times) is
+    /// loaded again only by this or by ``refresh()``; moving the list does not.
+    public func retry() {
+        for number in prefetcher.window.keys.sorted() where pages.state(at: number).error != nil {
+            pages.retry(at: number)
+        }
+    }
+
     /// Loads the list again: a new generation. The rows on screen keep showing their old items until
     /// the new generation's visible pages arrive (those load first); other pages load again only as
     /// the user moves to them. The count is kept until the new pages say otherwise.

@@ -76,7 +76,8 @@ public enum PageLoadState: Sendable, CustomStringConvertible {
     case idle
     /// A page is loading.
     case loading
-    /// Loading a page failed; it is tried again when the user moves (after its retry wait).
+    /// Loading a page failed; it is tried again when the user moves (after its retry wait, unless it
+    /// failed for good), or at once by ``PagedRows/retry()``.
     case failed(any Error)
     /// There is nothing more in this direction.
     case endReached

@@ -309,6 +309,36 @@ struct PagedRowsTests {
         rows.stop()
     }
 
+    /// A page that failed for good (a 404) is not asked again when the list moves, and had no way
+    /// back but a refresh: `retry()` loads the window's failed pages at once.
+    @Test func aPageThatFailedForGoodLoadsAgainOnlyByRetry() async {
+        struct Gone: PermanentError { var isPermanent: Bool { true } }
+        final class GoneOnce: OffsetPageSource, Sendable {
+            typealias Cursor = Int
+            typealias Item = Int
+            let requests = Shared(0)
+            func page(at offset: Int, size: Int) async throws -> Page<Int, Int> {
+                if requests.withLock({ $0 += 1; return $0 }) == 1 { throw Gone() }
+                return Page(items: Array(offset ..< offset + size), cursorAfter: offset + size < 500 ? offset + size : nil)
+            }
+        }
+        let source = GoneOnce()
+        let rows = PagedRows(source: source, configuration: PagingConfiguration(pageSize: 100, prefetchDistance: 0, initialLoadSize: 100))
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(rows.state(at: 3).error is Gone && rows.state(at: 3).retryAt == nil, "\(rows.state(at: 3))")
+        rows.show(1..<41)
+        rows.show(0..<40)
+        await settle(rows)
+        #expect(source.requests.value == 1 && rows.loadStates.refresh.description.hasPrefix("failed"))
+        rows.retry()
+        await settle(rows)
+        #expect(rows.item(at: 3) == 3 && source.requests.value == 2)
+        rows.retry()  // nothing failed: nothing asked
+        await settle(rows)
+        #expect(source.requests.value == 2)
+    }
+
     @Test func aFailedPageIsNotCachedAndIsTriedAgainOnTheNextShow() async {
         let source = ScriptedSource(count: 500)
         source.failing.withLock { $0 = [0] }
