@@ -1,6 +1,6 @@
 /// A ``PageSource`` broke the paging contract (``PagedRows`` detects it, reports it once through
 /// ``PagedRows/subscribe()`` and ``PagedRows/onChange``, and keeps the list usable).
-public enum PageSourceError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum PageSourceError: Error, Hashable, Sendable, CustomStringConvertible, PageContractBreach {
     /// A page held more items than asked: the extra items were dropped, so the rows after them
     /// are missing from the list.
     case tooManyItems(page: Int, asked: Int, got: Int)
@@ -35,7 +35,7 @@ public enum PageSourceError: Error, Hashable, Sendable, CustomStringConvertible 
 /// and a jump or a filter past them would ask the source without end. ``PagedRows`` ends the list at
 /// `page` and reports this once, as it reports a ``PageSourceError``; a ``FilteredRows`` scan ends
 /// there too.
-public struct PageSourceLoopError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct PageSourceLoopError: Error, Hashable, Sendable, CustomStringConvertible, PageContractBreach {
     /// The page, counted from 0, whose cursor was an earlier one.
     public let page: Int
     /// The page that cursor reached before.
@@ -50,4 +50,11 @@ public struct PageSourceLoopError: Error, Hashable, Sendable, CustomStringConver
     public var description: String {
         "The page source gave, after page \(page), the cursor it had given before page \(loopsTo): walked on, the list would repeat pages \(loopsTo)–\(page) for ever, so it ends at page \(page). Return a cursor that moves on, and none after the last page."
     }
+}
+
+/// A breach of the paging contract that ``PagedRows`` reports once per kind, with the page it was
+/// seen on.
+protocol PageContractBreach: Error, Sendable {
+    /// The page, counted from 0.
+    var page: Int { get }
 }

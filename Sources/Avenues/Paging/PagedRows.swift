@@ -23,8 +23,9 @@
 /// - **Refresh.** ``refresh()`` starts a new generation: rows on screen keep their old items (shown
 ///   as stale) until the new generation's visible pages arrive — those first; the rest only as the
 ///   user moves there. A refreshed page that gives the next page another cursor than before (a
-///   feed whose newest items changed) makes the pages after it load again. ``refresh(after:)`` does the same for the rows after one (a growing log), and
-///   ``follow(every:)`` polls it, without moving the window.
+///   feed whose newest items changed) makes the pages after it load again. ``refresh(after:)``
+///   does the same for the rows after one (a growing log), and ``follow(every:)`` polls it,
+///   without moving the window.
 /// - **Caching.** A `pageCache` (a ``MemoryStorage``, or a ``DiskStorage`` through `codable`) keeps
 ///   pages across runs: a second run shows the pages it saw at once, as stale, and loads them again.
 /// - **Details.** ``detail(storage:processor:maxConcurrent:ahead:key:)`` gives each visible row's detail (a diff
@@ -129,7 +130,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         let store = PageStore<Cursor, Item>(cache: pageCache, limit: configuration.maxResident, pageSize: configuration.pageSize)
         self._store = store
         let size = configuration.pageSize
-        let breaches = LateBound<any Error, Void>()
+        let breaches = LateBound<any PageContractBreach, Void>()
         let loader = AutoProcessor<PageKey<Cursor>, Page<Cursor, Item>>(maxConcurrent: maxConcurrentLoads, executor: executor) { key in
             try await Self.load(key, from: source, size: size) { breaches($0) }
         }
@@ -197,9 +198,9 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// Whether pages are loading, failed or ended, for the visible rows and either side of them.
     public var loadStates: PageLoadStates {
         let size = configuration.pageSize
-        let (visible, endPage) = machine.withLock { ($0.visible, $0.endPage) }
-        guard let visible else { return PageLoadStates(refresh: .idle, before: .idle, after: .idle) }
-        let first = visible.lowerBound / size, last = max(first, max(visible.lowerBound, visible.upperBound - 1) / size)
+        let (visible, visiblePages, endPage) = machine.withLock { ($0.visible, $0.visiblePages, $0.endPage) }
+        guard let visible, let visiblePages else { return PageLoadStates(refresh: .idle, before: .idle, after: .idle) }
+        let first = visiblePages.lowerBound, last = max(first, max(visible.lowerBound, visible.upperBound - 1) / size)
         func combined(_ numbers: some Sequence<Int>) -> PageLoadState {
             var result = PageLoadState.idle
             for number in numbers {
@@ -216,7 +217,6 @@ public final class PagedRows<Source: PageSource>: Sendable {
         var after = combined(window.filter { $0 > last })
         // Nothing pending after the window, and the last page is here: the end is reached.
         if case .idle = after, let endPage, last >= endPage || _store.anyPage(endPage) != nil { after = .endReached }
-        let visiblePages = first ... min(last, Saturating.add(first, min(configuration.maxResident / size, PagedRowsStateMachine<Cursor>.Settings.prefetcherPages)))
         var refresh = combined(visiblePages)
         if case .idle = refresh, let waiting = visiblePages.lazy.compactMap(walkState(ofPage:)).first {
             // The rows on screen wait for a walk to reach them: they are what is being loaded.
@@ -398,7 +398,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
     /// (a short page is completed from the pages after it, asked with its cursor). What the
     /// source got wrong is handed to `breach`.
     static func load(
-        _ key: PageKey<Cursor>, from source: Source, size: Int, breach: @Sendable (any Error) -> Void
+        _ key: PageKey<Cursor>, from source: Source, size: Int, breach: @Sendable (any PageContractBreach) -> Void
     ) async throws -> Page<Cursor, Item> {
         var page: Page<Cursor, Item>
         switch key.origin {
@@ -462,7 +462,7 @@ public final class PagedRows<Source: PageSource>: Sendable {
         let outcome = machine.withLock {
             $0.stored(key, itemCount: page.items.count, cursorAfter: page.cursorAfter, itemsAfter: page.itemsAfter)
         }
-        if let loopsTo = outcome.loopsBackTo { report(PageSourceLoopError(page: key.number, loopsTo: loopsTo), page: key.number) }
+        if let loopsTo = outcome.loopsBackTo { report(PageSourceLoopError(page: key.number, loopsTo: loopsTo)) }
         applyWindow()
         // A page loaded for nobody (its rows scrolled away first) tells no row, yet may change the
         // count — that its end was reached, say — which a reader waiting for the count must hear.
@@ -477,19 +477,10 @@ public final class PagedRows<Source: PageSource>: Sendable {
     }
 
     /// A page source broke the contract: told once per kind of breach.
-    private func report(_ breach: any Error) {
-        switch breach {
-        case let breach as PageSourceError: report(breach, page: breach.page)
-        case let loop as PageSourceLoopError: report(loop, page: loop.page)
-        default: report(breach, page: 0)
-        }
-    }
-
-    /// Tells `breach` of page `page` once per kind.
-    private func report(_ breach: any Error, page: Int) {
+    private func report(_ breach: any PageContractBreach) {
         let kind = String(describing: breach).prefix(24)
         guard breachesReported.withLock({ $0.insert(String(kind)).inserted }) else { return }
-        notify(page, error: breach)
+        notify(breach.page, error: breach)
     }
 
     /// Tells every listener (``observe(_:)``, ``onChange``, ``subscribe()``) that page `number` changed.

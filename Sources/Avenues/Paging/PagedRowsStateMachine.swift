@@ -272,12 +272,17 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
     /// walked to it, page by page from this one. `nil` when `number` is not on screen, can be
     /// loaded, or lies past the end.
     func walkPage(toReach number: Int) -> Int? {
-        guard let rows = visible, number > 0, !isPastTheEnd(number) else { return nil }
+        guard number > 0, !isPastTheEnd(number), let pages = visiblePages, pages.contains(number), key(for: number) == nil else { return nil }
+        return walkFrontier(below: number)
+    }
+
+    /// The pages of the visible rows (at most ``Settings/maxVisiblePages``), `nil` when nothing is
+    /// shown.
+    var visiblePages: ClosedRange<Int>? {
+        guard let rows = visible else { return nil }
         let size = settings.pageSize
         let first = rows.lowerBound / size
-        let last = min(max(first, max(rows.lowerBound, rows.upperBound - 1) / size), Saturating.add(first, settings.maxVisiblePages - 1))
-        guard (first ... last).contains(number), key(for: number) == nil else { return nil }
-        return walkFrontier(below: number)
+        return first ... min(max(first, max(rows.lowerBound, rows.upperBound - 1) / size), Saturating.add(first, settings.maxVisiblePages - 1))
     }
 
     // MARK: Reading
