@@ -718,5 +718,18 @@ struct ProxyNamingTests {
         let local = URL(string: "http://[::1]:8080/x")!
         #expect(chosen(["http_proxy": "p:1", "no_proxy": "::1"], local) == nil)
     }
+
+    /// What a hostile environment can put there: an escape sequence, invalid UTF-8 (as Foundation
+    /// decodes it), a port past 65535, a value of 100,000 characters, a no_proxy of 100,000 commas.
+    @Test func aHostileProxyValueNeitherTrapsNorReachesTheTerminal() {
+        let values = ["http://\u{1B}[31mred:1", "\u{1B}]0;title\u{07}:1", "http://p:99999999999999999999", "http://[::1", "::::",
+                      "http://\u{FFFD}\u{FFFD}:1", String(repeating: "a", count: 100_000) + ":1", "http://u:p@:1", "%00:1"]
+        for value in values {
+            let environment = ["http_proxy": value, "no_proxy": String(repeating: ",", count: 100_000)]
+            let named = CurlTransport.namingTheProxy(refused, for: url, environment: environment)
+            #expect(!named.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(value.prefix(40).debugDescription)")
+            #expect(!named.contains("u:p"))
+        }
+    }
 }
 #endif
