@@ -55,7 +55,9 @@ public enum TextWidth {
     /// or on the left when `alignRight`). A cut is marked "…": at the end, or at the start when
     /// `keepEnd` (for paths, whose file name is at the end).
     ///
-    /// What it shows is made safe for a terminal (``TerminalSafe``): control characters become `?`.
+    /// What it shows is made safe for a terminal (``TerminalSafe``): control characters become `?`,
+    /// and a mark with nothing to sit on (at the start, or after a control) is shown on a dotted
+    /// circle so that it joins nothing before it.
     /// It reads at most about `width` characters of `text`, however long `text` is, so a huge
     /// string costs a screen's width per frame, not its length.
     public static func fit(_ text: some StringProtocol, _ width: Int, alignRight: Bool = false, keepEnd: Bool = false) -> String {
@@ -149,7 +151,8 @@ public enum TextWidth {
         var cut = false
         func take<Characters: Sequence<Character>>(_ characters: Characters) {
             for character in characters {
-                guard let shown = safe(character) else { continue }
+                guard var shown = safe(character) else { continue }
+                if shown == character, let based = onItsOwnBase(character) { shown = based }
                 let next = columns(shown)
                 if used + next > width {
                     cut = true
@@ -192,6 +195,22 @@ public enum TextWidth {
             }
         }
         return replaced ? "?" : character
+    }
+
+    /// `character` on a dotted circle (U+25CC, Unicode's base for a mark shown alone) if it starts
+    /// with a mark: a combining or spacing mark, an emoji modifier or a joiner. Such a character
+    /// starts a text, or follows a control; shown as it is, it would join whatever is before it on
+    /// the screen (the padding, the column to its left) and its row would lose a column.
+    /// `nil` for any other character.
+    static func onItsOwnBase(_ character: Character) -> Character? {
+        guard let first = character.unicodeScalars.first, first.value >= 0x300 else { return nil }
+        let properties = first.properties
+        guard properties.isGraphemeExtend || properties.isEmojiModifier || first.value == 0x200D
+            || properties.generalCategory == .spacingMark else { return nil }
+        // Swift's own segmentation decides: a mark joins the circle into one character.
+        let based = "\u{25CC}" + String(character)
+        guard based.count == 1, let joined = based.first else { return nil }
+        return joined
     }
 
     /// `path` in `width` columns, keeping its end: the whole path if it fits, else `…/` with the

@@ -90,6 +90,29 @@ struct TextWidthTests {
         }
     }
 
+    /// Found by ScreenTextFuzzer: a text that starts with a mark (here an emoji skin-tone modifier,
+    /// U+1F3FE) has nothing to sit on, so right-aligned it joined the padding before it into one
+    /// character and the row took 62 columns of 63. Such a character is shown on a dotted circle
+    /// (U+25CC, Unicode's base for a mark shown alone), which joins nothing before it.
+    @Test func aTextThatStartsWithAMarkIsShownOnADottedCircleAndTakesItsWidth() {
+        let fuzzed = String(decoding: [0xF0, 0x9F, 0x8F, 0xBE, 0x9F, 0x31, 0xCC, 0xAE, 0x9F, 0x31, 0xB8, 0x3E] as [UInt8], as: UTF8.self)
+        for text in [fuzzed, "\u{301}abc", "\u{1F3FE}\u{1F3FE}x", "\u{200D}\u{1F355}", "\u{93E}ab", "a\u{1}\u{301}b", "a\u{202E}\u{301}b"] {
+            for width in [1, 2, 3, 5, 63] {
+                for alignRight in [false, true] {
+                    for keepEnd in [false, true] {
+                        let fitted = TextWidth.fit(text, width, alignRight: alignRight, keepEnd: keepEnd)
+                        #expect(TextWidth.columns(fitted) == width, "\(text.debugDescription) in \(width), right \(alignRight), end \(keepEnd): \(fitted.debugDescription)")
+                        // Whatever comes before it on the screen, it is a character of its own.
+                        #expect(("x" + fitted).count == 1 + fitted.count, "\(fitted.debugDescription) joins what is before it")
+                    }
+                }
+            }
+        }
+        #expect(TextWidth.fit("\u{301}abc", 5) == "\u{25CC}\u{301}abc ")
+        #expect(TextWidth.fit("a\u{202E}\u{301}b", 4) == "a\u{25CC}\u{301}b ")
+        #expect(TextWidth.fit("e\u{301}", 2, alignRight: true) == " e\u{301}")
+    }
+
     /// The ASCII and simple-scalar paths against the character path, on text that mixes what they
     /// take with what they must leave to it: marks that join the character before, a prepended
     /// mark that joins the one after, emoji, bidirectional and other controls, wide characters.
