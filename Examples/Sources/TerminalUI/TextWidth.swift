@@ -2,13 +2,19 @@
 /// (combining) characters. An approximation of `wcwidth` that covers what file names and first
 /// lines of files contain.
 public enum TextWidth {
-    /// Columns taken by `character`: 2 for an emoji shown as a picture, else the sum of its scalars'
+    /// Columns taken by `character`: 2 for an emoji shown as a picture (one that starts with an
+    /// emoji and holds one shown as a picture: 🦊, 👍🏾, a flag), else the sum of its scalars'
     /// columns, as a terminal draws them (a base and its combining marks: the base's; a spacing
     /// mark such as U+093E adds one; a prepended mark such as U+0605 adds none to the scalar it
-    /// joins).
+    /// joins; a skin-tone modifier on a base that is no emoji, such as ◌🏾, adds its own two, as
+    /// tmux draws it).
     public static func columns(_ character: Character) -> Int {
-        if character.unicodeScalars.contains(where: { $0.properties.isEmojiPresentation }) { return 2 }
-        return character.unicodeScalars.reduce(0) { $0 + columns($1) }
+        let scalars = character.unicodeScalars
+        if let first = scalars.first, !first.isASCII, first.properties.isEmoji,
+           scalars.contains(where: { $0.properties.isEmojiPresentation }) {
+            return 2
+        }
+        return scalars.reduce(0) { $0 + columns($1) }
     }
 
     static func columns(_ scalar: Unicode.Scalar) -> Int {

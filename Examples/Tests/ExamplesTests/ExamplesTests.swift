@@ -111,6 +111,14 @@ struct TextWidthTests {
         #expect(TextWidth.fit("\u{301}abc", 5) == "\u{25CC}\u{301}abc ")
         #expect(TextWidth.fit("a\u{202E}\u{301}b", 4) == "a\u{25CC}\u{301}b ")
         #expect(TextWidth.fit("e\u{301}", 2, alignRight: true) == " e\u{301}")
+        // A modifier on a base that is no emoji is drawn as a swatch of its own (tmux 3.3: the
+        // cursor ends 3 columns after "◌🏾"); on an emoji, the two are one picture.
+        #expect(TextWidth.columns("\u{25CC}\u{1F3FE}") == 3)
+        #expect(TextWidth.columns("1\u{1F3FE}") == 3)
+        #expect(TextWidth.columns("\u{1F44D}\u{1F3FE}") == 2)
+        #expect(TextWidth.columns("\u{1F1EB}\u{1F1F7}") == 2)
+        #expect(TextWidth.columns("\u{1F3FE}") == 2)
+        #expect(TextWidth.fit("\u{1F3FE}ab", 6) == "\u{25CC}\u{1F3FE}ab ")
     }
 
     /// The ASCII and simple-scalar paths against the character path, on text that mixes what they
