@@ -109,7 +109,9 @@ final class TransferGate: Sendable {
                 let value = priority?.value ?? .visible
                 if value > bestPriority { (best, bestPriority) = (id, value) }
             }
-            if keepingSlotsForQueuedWork, let queued = snapshot.queued?(), queued > bestPriority { return }
+            // Nothing queued outranks `.visible`: the scheduler's lock is not taken (a list of
+            // visible downloads asks at every transfer's end, on the transport's thread).
+            if keepingSlotsForQueuedWork, bestPriority < .visible, let queued = snapshot.queued?(), queued > bestPriority { return }
             enum Taken { case start(@Sendable () -> Void), full, left }
             let taken = state.withLock { state -> Taken in
                 guard state.moving < limit else { return .full }
