@@ -1,6 +1,5 @@
 import Foundation
 import Dispatch
-import Synchronization
 import Testing
 @testable import Avenues
 
@@ -614,9 +613,9 @@ struct AvenueTests {
     /// that call, so it looks at the avenue's lock then.
     @Test func theProcessorIsCalledOutsideTheAvenuesLock() async {
         final class LockWatchingExecutor: TaskExecutor, Sendable {
-            let avenue = Mutex<Avenue<Int, Int, Int>?>(nil)
+            let avenue = Shared<Avenue<Int, Int, Int>?>(nil)
             /// For each worker started: was the avenue's lock free?
-            let lockFree = Mutex<[Bool]>([])
+            let lockFree = Shared<[Bool]>([])
             let held = HeldExecutor()
 
             func enqueue(_ job: consuming ExecutorJob) {

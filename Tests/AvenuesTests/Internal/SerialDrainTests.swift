@@ -9,7 +9,7 @@ import Testing
 struct SerialDrainTests {
     @Test func aSubmitFromInsideADrainIsCarriedOutByTheOuterDrainAfterItsBatch() {
         let drain = SerialDrain<[Int]>()
-        let log = Mutex<[String]>([])
+        let log = Shared<[String]>([])
         func submit(_ value: Int) {
             drain.submit({ pending in
                 var all = pending.take() ?? []
@@ -29,7 +29,7 @@ struct SerialDrainTests {
 
     @Test func theMergeSaysWhetherTheNewestWinsOrAdditionsPileUp() {
         let drain = SerialDrain<String>()
-        let drained = Mutex<[String]>([])
+        let drained = Shared<[String]>([])
         func submit(_ request: String) {
             drain.submit({ pending in
                 // As RowPrefetcher's: a "replan" never replaces a pending show.

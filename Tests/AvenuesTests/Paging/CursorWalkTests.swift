@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 
 @testable import Avenues
@@ -7,9 +6,9 @@ import Testing
 /// counts the pages asked of it. Its rows can grow.
 final class TokenSource: PageSource, Sendable {
     struct Token: Hashable, Sendable { let next: Int }
-    private let state: Mutex<(rows: [String], pagesAsked: [Int])>
+    private let state: Shared<(rows: [String], pagesAsked: [Int])>
 
-    init(_ rows: [String]) { state = Mutex((rows, [])) }
+    init(_ rows: [String]) { state = Shared((rows: rows, pagesAsked: [])) }
 
     var pagesAsked: [Int] { state.withLock { $0.pagesAsked } }
     func append(_ more: [String]) { state.withLock { $0.rows += more } }
@@ -140,7 +139,7 @@ struct CursorWalkTests {
     final class CancellingSource: PageSource, Sendable {
         let inner: TokenSource
         /// Pages the walk asked for, counted before the inner source checks for cancellation itself.
-        let asked = Mutex(0)
+        let asked = Shared(0)
 
         init(inner: TokenSource) { self.inner = inner }
 

@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 @testable import Avenues
 
@@ -165,7 +164,7 @@ struct AutoProcessorStateMachineTests {
     }
 
     @Test func waitersAreHandedOutOnceEachInTheOrderTheyClaimed() throws {
-        let resumed = Mutex<[UInt64]>([])
+        let resumed = Shared<[UInt64]>([])
         func recorder(_ id: UInt64) -> Waiter<Int> { .callback { _ in resumed.withLock { $0.append(id) } } }
         var machine = Machine(maxConcurrent: 1)
         let worker = try #require(spawned(machine.claim("k", id: 1, priority: .prefetch, waiter: recorder(1))))

@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 @testable import Avenues
 
@@ -220,8 +219,8 @@ struct NestedRequestTests {
 
     /// A processor whose work for a key may ask the same processor for other keys.
     final class Recursive: Sendable {
-        let processor = Mutex<AutoProcessor<Int, Int>?>(nil)
-        let runs = Mutex<[Int: Int]>([:])
+        let processor = Shared<AutoProcessor<Int, Int>?>(nil)
+        let runs = Shared<[Int: Int]>([:])
         init(maxConcurrent: Int, reservedForVisible: Int = 0, dependencies: @escaping @Sendable (Int) -> [Int]) {
             let made = AutoProcessor<Int, Int>(maxConcurrent: maxConcurrent, reservedForVisible: reservedForVisible, rateLimit: nil, executor: nil,
                                                propagatesPriority: false, work: { [weak self] key, _ in
@@ -286,8 +285,8 @@ struct NestedRequestTests {
     }
 
     @Test func aMultiplexerMapWhoseFetchAsksTheMapForAnotherKeyEndsWithOneFetchAtATime() async throws {
-        let map = Mutex<MultiplexerMap<Int, Int>?>(nil)
-        let fetches = Mutex<[Int]>([])
+        let map = Shared<MultiplexerMap<Int, Int>?>(nil)
+        let fetches = Shared<[Int]>([])
         let made = MultiplexerMap<Int, Int>(maxConcurrentFetches: 1) { key in
             fetches.withLock { $0.append(key) }
             guard key > 0, let map = map.withLock({ $0 }) else { return 1 }
@@ -300,7 +299,7 @@ struct NestedRequestTests {
     }
 
     @Test func aMultiplexerMapWhoseFetchAsksForItsOwnKeyThrowsACycleErrorNamingTheMapsKey() async throws {
-        let map = Mutex<MultiplexerMap<Int, Int>?>(nil)
+        let map = Shared<MultiplexerMap<Int, Int>?>(nil)
         let made = MultiplexerMap<Int, Int>(maxConcurrentFetches: 4) { key in
             guard let map = map.withLock({ $0 }) else { return 0 }
             return try await map.value(for: key)
@@ -317,7 +316,7 @@ struct NestedRequestTests {
         // cancelled; the caller of 30 is cancelled then, and every run of the chain must stop.
         let (started, tell) = AsyncStream.makeStream(of: Int.self)
         let (never, _) = AsyncStream.makeStream(of: Void.self)
-        let box = Mutex<AutoProcessor<Int, Int>?>(nil)
+        let box = Shared<AutoProcessor<Int, Int>?>(nil)
         let processor = AutoProcessor<Int, Int>(maxConcurrent: 1) { key in
             if key == 12 {
                 tell.yield(key)
@@ -345,7 +344,7 @@ struct NestedRequestTests {
         // before, it took the lent slot back, so the worker started for K left without running it
         // and A waited for ever. Every job runs on the test's executor, in order.
         let held = HeldExecutor()
-        let box = Mutex<AutoProcessor<String, Int>?>(nil)
+        let box = Shared<AutoProcessor<String, Int>?>(nil)
         let (never, _) = AsyncStream.makeStream(of: Void.self)
         let processor = AutoProcessor<String, Int>(maxConcurrent: 1, executor: held) { key in
             guard key == "A", let processor = box.withLock({ $0 }) else { return 10 }
@@ -384,7 +383,7 @@ struct NestedRequestTests {
         var model: [Int] = Array(repeating: 0, count: count)
         for key in (0 ..< count).reversed() { model[key] = dependencies[key].reduce(key) { $0 &+ model[$1] } }
         let priorities = (0 ..< count).map { _ in LoadPriority.allCases.randomElement(using: &random) ?? .visible }
-        let box = Mutex<AutoProcessor<Int, Int>?>(nil)
+        let box = Shared<AutoProcessor<Int, Int>?>(nil)
         let maxConcurrent = Int.random(in: 1 ... 3, using: &random)
         // Threads of its own: the suite's long CPU-bound tests hold Swift's two pool threads for tens
         // of seconds in a parallel run, and this test's hundreds of hops would wait them out.
