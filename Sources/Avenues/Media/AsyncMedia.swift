@@ -272,22 +272,67 @@ public final class AsyncMedia: SchedulingProcessor {
     /// }
     /// ```
     public func files(for urls: some Sequence<URL>, priority: LoadPriority = .visible) -> AsyncStream<Answer> {
-        let urls = Array(urls)
         let (stream, continuation) = AsyncStream.makeStream(of: Answer.self)
-        guard !urls.isEmpty else {
+        // Each answer is yielded before it is counted, so the one counted last finishes the
+        // sequence after every other was yielded.
+        guard let list = claimEvery(Array(urls), priority: priority, deliver: { continuation.yield($0) }, end: { continuation.finish() }) else {
             continuation.finish()
             return stream
         }
+        continuation.onTermination = { [weak downloader] termination in
+            guard case .cancelled = termination, let downloader else { return }
+            Self.withdraw(list, from: downloader)
+        }
+        return stream
+    }
+
+    /// ``files(for:priority:)`` without a task to read the answers: `answer` is called once for each
+    /// URL of `urls` (a URL given twice, twice), as each is known — cached files first, the others
+    /// as their downloads end — one call at a time, on the thread that learned the answer.
+    ///
+    /// Nothing is woken to read an answer. A reading task woken per file cost about a fifth of the
+    /// time on 2,000 small files from a server on the same machine (Benchmarks/README.md,
+    /// "keepalive-bench"). For front ends that cannot await (as ``Avenue`` claims its rows), and
+    /// for long lists. `answer` must be quick and must not wait for this `AsyncMedia`: hand the
+    /// answer to your own queue (the main one, for a screen) and return.
+    ///
+    /// ``FileListRequest/cancel()`` withdraws the claims not yet answered, as leaving a
+    /// ``files(for:priority:)`` loop does; dropping the request does not.
+    ///
+    /// ```swift
+    /// let request = media.files(for: urls) { answer in
+    ///     DispatchQueue.main.async { show(answer) }
+    /// }
+    /// ```
+    @discardableResult
+    public func files(
+        for urls: some Sequence<URL>, priority: LoadPriority = .visible, answer: @escaping @Sendable (Answer) -> Void
+    ) -> FileListRequest {
+        let stopped = Locked(false)
+        let calls = SerialDrain<[Answer]>()
+        let deliver: @Sendable (Answer) -> Void = { given in
+            calls.submit({ pending in pending = (pending ?? []) + [given] }) { batch in
+                for each in batch where !stopped.withLock({ $0 }) { answer(each) }
+            }
+        }
+        let list = claimEvery(Array(urls), priority: priority, deliver: deliver, end: {})
+        return FileListRequest { [weak downloader] in
+            stopped.withLock { $0 = true }
+            if let list, let downloader { Self.withdraw(list, from: downloader) }
+        }
+    }
+
+    /// Claims every URL of `urls` at `priority`, off the calling thread: `deliver` is called once
+    /// per URL (from any thread, on several at once), and `end` once, after the last `deliver`
+    /// returned. `nil` for an empty list (neither is called).
+    private func claimEvery(
+        _ urls: [URL], priority: LoadPriority, deliver: @escaping @Sendable (Answer) -> Void, end: @escaping @Sendable () -> Void
+    ) -> ClaimedList<AutoProcessor<URL, URL>.Claim>? {
+        guard !urls.isEmpty else { return nil }
         let list = ClaimedList<AutoProcessor<URL, URL>.Claim>(count: urls.count)
         let answer: @Sendable (URL, Result<URL, any Error>) -> Void = { url, result in
-            continuation.yield(Answer(url: url, result: result))
-            if list.answered() { continuation.finish() }
-        }
-        continuation.onTermination = { [weak downloader] termination in
-            guard case .cancelled = termination else { return }
-            // Last first: a download prepared behind the moving one leaves before the moving one's
-            // slot is freed, so it never moves. Releasing a claim already answered does nothing.
-            for claim in list.stop().reversed() { downloader?.release(claim) }
+            deliver(Answer(url: url, result: result))
+            if list.answered() { end() }
         }
         Task.detached { [self] in
             // When the first lookups mostly fail (a cold cache), one listing of the folder stands in
@@ -314,10 +359,17 @@ public final class AsyncMedia: SchedulingProcessor {
                 }
             }
         }
-        return stream
+        return list
     }
 
-    /// One URL's answer from ``files(for:priority:)``.
+    /// Withdraws the claims of `list` not yet answered.
+    private static func withdraw(_ list: ClaimedList<AutoProcessor<URL, URL>.Claim>, from downloader: AutoProcessor<URL, URL>) {
+        // Last first: a download prepared behind the moving one leaves before the moving one's
+        // slot is freed, so it never moves. Releasing a claim already answered does nothing.
+        for claim in list.stop().reversed() { downloader.release(claim) }
+    }
+
+    /// One URL's answer from ``files(for:priority:)`` or ``files(for:priority:answer:)``.
     public struct Answer: Sendable {
         /// The URL as it was given.
         public let url: URL

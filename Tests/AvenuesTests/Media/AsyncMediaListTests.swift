@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Avenues
 
@@ -102,6 +103,22 @@ struct AsyncMediaListTests {
         #expect(urls.allSatisfy { media.cachedFile(for: $0) != nil })
     }
 
+    /// DownloadingFiles.md's example of a list answered by callback, as it is written there.
+    @Test func theArticlesCallbackExampleFetchesAList() async throws {
+        let folder = TemporaryFolder("list-article-callback")
+        let transport = CountingTransport()
+        let media = AsyncMedia(directory: folder.url, transport: transport)
+        let urls = (0..<4).map { HeldTransport.url("/b\($0)") }
+        // DocC a list of files by callback: begin
+        let request = media.files(for: urls) { answer in
+            if case .failure(let error) = answer.result { print("\(answer.url): \(error)") }
+        }
+        // DocC a list of files by callback: end
+        await eventually("every URL is cached") { urls.allSatisfy { media.cachedFile(for: $0) != nil } }
+        #expect(transport.count == 4)
+        request.cancel()
+    }
+
     @Test func anEmptyListEndsAtOnce() async {
         let folder = TemporaryFolder("list-empty")
         let media = AsyncMedia(directory: folder.url, transport: HeldTransport())
@@ -178,6 +195,86 @@ struct AsyncMediaListTests {
         }
         #expect(failures == 20_000 && successes == 20_000)
         #expect(transport.count == 1)
+    }
+
+    // MARK: Answers by callback
+
+    /// `files(for:priority:answer:)`: every element is answered once (a URL given twice, twice; the
+    /// cached, local and unaskable ones too), one call at a time though downloads end on several
+    /// threads, and each answer is the one the stream gives.
+    @Test func theAnswerClosureIsCalledOncePerElementOneCallAtATime() async throws {
+        let folder = TemporaryFolder("list-callback")
+        let transport = CountingTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 4, transport: transport)
+        _ = try await media.file(for: HeldTransport.url("/cached"))
+        let local = folder.url.appendingPathComponent("local.txt")
+        try Data("local".utf8).write(to: local)
+        let unaskable = try #require(URL(string: "ftp://held.invalid/no"))
+        let list = (0..<300).map { HeldTransport.url("/c\($0)") } + [HeldTransport.url("/cached"), local, unaskable, HeldTransport.url("/c7")]
+        struct Tally: Sendable {
+            var answers: [String: [String]] = [:]
+            var calls = 0
+        }
+        let tally = Locked(Tally())
+        let inside = Atomic<Int>(0), overlapped = Atomic<Bool>(false)
+        media.files(for: list) { answer in
+            if inside.add(1, ordering: .sequentiallyConsistent).newValue > 1 { overlapped.store(true, ordering: .sequentiallyConsistent) }
+            let text: String
+            switch answer.result {
+            case .success(let file): text = (try? String(contentsOf: file, encoding: .utf8)) ?? "unreadable"
+            case .failure(let error): text = "error: \(error)"
+            }
+            tally.withLock { tally in
+                tally.answers[answer.url.absoluteString, default: []].append(text)
+                tally.calls += 1
+            }
+            inside.subtract(1, ordering: .sequentiallyConsistent)
+        }
+        await eventually("every element is answered") { tally.withLock { $0.calls } >= list.count }
+        let answers = tally.withLock { $0.answers }
+        #expect(tally.withLock { $0.calls } == list.count)
+        let callsOverlapped = overlapped.load(ordering: .sequentiallyConsistent)
+        #expect(!callsOverlapped)
+        for index in 0..<300 where index != 7 { #expect(answers[HeldTransport.url("/c\(index)").absoluteString] == [CountingTransport.body]) }
+        #expect(answers[HeldTransport.url("/c7").absoluteString] == [CountingTransport.body, CountingTransport.body])
+        #expect(answers[HeldTransport.url("/cached").absoluteString] == [CountingTransport.body])
+        #expect(answers[local.absoluteString] == ["local"])
+        #expect(answers[unaskable.absoluteString]?.first?.hasPrefix("error: ") == true)
+        #expect(transport.count == 301)  // /cached once before, /c7 once
+        await eventually("the scheduler is idle") { media.downloaderIsIdle }
+        // Nothing to answer: the closure is never called.
+        let empty = Locked(0)
+        media.files(for: []) { _ in empty.withLock { $0 += 1 } }.cancel()
+        #expect(empty.withLock { $0 } == 0)
+    }
+
+    /// `cancel()` after the first answer (from inside the closure): the download moving is
+    /// cancelled, the queued ones never move, no answer comes after, and the scheduler empties.
+    @Test func cancellingTheRequestWithdrawsTheClaimsNotYetAnswered() async throws {
+        let folder = TemporaryFolder("list-callback-stop")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
+        let paths = (0..<6).map { "/k\($0)" }
+        let answered = Locked([String]())
+        let request = Locked<FileListRequest?>(nil)
+        let made = media.files(for: paths.map(HeldTransport.url)) { answer in
+            answered.withLock { $0.append(answer.url.path) }
+            request.withLock { $0 }?.cancel()
+        }
+        request.withLock { $0 = made }
+        await eventually("one moves") { transport.started.count == 1 }
+        let first = try #require(transport.started.first)
+        await eventually("every URL is claimed") { media.activity == AutoProcessorActivity(queued: 5, running: 1) }
+        transport.finish(first)
+        await eventually("every claim is withdrawn") { media.downloaderIsIdle }
+        #expect(answered.withLock { $0 } == [first])
+        // The second may have moved before the cancel; nothing after it did, and finishing it
+        // answers nothing.
+        #expect(transport.started.count <= 2)
+        if transport.started.count == 2, let second = transport.started.last { transport.finish(second) }
+        await eventually("the scheduler is idle") { media.downloaderIsIdle }
+        #expect(answered.withLock { $0 } == [first])
+        made.cancel()  // twice: nothing
     }
 
     /// A list looks its folder up with one listing when the folder is small beside it (a cold
