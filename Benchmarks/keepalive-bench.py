@@ -9,8 +9,9 @@ Both sides write their files under --folder: /dev/shm by default where it exists
 the network's and the CPU's, not a disk's (on this project's VM an ext4 /tmp made both sides 2-10x
 slower and noisier); give --folder /tmp to include the disk.
 
-Avenues is run two ways, each a fresh process per run: a task per URL calling `file(for:)` (what
-a list view's rows do), and one `files(for:)` for the whole list (what curl is given: a list).
+Avenues is run three ways, each a fresh process per run: a task per URL calling `file(for:)` (what
+a list view's rows do), one `files(for:)` for the whole list (what curl is given: a list), read by
+a task, and the same list answered by callback (`files(for:answer:)`: no task woken per file).
 Four more lines take the parts apart (`media-bench --transport-only`): the transport alone,
 writing each body to a file as curl does (no cache, no task per file); then with each file made
 as AsyncMedia commits it (no name until whole, `O_TMPFILE` + `linkat`); then also handed to a
@@ -92,13 +93,14 @@ def main():
             with open(config, "w") as file:
                 for index, url in enumerate(urls):
                     file.write(f'url = "{url}"\noutput = "{target}/f{index:05d}.txt"\n')
-            ways = {"a task per URL": [], "one list": [], "the transport alone": [], "  + atomic commit": [], "  + a reader per file": [],
+            ways = {"a task per URL": [], "one list": [], "one list, answered by callback": [], "the transport alone": [], "  + atomic commit": [], "  + a reader per file": [],
                     "  + opened ahead on the pool": []}
             our_cpu = {way: [] for way in ways}
             theirs, their_cpu, start_up, start_up_cpu = [], [], [], []
             connections = {}
             for run in range(options.runs):
-                for way, flags in [("a task per URL", []), ("one list", ["--list"]), ("the transport alone", ["--transport-only"]),
+                for way, flags in [("a task per URL", []), ("one list", ["--list"]), ("one list, answered by callback", ["--callback"]),
+                                   ("the transport alone", ["--transport-only"]),
                                    ("  + atomic commit", ["--transport-only", "--atomic"]),
                                    ("  + a reader per file", ["--transport-only", "--atomic", "--answers"]),
                                    ("  + opened ahead on the pool", ["--transport-only", "--prepared", "--answers"])]:

@@ -10,7 +10,8 @@ import Synchronization
 //
 // Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3] [--timeline] [--list]
 //   (--timeline: also when the 1st, 6th, 50th, 100th, 500th, 1000th… file of each run arrived;
-//    --list: one `files(for:)` for the whole list instead of a task calling `file(for:)` per URL)
+//    --list: one `files(for:)` for the whole list instead of a task calling `file(for:)` per URL;
+//    --callback: one `files(for:answer:)`, answered by callback: no task woken per file)
 //        media-bench URL-LIST --transport-only [--atomic] [--answers] [--prepared] [--ca-file PEM] [--concurrency 6] [--runs 3]
 //   (no AsyncMedia: the transport alone writes each body to a file as curl does, the next request
 //   started from the end of the last — TransportOnly.swift; --atomic: a file with no name linked into
@@ -27,6 +28,7 @@ struct Options {
     var runs = 3
     var timeline = false
     var oneList = false
+    var callback = false
     var latency: (big: URL, small: URL)?
     var transportOnly: TransportOnlyOptions?
 
@@ -39,6 +41,7 @@ struct Options {
             case "--runs": runs = rest.popFirst().flatMap(Int.init) ?? 0
             case "--timeline": timeline = true
             case "--list": oneList = true
+            case "--callback": callback = true
             case "--transport-only": transportOnly = transportOnly ?? TransportOnlyOptions()
             case "--atomic": transportOnly = transportOnly ?? TransportOnlyOptions(); transportOnly?.atomic = true
             case "--answers": transportOnly = transportOnly ?? TransportOnlyOptions(); transportOnly?.answers = true
@@ -141,8 +144,8 @@ for run in 1 ... options.runs {
     let clock = ContinuousClock()
     let cpuBefore = processCPUSeconds()
     let start = clock.now
-    let (failures, arrivals) = options.oneList
-        ? await downloadList(urls, through: media, timeline: options.timeline)
+    let (failures, arrivals) = options.callback ? await downloadByCallback(urls, through: media, timeline: options.timeline)
+        : options.oneList ? await downloadList(urls, through: media, timeline: options.timeline)
         : await downloadAll(urls, through: media, timeline: options.timeline)
     let elapsed = clock.now - start
     let cpu = processCPUSeconds() - cpuBefore
@@ -191,6 +194,32 @@ nonisolated func downloadAll(_ urls: [URL], through media: AsyncMedia, timeline:
                     tally.arrivals.withLock { $0.append(arrived) }
                 }
             }
+        }
+    }
+    return (tally.failures.load(ordering: .relaxed), tally.arrivals.withLock { $0 })
+}
+
+/// Downloads every URL through one ``AsyncMedia/files(for:priority:answer:)``; returns how many
+/// failed and, with `timeline`, when each file arrived after the start.
+nonisolated func downloadByCallback(_ urls: [URL], through media: AsyncMedia, timeline: Bool) async -> (failures: Int, arrivals: [Duration]) {
+    final class Tally: Sendable {
+        let failures = Atomic<Int>(0)
+        let left: Atomic<Int>
+        let arrivals = Mutex<[Duration]>([])
+        init(_ count: Int) { left = Atomic(count) }
+    }
+    guard !urls.isEmpty else { return (0, []) }
+    let tally = Tally(urls.count)
+    let clock = ContinuousClock()
+    let start = clock.now
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        media.files(for: urls) { answer in
+            if case .failure = answer.result { tally.failures.add(1, ordering: .relaxed) }
+            if timeline {
+                let arrived = clock.now - start
+                tally.arrivals.withLock { $0.append(arrived) }
+            }
+            if tally.left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.resume() }
         }
     }
     return (tally.failures.load(ordering: .relaxed), tally.arrivals.withLock { $0 })
