@@ -312,7 +312,12 @@ public final class AsyncMedia: SchedulingProcessor {
         let stopped = Locked(false)
         let calls = SerialDrain<[Answer]>()
         let deliver: @Sendable (Answer) -> Void = { given in
-            calls.submit({ pending in pending = (pending ?? []) + [given] }) { batch in
+            calls.submit({ pending in
+                // Moved out and back: appended in place, not copied for each answer.
+                var batch = pending.take() ?? []
+                batch.append(given)
+                pending = batch
+            }) { batch in
                 for each in batch where !stopped.withLock({ $0 }) { answer(each) }
             }
         }

@@ -195,6 +195,32 @@ struct AsyncMediaListTests {
         }
         #expect(failures == 20_000 && successes == 20_000)
         #expect(transport.count == 1)
+        // The same by callback: one call per element, one at a time.
+        let tally = Locked((failures: 0, successes: 0))
+        media.files(for: (0..<20_000).map { bad[$0 % bad.count] } + Array(repeating: HeldTransport.url("/one"), count: 20_000)) { answer in
+            tally.withLock { tally in
+                if case .success = answer.result { tally.successes += 1 } else { tally.failures += 1 }
+            }
+        }
+        await eventually("every element is answered") { tally.withLock { $0.failures + $0.successes } == 40_000 }
+        #expect(tally.withLock { $0.failures == 20_000 && $0.successes == 20_000 })
+        #expect(transport.count == 1)
+    }
+
+    /// A request cancelled while its URLs are still being claimed (off the calling thread): claims
+    /// made after the cancel are handed back at once, nothing is left in the scheduler, and nothing
+    /// is answered.
+    @Test func aRequestCancelledWhileItIsClaimedLeavesNoClaimBehind() async throws {
+        let folder = TemporaryFolder("list-callback-drop")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
+        let answered = Locked(0)
+        media.files(for: (0..<5_000).map { HeldTransport.url("/e\($0)") }) { _ in answered.withLock { $0 += 1 } }.cancel()
+        await eventually("every claim is withdrawn") { media.downloaderIsIdle && media.activity == AutoProcessorActivity(queued: 0, running: 0) }
+        #expect(transport.started.count <= 2)
+        for path in transport.started { transport.finish(path) }
+        await eventually("the scheduler is idle") { media.downloaderIsIdle }
+        #expect(answered.withLock { $0 } == 0)
     }
 
     // MARK: Answers by callback
