@@ -8,7 +8,8 @@ public enum LineText {
 
     /// Line `line`'s text from column `column` (0: its start), exactly `width` columns: bytes that
     /// are not UTF-8 as replacement characters, a CRLF's `\r` dropped, tabs expanded to the next stop,
-    /// control characters (escape sequences included) as `?`, a wide character cut by an edge as a
+    /// control characters (escape sequences included) as `?`, a mark with nothing to
+    /// sit on (at the start, after a tab) on a dotted circle, a wide character cut by an edge as a
     /// space, and `…` in the last column when more of the line follows (or the line was cut to what a
     /// ``Line`` keeps). Reads only the bytes that can reach the screen, however long the line.
     public static func visible(_ line: Line, from column: Int, width: Int) -> String {
@@ -45,6 +46,9 @@ public enum LineText {
                 piece = TextWidth.spaces(columns)
             } else {
                 piece = TerminalSafe.clean(String(character))
+                // A mark that starts the line (or follows a tab or a control) has no base of its
+                // own: drawn as it is, it would sit on the gutter's last cell or a tab's space.
+                if piece.count == 1, let first = piece.first, let based = TextWidth.onItsOwnBase(first) { piece = String(based) }
                 columns = TextWidth.columns(piece)
             }
             if at + columns <= column {
@@ -64,11 +68,28 @@ public enum LineText {
             shown += columns
             at += columns
         }
-        if more {
-            while shown > width - 1, let last = pieces.popLast() { shown -= last.columns }
-            return pieces.map(\.text).joined() + TextWidth.spaces(width - 1 - shown) + "…"
+        return padded(pieces, to: width, more: more)
+    }
+
+    /// `pieces` in exactly `width` columns: padded with spaces, and with `…` in the last column
+    /// when `more` (pieces dropped to make room for it). Measured as one string: pieces that were
+    /// apart can join into one character once a bidirectional control between them is dropped
+    /// (two regional indicators into a flag: 2 columns, not 4), which left the row short.
+    static func padded(_ pieces: [(text: String, columns: Int)], to width: Int, more: Bool) -> String {
+        var pieces = pieces
+        let room = more ? width - 1 : width
+        var text = pieces.map(\.text).joined()
+        var shown = TextWidth.columns(text)
+        while shown > room, !pieces.isEmpty {
+            pieces.removeLast()
+            text = pieces.map(\.text).joined()
+            shown = TextWidth.columns(text)
         }
-        return pieces.map(\.text).joined() + TextWidth.spaces(width - shown)
+        let result = text + TextWidth.spaces(room - shown) + (more ? "…" : "")
+        // A last piece that joins what follows it (a prepended concatenation mark joins the
+        // padding's first space): measured again, the padding makes up the difference.
+        let measured = TextWidth.columns(result)
+        return measured == width ? result : text + TextWidth.spaces(max(0, room - shown + width - measured)) + (more ? "…" : "")
     }
 
     /// The same for a line whose first `end` bytes are printable ASCII (most lines of most logs):

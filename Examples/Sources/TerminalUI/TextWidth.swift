@@ -208,7 +208,7 @@ public enum TextWidth {
     /// starts a text, or follows a control; shown as it is, it would join whatever is before it on
     /// the screen (the padding, the column to its left) and its row would lose a column.
     /// `nil` for any other character.
-    static func onItsOwnBase(_ character: Character) -> Character? {
+    public static func onItsOwnBase(_ character: Character) -> Character? {
         guard let first = character.unicodeScalars.first, first.value >= 0x300 else { return nil }
         let properties = first.properties
         guard properties.isGraphemeExtend || properties.isEmojiModifier || first.value == 0x200D

@@ -50,6 +50,37 @@ struct LineTextTests {
         }
     }
 
+    @Test func aMarkWithNothingToSitOnIsShownOnADottedCircle() {
+        // At the start of a line, or after a tab or a control, a mark would join the gutter's last
+        // cell (or a tab's space) on the screen; on U+25CC it is seen and takes its column.
+        #expect(visible("\u{301}abc", width: 6) == "\u{25CC}\u{301}abc  ")
+        #expect(visible("a\t\u{301}b", width: 12) == "a       \u{25CC}\u{301}b  ")
+        #expect(visible("\u{7}\u{200D}x", width: 4) == "?\u{25CC}\u{200D}x ")
+        #expect(visible("e\u{301}", width: 2) == "e\u{301} ")  // a mark on its own base stays there
+        for text in ["\u{301}", "\u{200D}x", "\u{93F}y", "\u{1F3FE}z", "\t\u{300}", "\u{1B}\u{20DD}"] {
+            let shown = visible(text, width: 10)
+            #expect(TextWidth.columns(shown) == 10, "\(text.debugDescription)")
+            #expect(("│" + shown).count == 1 + shown.count, "\(text.debugDescription) joins the gutter: \(shown.debugDescription)")
+        }
+    }
+
+    @Test func anyTextTakesExactlyItsWidthAndJoinsNothingBeforeIt() {
+        var random = SystemRandomNumberGenerator()
+        let alphabet: [String] = [
+            "a", "Z", " ", "\t", "\r", "\u{1B}", "\u{7F}", "é", "e\u{301}", "\u{301}", "\u{200D}", "\u{FE0F}", "\u{93F}",
+            "日", "ｱ", "🦊", "👍🏾", "\u{1F3FE}", "🇫", "🇷", "\u{202E}", "\u{2066}", "\u{200B}", "\u{AD}", "\u{FFFD}", "\u{600}", "\u{1100}", "\u{1161}", "\u{11A8}",
+        ]
+        for _ in 0 ..< 3_000 {
+            let text = (0 ..< Int.random(in: 0 ... 24, using: &random)).map { _ in alphabet.randomElement(using: &random) ?? "a" }.joined()
+            let bytes = Array(text.utf8)
+            let line = line(bytes, length: Bool.random(using: &random) ? Int64(bytes.count) : Int64(bytes.count + 100))
+            let column = Int.random(in: 0 ... 30, using: &random), width = Int.random(in: 0 ... 40, using: &random)
+            let shown = LineText.visible(line, from: column, width: width)
+            #expect(TextWidth.columns(shown) == width, "\(text.debugDescription) from \(column) width \(width): \(shown.debugDescription)")
+            #expect(("│" + shown).count == 1 + shown.count, "\(text.debugDescription) from \(column): \(shown.debugDescription) joins the gutter")
+        }
+    }
+
     @Test func aLineCutToWhatIsKeptSaysSo() {
         // 100 MB long, 16 bytes kept: the last column says more follows, wherever the view is.
         let cut = line(Array("0123456789abcdef".utf8), length: 100 << 20)
