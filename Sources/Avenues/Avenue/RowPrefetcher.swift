@@ -100,7 +100,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         var behind: Int
         var policy: Policy
         var adaptive = AdaptiveWindow()
-        var maxRows = 4_096
+        var maxRows = RowPrefetcherDefaults.maxRows
         /// The rows prepared now, with the priority each was prepared at.
         var applied: [Int: LoadPriority] = [:]
         var lastVisible: Range<Int>?
@@ -374,4 +374,10 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         }
         return wanted
     }
+}
+
+/// What a ``RowPrefetcher`` starts with (its type is generic: a stored static cannot live there).
+enum RowPrefetcherDefaults {
+    /// ``RowPrefetcher/maxRows`` until it is set.
+    static let maxRows = 4_096
 }

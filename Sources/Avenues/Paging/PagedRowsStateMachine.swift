@@ -50,7 +50,7 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         }
 
         /// The most pages the page prefetcher holds (its default ``RowPrefetcher/maxRows``).
-        static var prefetcherPages: Int { 4_096 }
+        static var prefetcherPages: Int { RowPrefetcherDefaults.maxRows }
 
         /// The pages `rows` rows take, rounded up.
         static func pages(_ rows: Int, _ size: Int) -> Int {
