@@ -22,7 +22,10 @@ let package = Package(
         .executableTarget(name: "GitLogFuzzer", dependencies: [.product(name: "GitHistory", package: "Examples"), "FuzzDriver"]),
         .executableTarget(name: "LineFilterFuzzer", dependencies: [avenues, .product(name: "FilePager", package: "Examples"), "FuzzDriver"]),
         .executableTarget(name: "OpeningLinesFuzzer", dependencies: [.product(name: "FilePager", package: "Examples"), "FuzzDriver"]),
-        .executableTarget(name: "ScreenTextFuzzer", dependencies: [.product(name: "TerminalUI", package: "Examples"), "FuzzDriver"]),
+        .executableTarget(
+            name: "ScreenTextFuzzer",
+            dependencies: [.product(name: "TerminalUI", package: "Examples"), .product(name: "FilePager", package: "Examples"), "FuzzDriver"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

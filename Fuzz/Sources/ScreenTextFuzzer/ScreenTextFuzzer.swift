@@ -1,3 +1,5 @@
+import Avenues
+@testable import FilePager
 import FuzzDriver
 @testable import TerminalUI
 
@@ -5,9 +7,11 @@ import FuzzDriver
 // subject or a server's message fitted into a column (`TextWidth.fit`, `fitPath`), cleaned for the
 // terminal (`TerminalSafe.clean`), and terminal input decoded into keys (`KeyDecoder`). The first
 // byte picks the column's width (0–63) and the fit's options; the second, where the input is cut
-// in two reads for the key decoder. Checked: nothing shown holds a control character or a
-// bidirectional control; a fitted text takes exactly its width in columns; keys are the same
-// however the input is cut; and a byte of printable ASCII after a complete key is never swallowed.
+// in two reads for the key decoder (and, as `pages FILE` draws the bytes as a line, the column the
+// view starts at). Checked: nothing shown holds a control character or a bidirectional control; a
+// fitted text and a drawn line take exactly their width in columns, and a drawn line joins nothing
+// drawn before it; keys are the same however the input is cut; and a byte of printable ASCII after
+// a complete key is never swallowed.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -37,6 +41,15 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let path = TextWidth.fitPath(text, width)
     checkShown(path, "fitPath")
     precondition(TextWidth.columns(path) == width, "fitPath: \(TextWidth.columns(path)) columns for \(width)")
+
+    // The bytes as a line of a file the pager draws after its gutter, from column `input[1] & 0x3F`.
+    let line = Line(number: 0, offset: 0, length: Int64(bytes.count) + (keepEnd ? 100 : 0), bytes: bytes)
+    let column = Int(input[1] & 0x3F)
+    let drawn = LineText.visible(line, from: column, width: width)
+    checkShown(drawn, "visible")
+    precondition(TextWidth.columns(drawn) == width, "visible: \(TextWidth.columns(drawn)) columns for \(width) from \(column)")
+    precondition(("│" + drawn).count == 1 + drawn.count, "visible: joins the gutter")
+    precondition(drawn == LineText.visible(line, from: column, width: width, asciiFastPath: false), "visible: the ASCII path differs")
 
     // Keys: the same whether the bytes come at once or in two reads.
     let cut = min(Int(input[1]), bytes.count)
