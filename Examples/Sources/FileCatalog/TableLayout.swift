@@ -8,23 +8,48 @@ public struct TableLayout: Sendable {
     public let width: Int
     let pathWidth: Int
     let previewWidth: Int
+    /// How many of size, lines and CRC-32 are shown (from the left): fewer on a narrow terminal.
+    let fixedShown: Int
+    /// Whether the preview column is there (an empty one still has its separator).
+    let showsPreview: Bool
     static let sizeWidth = 9
     static let linesWidth = 8
     static let checksumWidth = 8
     static let separator = "  "
+    /// The narrowest the path gets while another column is shown.
+    static let narrowestPath = 10
 
     /// The widest layout: a wider one (`COLUMNS=99999999999`) would ask for terabytes of padding.
     public static let widest = 10_000
 
-    /// A layout for `width` columns (at least 40, at most ``widest``). The path gets two fifths of what the fixed
-    /// columns leave, and at least 30 columns when there are 60 for path and preview together, so
-    /// at 80 columns a path still shows its last folder and its file name.
+    /// A layout for `width` columns (at least 1, at most ``widest``), exactly that wide. The path
+    /// gets two fifths of what the fixed columns leave, and at least 30 columns when there are 60
+    /// for path and preview together, so at 80 columns a path still shows its last folder and its
+    /// file name. Narrower than 43 columns the preview goes, then the CRC-32, the lines and the
+    /// size, each while the path would get fewer than 10 columns (a narrow pane of a terminal).
     public init(width: Int) {
-        self.width = min(Self.widest, max(40, width))
-        let fixed = Self.sizeWidth + Self.linesWidth + Self.checksumWidth + 4 * Self.separator.count
-        let flexible = self.width - fixed
-        pathWidth = max(10, min(flexible - 10, max(flexible * 2 / 5, 30)))
-        previewWidth = max(0, flexible - pathWidth)
+        self.width = min(Self.widest, max(1, width))
+        let separator = Self.separator.count
+        let fixedWidths = [Self.sizeWidth, Self.linesWidth, Self.checksumWidth]
+        let allFixed = fixedWidths.reduce(0) { $0 + $1 + separator } + separator  // and the preview's separator
+        if self.width >= Self.narrowestPath + allFixed {
+            let flexible = self.width - allFixed
+            pathWidth = max(Self.narrowestPath, min(flexible - 10, max(flexible * 2 / 5, 30)))
+            previewWidth = max(0, flexible - pathWidth)
+            fixedShown = fixedWidths.count
+            showsPreview = true
+        } else {
+            var shown = fixedWidths.count
+            var taken = fixedWidths.reduce(0) { $0 + $1 + separator }
+            while shown > 0, self.width - taken < Self.narrowestPath {
+                shown -= 1
+                taken -= fixedWidths[shown] + separator
+            }
+            pathWidth = self.width - taken
+            previewWidth = 0
+            fixedShown = shown
+            showsPreview = false
+        }
     }
 
     /// The column titles.
@@ -68,13 +93,14 @@ public struct TableLayout: Sendable {
 
     private func line(path: String, size: String, lines: String, checksum: String, preview: String, palette: Terminal.Palette, style: Style) -> String {
         let pathColor = style == .folder ? palette.folder : style == .failed ? palette.failure : ""
-        return [
-            palette.paint(TextWidth.fitPath(path, pathWidth), pathColor),
+        let fixed = [
             palette.paint(TextWidth.fit(size, Self.sizeWidth, alignRight: true), palette.size),
             TextWidth.fit(lines, Self.linesWidth, alignRight: true),
             palette.paint(TextWidth.fit(checksum, Self.checksumWidth), palette.hash),
-            palette.paint(TextWidth.fit(preview, previewWidth), style == .failed ? palette.failure : ""),
-        ].joined(separator: Self.separator)
+        ]
+        var cells = [palette.paint(TextWidth.fitPath(path, pathWidth), pathColor)] + fixed.prefix(fixedShown)
+        if showsPreview { cells.append(palette.paint(TextWidth.fit(preview, previewWidth), style == .failed ? palette.failure : "")) }
+        return cells.joined(separator: Self.separator)
     }
 
 

@@ -523,7 +523,7 @@ public struct ListScreen: Sendable {
         let heading = " " + model.heading
         lines.append(Terminal.ANSI.inverse + TextWidth.fit(heading, columns) + Terminal.ANSI.reset)
         if let header = model.columnHeader(width: columns, palette: palette) {
-            lines.append(Terminal.ANSI.bold + header + Terminal.ANSI.reset)
+            lines.append(Terminal.ANSI.bold + TextWidth.clip(header, columns) + Terminal.ANSI.reset)
         }
         let spinner = Self.spinner[frame % Self.spinner.count]
         var pending = false
@@ -535,11 +535,14 @@ public struct ListScreen: Sendable {
             let blank = max(0, pageRows - preview.count)
             lines += Array(repeating: TextWidth.fit("", columns), count: blank)
             for (index, line) in preview.suffix(pageRows).enumerated() {
+                let line = TextWidth.clip(line, columns)
                 lines.append(index == preview.suffix(pageRows).count - 1 ? Terminal.ANSI.inverse + Self.stripped(line) + Terminal.ANSI.reset : line)
             }
         } else {
             for row in top ..< top + pageRows {
-                guard row < count.value || !count.isExact, let text = model.line(at: row, width: columns, spinner: spinner, palette: palette) else {
+                guard row < count.value || !count.isExact,
+                      let text = model.line(at: row, width: columns, spinner: spinner, palette: palette).map({ TextWidth.clip($0, columns) })
+                else {
                     let exists = row < count.value || (!count.isExact && row <= count.value + pageRows)
                     let filler = exists ? " \(spinner) …" : ""
                     if exists { pending = true }

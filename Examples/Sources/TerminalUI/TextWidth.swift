@@ -219,6 +219,38 @@ public enum TextWidth {
         return joined
     }
 
+    /// `line` cut to at most `width` columns, its escape sequences (the colours a palette paints)
+    /// kept and taking none; a colour cut short is ended (`ESC[0m`). A line wider than the terminal
+    /// wraps onto the next row and pushes the whole screen up: the screen cuts every line it is
+    /// given with this, whatever drew it. Cuts between characters, never inside one.
+    public static func clip(_ line: String, _ width: Int) -> String {
+        // A character takes at least one byte per column it takes.
+        if line.utf8.count <= max(0, width) { return line }
+        var kept = ""
+        var used = 0
+        var inEscape = false
+        var escapes = false
+        for character in line {
+            if inEscape {
+                // CSI: ESC [ then parameters and intermediates, ended by a byte in 0x40–0x7E.
+                if let byte = character.asciiValue, (0x40 ... 0x7E).contains(byte), character != "[" { inEscape = false }
+                kept.append(character)
+                continue
+            }
+            if character == "\u{1B}" {
+                inEscape = true
+                escapes = true
+                kept.append(character)
+                continue
+            }
+            let next = columns(character)
+            if used + next > width { return kept + (escapes ? Terminal.ANSI.reset : "") }
+            used += next
+            kept.append(character)
+        }
+        return kept
+    }
+
     /// `path` in `width` columns, keeping its end: the whole path if it fits, else `…/` with the
     /// last folder and the file name, else `…/` and the file name, else the end of the file name.
     public static func fitPath(_ path: some StringProtocol, _ width: Int) -> String {

@@ -150,21 +150,37 @@ final class HistoryModel: ListModel {
         return line(commit, stat: stat, width: width, palette: palette)
     }
 
+    /// A commit's row, `width` columns wide: hash, date, author, refs, subject and stat. On a narrow
+    /// terminal the date goes first, then the author, then the stat, while the subject would get
+    /// fewer than ``narrowestSubject`` columns: hash and subject stay.
     private func line(_ commit: Commit, stat: String, width: Int, palette: Terminal.Palette) -> String {
         let authorWidth = min(18, max(8, width / 8))
         let statWidth = min(24, max(0, width / 5))
         let refs = commit.refs.isEmpty ? "" : "(" + commit.refs.joined(separator: ", ") + ") "
-        let fixed = 1 + commit.shortHash.count + 2 + commit.date.count + 2 + authorWidth + 2
-        let refsWidth = min(TextWidth.columns(refs), max(0, (width - fixed - statWidth) / 3))
-        let subjectWidth = max(10, width - fixed - refsWidth - statWidth - 1)
+        var (showsDate, showsAuthor, showsStat) = (true, true, true)
+        func room() -> Int {
+            width - (1 + TextWidth.columns(commit.shortHash) + 2) - (showsDate ? TextWidth.columns(commit.date) + 2 : 0)
+                - (showsAuthor ? authorWidth + 2 : 0) - (showsStat ? 1 + statWidth : 0)
+        }
+        if room() < Self.narrowestSubject { showsDate = false }
+        if room() < Self.narrowestSubject { showsAuthor = false }
+        if room() < Self.narrowestSubject { showsStat = false }
+        let refsWidth = min(TextWidth.columns(refs), max(0, (room() - (showsStat ? 0 : statWidth)) / 3))
+        let subjectWidth = max(0, room() - refsWidth)
         let query = state.withLock { $0.filter ?? $0.query }
         let subject = TextWidth.fit(commit.subject, subjectWidth)
         let shownSubject = query.map { highlight(subject, $0, palette) } ?? subject
-        return " " + palette.paint(commit.shortHash, palette.hash) + "  " + palette.paint(commit.date, palette.date) + "  "
-            + palette.paint(TextWidth.fit(commit.author, authorWidth), palette.author) + "  "
-            + (refsWidth > 0 ? palette.paint(TextWidth.fit(refs, refsWidth), palette.ref) : "")
-            + shownSubject + " " + TextWidth.fit(stat, statWidth, alignRight: true)
+        var line = " " + palette.paint(commit.shortHash, palette.hash) + "  "
+        if showsDate { line += palette.paint(commit.date, palette.date) + "  " }
+        if showsAuthor { line += palette.paint(TextWidth.fit(commit.author, authorWidth), palette.author) + "  " }
+        if refsWidth > 0 { line += palette.paint(TextWidth.fit(refs, refsWidth), palette.ref) }
+        line += shownSubject
+        if showsStat { line += " " + TextWidth.fit(stat, statWidth, alignRight: true) }
+        return line
     }
+
+    /// The fewest columns the subject gets before other columns make room for it.
+    static let narrowestSubject = 20
 
     /// `text` with the first match of `query` (as the search matches it) painted.
     private func highlight(_ text: String, _ query: String, _ palette: Terminal.Palette) -> String {

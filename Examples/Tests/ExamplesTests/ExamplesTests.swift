@@ -250,8 +250,59 @@ struct HostileTextTests {
     @Test func anAbsurdWidthIsBounded() {
         for width in [Int.max, 99_999_999_999_999, TableLayout.widest + 1, Int.min, -5, 0] {
             let layout = TableLayout(width: width)
-            #expect((40 ... TableLayout.widest).contains(layout.width))
+            #expect((1 ... TableLayout.widest).contains(layout.width))
             #expect(TextWidth.columns(layout.row(path: "a.txt", size: 10, .pending)) <= TableLayout.widest)
+        }
+    }
+
+    /// Seen 2026-11-27: in a terminal pane 30 columns wide, each row of `browse` (at least 43
+    /// columns) wrapped onto the next line and pushed the screen up. A layout is exactly as wide
+    /// as asked, its columns dropped from the right while the path would get fewer than 10.
+    @Test func aTableIsExactlyAsWideAsAskedAtAnyWidth() {
+        let palette = Terminal.Palette(on: true)
+        let summary = FileSummary(lines: 12_345, crc32: 0xDEAD_BEEF, isBinary: false, preview: "a preview of the file that goes on")
+        for width in Array(1 ... 130) + [199, 200, 1_000] {
+            let layout = TableLayout(width: width)
+            let rows = [
+                layout.header(palette: palette),
+                layout.row(path: "some/folder/a-rather-long-file-name.txt", size: 123_456_789, .loaded(summary), palette: palette),
+                layout.row(path: "folder/", size: nil, .folder, palette: palette),
+                layout.row(path: "x", size: 1, .failed("no permission to read it, of course"), palette: palette),
+                layout.row(path: "日本語/ファイル.txt", size: nil, .pending, palette: palette),
+            ]
+            for row in rows {
+                #expect(TextWidth.columns(ListScreen.stripped(row)) == width, "width \(width): \(ListScreen.stripped(row).debugDescription)")
+            }
+            #expect(layout.pathWidth >= min(width, 10), "width \(width)")
+        }
+        // The columns go from the right, in turn, as the width shrinks.
+        #expect(TableLayout(width: 43).header == "PATH        " + "     SIZE     LINES  CRC32     ")
+        #expect(TableLayout(width: 42).header == "PATH              SIZE     LINES  CRC32   ")
+        #expect(TableLayout(width: 30).header == "PATH                      SIZE")
+        #expect(TableLayout(width: 20).header == "PATH                ")
+    }
+
+    /// What the screen does to every line a list hands it: at most the terminal's width, colours
+    /// kept, a colour cut short ended.
+    @Test func aLineIsClippedToTheScreenWithItsColours() {
+        let red = Terminal.ANSI.red, reset = Terminal.ANSI.reset
+        #expect(TextWidth.clip("abc", 5) == "abc")
+        #expect(TextWidth.clip("abcdef", 3) == "abc")
+        #expect(TextWidth.clip(red + "abc" + reset + "def", 5) == red + "abc" + reset + "de" + reset)
+        #expect(TextWidth.clip(red + "abcdef" + reset, 2) == red + "ab" + reset)
+        #expect(TextWidth.clip("a日本", 2) == "a")  // a wide character is dropped whole, not cut
+        #expect(TextWidth.clip("e\u{301}x", 1) == "e\u{301}")
+        #expect(TextWidth.clip("abc", 0) == "")
+        #expect(TextWidth.clip("abc", -3) == "")
+        var random = SystemRandomNumberGenerator()
+        let pieces = ["a", "日", "🦊", "e\u{301}", red, reset, Terminal.ANSI.inverse, "\u{1B}[38;5;208m", " "]
+        for _ in 0 ..< 2_000 {
+            let line = (0 ..< Int.random(in: 0 ... 30, using: &random)).map { _ in pieces.randomElement(using: &random) ?? "a" }.joined()
+            let width = Int.random(in: 0 ... 40, using: &random)
+            let clipped = TextWidth.clip(line, width)
+            let shown = TextWidth.columns(ListScreen.stripped(clipped))
+            #expect(shown <= width && shown >= min(width, TextWidth.columns(ListScreen.stripped(line))) - 1, "\(line.debugDescription) at \(width)")
+            #expect(ListScreen.stripped(line).hasPrefix(ListScreen.stripped(clipped)))
         }
     }
 

@@ -9,7 +9,7 @@ Usage: test_browse_in_tmux.py BIN_DIR   (the folder holding the built `browse`)
 - after PgDn x5, G and g, the visible rows show values; after G the status line counts cancellations;
 - `?` shows the keys and any key closes them; `s` sorts by size (largest first) and back by path;
 - q exits with status 0, Ctrl-C with 130 (as shells expect of an interrupted command), both leave the terminal sane (icanon, echo, isig; cursor shown;
-  main screen); a resize redraws at the new size;
+  main screen); a resize redraws at the new size, and at 30 and 8 columns no row wraps;
 - every signal that ends the process (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE)
   leaves the terminal sane too;
 - a folder whose name holds escape sequences (`ESC]2;PWNED BEL`, `ESC[2J`) neither retitles nor
@@ -136,6 +136,20 @@ def main():
         tmux.run("resize-window", "-t", "b", "-x", "90", "-y", "25")
         screen = tmux.wait("b", "the screen is redrawn at 90x25", lambda s: len(s) == 25 and s[-1].lstrip().startswith("1–22 ") and all_computed(s))
         print("ok: resized to 90x25 and redrawn")
+
+        # A narrow pane (seen 2026-11-27: every row, at least 43 columns, wrapped onto the next line
+        # and pushed the heading off the screen): rows fit, the path and the size stay.
+        tmux.run("resize-window", "-t", "b", "-x", "30", "-y", "12")
+        screen = tmux.wait("b", "the screen is redrawn at 30x12 without a wrapped row",
+                           lambda s: len(s) == 12 and s[0].startswith(" browse") and s[1].startswith("PATH")
+                           and s[-1].lstrip().startswith("1–9 ") and any(re.search(r"\d B$|KiB$", line) for line in s[2:-1]))
+        if any(len(line) > 30 for line in screen):
+            fail("a line is wider than the 30-column terminal", screen)
+        tmux.run("resize-window", "-t", "b", "-x", "8", "-y", "6")
+        tmux.wait("b", "the screen is redrawn at 8x6, every line cut", lambda s: len(s) == 6 and s[0].startswith(" brow") and s[-1].startswith(" 1–"))
+        tmux.run("resize-window", "-t", "b", "-x", "90", "-y", "25")
+        tmux.wait("b", "the screen is redrawn at 90x25 again", lambda s: len(s) == 25 and s[-1].lstrip().startswith("1–22 ") and all_computed(s))
+        print("ok: at 30x12 rows show their path and size without wrapping; at 8x6 every line is cut")
 
         tmux.keys("b", "q")
         screen = tmux.wait("b", "browse exits after q", exited)

@@ -14,6 +14,7 @@ Usage: test_history_in_tmux.py BIN_DIR   (the folder holding the built `history`
 - `?` shows the keys; refs (a branch, a tag) are shown beside their commits, colored; NO_COLOR
   turns the colors off;
 - `history REPO -- PATH` shows only that path's commits, as many as git counts;
+- at 24 columns each row is its hash and subject and none wraps;
 - q exits with status 0 and leaves the terminal sane; a second run shows diff stats from the disk
   cache; a folder that is not a repository is one line on stderr and exit status 1;
 - a commit whose subject holds escape sequences and runs 10,000 lines neither retitles nor clears
@@ -187,6 +188,18 @@ def main():
         if not any(COMMITS - 38 in line for line in hints):
             fail(f"no hint of the last page in {hints}")
         print(f"ok: the next match and the last page were hinted ({len(hints)} hint changes recorded)")
+
+        # A narrow pane: the date, the author and the stat make room; hash and subject stay, and
+        # no row wraps onto the next line (seen 2026-11-27 at 24 columns: rows of 60 wrapped).
+        tmux.run("resize-window", "-t", "h", "-x", "24", "-y", "10")
+        screen = tmux.wait("h", "the screen is redrawn at 24x10 with hash and subject",
+                           lambda s: len(s) == 10 and s[0].startswith(" history") and re.match(r"\s*\d+–", s[-1])
+                           and all(re.match(r" [0-9a-f]{7,}  \S", line) for line in s[1:-1]))
+        if any(len(line) > 24 for line in screen):
+            fail("a line is wider than the 24-column terminal", screen)
+        tmux.run("resize-window", "-t", "h", "-x", "120", "-y", "40")
+        tmux.wait("h", "the screen is redrawn at 120x40 again", lambda s: len(s) == 40)
+        print("ok: at 24 columns each row is its hash and subject, without wrapping")
 
         tmux.keys("h", "q")
         screen = tmux.wait("h", "history exits after q", exited)
