@@ -9,9 +9,9 @@ import FuzzDriver
 // byte picks the column's width (0–63) and the fit's options; the second, where the input is cut
 // in two reads for the key decoder (and, as `pages FILE` draws the bytes as a line, the column the
 // view starts at). Checked: nothing shown holds a control character or a bidirectional control; a
-// fitted text and a drawn line take exactly their width in columns, and a drawn line joins nothing
-// drawn before it; keys are the same however the input is cut; and a byte of printable ASCII after
-// a complete key is never swallowed.
+// fitted text and a drawn line take exactly their width in columns, and a painted line cut to the
+// screen at most that; a drawn line joins nothing drawn before it; keys are the same however the
+// input is cut; and a byte of printable ASCII after a complete key is never swallowed.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -41,6 +41,12 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let path = TextWidth.fitPath(text, width)
     checkShown(path, "fitPath")
     precondition(TextWidth.columns(path) == width, "fitPath: \(TextWidth.columns(path)) columns for \(width)")
+
+    // A painted line wider than the screen, cut to it as the screen cuts every line.
+    let painted = Terminal.ANSI.red + TextWidth.fit(text, 2 * width + 1) + Terminal.ANSI.reset
+    let clipped = TextWidth.clip(painted, width)
+    checkShown(ListScreen.stripped(clipped), "clip")
+    precondition(TextWidth.columns(ListScreen.stripped(clipped)) <= width, "clip: more than \(width) columns")
 
     // The bytes as a line of a file the pager draws after its gutter, from column `input[1] & 0x3F`.
     let line = Line(number: 0, offset: 0, length: Int64(bytes.count) + (keepEnd ? 100 : 0), bytes: bytes)
