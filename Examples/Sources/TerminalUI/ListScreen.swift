@@ -556,6 +556,14 @@ public struct ListScreen: Sendable {
         }
         if !pending, firstScreen == nil, count.value > 0 || count.isExact { firstScreen = ContinuousClock.now - started }
         lines.append(Terminal.ANSI.inverse + TextWidth.fit(statusLine(), columns) + Terminal.ANSI.reset)
+        // A terminal shorter than the heading, the column titles, a row and the status line: a
+        // line more than it holds would scroll the whole screen up at every frame. The heading
+        // goes first, then the titles, then the row: the status line stays.
+        var chrome = model.columnHeader(width: columns, palette: palette) == nil ? 1 : 2
+        while lines.count > max(1, height), lines.count > 1 {
+            lines.remove(at: chrome > 0 ? 0 : lines.count - 2)
+            chrome -= 1
+        }
         var output = Terminal.ANSI.home
         output.reserveCapacity(lines.reduce(output.utf8.count) { $0 + $1.utf8.count + 8 })
         for (index, line) in lines.enumerated() {

@@ -9,7 +9,7 @@ Usage: test_browse_in_tmux.py BIN_DIR   (the folder holding the built `browse`)
 - after PgDn x5, G and g, the visible rows show values; after G the status line counts cancellations;
 - `?` shows the keys and any key closes them; `s` sorts by size (largest first) and back by path;
 - q exits with status 0, Ctrl-C with 130 (as shells expect of an interrupted command), both leave the terminal sane (icanon, echo, isig; cursor shown;
-  main screen); a resize redraws at the new size, and at 30 and 8 columns no row wraps;
+  main screen); a resize redraws at the new size, at 30 and 8 columns no row wraps, and 2 rows show a row and the status line;
 - every signal that ends the process (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE)
   leaves the terminal sane too;
 - a folder whose name holds escape sequences (`ESC]2;PWNED BEL`, `ESC[2J`) neither retitles nor
@@ -147,9 +147,14 @@ def main():
             fail("a line is wider than the 30-column terminal", screen)
         tmux.run("resize-window", "-t", "b", "-x", "8", "-y", "6")
         tmux.wait("b", "the screen is redrawn at 8x6, every line cut", lambda s: len(s) == 6 and s[0].startswith(" brow") and s[-1].startswith(" 1–"))
+        # Shorter than heading, titles, a row and the status line: a frame of more lines than the
+        # terminal holds scrolled it up at every frame; the heading and the titles make room.
+        tmux.run("resize-window", "-t", "b", "-x", "40", "-y", "2")
+        tmux.wait("b", "the screen is redrawn at 40x2 as a row and the status line",
+                  lambda s: len(s) == 2 and not s[0].startswith((" browse", "PATH")) and re.match(r"\s*\d+–\d+ of ", s[1]))
         tmux.run("resize-window", "-t", "b", "-x", "90", "-y", "25")
         tmux.wait("b", "the screen is redrawn at 90x25 again", lambda s: len(s) == 25 and s[-1].lstrip().startswith("1–22 ") and all_computed(s))
-        print("ok: at 30x12 rows show their path and size without wrapping; at 8x6 every line is cut")
+        print("ok: at 30x12 rows show their path and size without wrapping; at 8x6 every line is cut; at 40x2 a row and the status line")
 
         tmux.keys("b", "q")
         screen = tmux.wait("b", "browse exits after q", exited)
