@@ -523,7 +523,7 @@ public struct ListScreen: Sendable {
         let heading = " " + model.heading
         lines.append(Terminal.ANSI.inverse + TextWidth.fit(heading, columns) + Terminal.ANSI.reset)
         if let header = model.columnHeader(width: columns, palette: palette) {
-            lines.append(Terminal.ANSI.bold + TextWidth.clip(header, columns) + Terminal.ANSI.reset)
+            lines.append(Terminal.ANSI.bold + header + Terminal.ANSI.reset)
         }
         let spinner = Self.spinner[frame % Self.spinner.count]
         var pending = false
@@ -535,14 +535,11 @@ public struct ListScreen: Sendable {
             let blank = max(0, pageRows - preview.count)
             lines += Array(repeating: TextWidth.fit("", columns), count: blank)
             for (index, line) in preview.suffix(pageRows).enumerated() {
-                let line = TextWidth.clip(line, columns)
                 lines.append(index == preview.suffix(pageRows).count - 1 ? Terminal.ANSI.inverse + Self.stripped(line) + Terminal.ANSI.reset : line)
             }
         } else {
             for row in top ..< top + pageRows {
-                guard row < count.value || !count.isExact,
-                      let text = model.line(at: row, width: columns, spinner: spinner, palette: palette).map({ TextWidth.clip($0, columns) })
-                else {
+                guard row < count.value || !count.isExact, let text = model.line(at: row, width: columns, spinner: spinner, palette: palette) else {
                     let exists = row < count.value || (!count.isExact && row <= count.value + pageRows)
                     let filler = exists ? " \(spinner) …" : ""
                     if exists { pending = true }
@@ -568,7 +565,9 @@ public struct ListScreen: Sendable {
         output.reserveCapacity(lines.reduce(output.utf8.count) { $0 + $1.utf8.count + 8 })
         for (index, line) in lines.enumerated() {
             if index > 0 { output += "\n" + Terminal.ANSI.clearLine }
-            output += line
+            // Whatever drew it (a list's row, the keys, a preview): a line wider than the terminal
+            // would wrap onto the next row and push the screen up.
+            output += TextWidth.clip(line, columns)
         }
         Terminal.write(output)
     }
