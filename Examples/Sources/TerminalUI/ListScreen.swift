@@ -433,7 +433,8 @@ public struct ListScreen: Sendable {
         case .enter:
             let text = typing ?? ""
             typing = nil
-            guard let number = Int(text), number >= 1 else {
+            // Only digits are typed: a number past Int.max is as far as any, not "not a number".
+            guard let number = Int(text) ?? (text.isEmpty ? nil : Int.max), number >= 1 else {
                 if !text.isEmpty { message = "“\(text)” is not a \(model.rowName) number" }
                 return
             }

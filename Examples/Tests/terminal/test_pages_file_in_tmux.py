@@ -100,6 +100,10 @@ def main():
         tmux.keys(name, ":", "1", "5", "0", "0", "0", "0", "Enter")
         tmux.wait(name, ":150000 puts line 150000 at the top", lambda s: numbers(s)[:1] == [150_000])
         tmux.keys(name, ":", "x", "Enter")  # not a digit: ignored, then Enter on an empty line
+        # More digits than an Int holds: as far as any number, the last line (it said "not a line
+        # number" before), as :N past the end does.
+        tmux.keys(name, ":", *("9" * 30), "Enter")
+        tmux.wait(name, f"a 30-digit :N shows line {LINES} at the bottom", lambda s: numbers(s)[-1:] == [LINES] and f"there are {LINES} lines" in s[-1])
         tmux.keys(name, "g", "/", "n", "e", "e", "d", "l", "e", "Enter")
         screen = tmux.wait(name, f"/needle finds line {NEEDLE}", lambda s: f"at line {NEEDLE}" in s[-1])
         if not any("here is the needle" in row for row in screen[1:-1]):
