@@ -96,6 +96,12 @@ public enum Terminal {
         isatty(descriptor) == 1
     }
 
+    /// The width of rows printed as plain text: `given` (a `--width` option), else the terminal's
+    /// when standard output is one, else `$COLUMNS`, else 120.
+    public static func plainTextWidth(_ given: Int?) -> Int {
+        given ?? size()?.columns ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120
+    }
+
     /// The window size in columns and rows, if standard output is a terminal.
     public static func size() -> (columns: Int, rows: Int)? {
         var window = winsize()

@@ -65,7 +65,7 @@ struct Browse: Tool {
         return overflow ? .max : ahead
     }
 
-    @Option(parsing: .unconditional, help: "The width of plain-text output (default: $COLUMNS, else 120).")
+    @Option(parsing: .unconditional, help: "The width of plain-text output (default: the terminal's, else $COLUMNS, else 120).")
     var width: Int?
 
     @Option(help: "Record every scroll step to this file, for `scroll-sim --trace` (Benchmarks/README.md).")
@@ -101,7 +101,7 @@ struct Browse: Tool {
         let table = FileTable(entries: entries, cacheFolder: cacheFolder, latency: .milliseconds(latency), maxConcurrent: concurrency)
 
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
-            let layout = TableLayout(width: width ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
+            let layout = TableLayout(width: Terminal.plainTextWidth(width))
             print(layout.header)
             await streamRowsInOrder(of: table, ahead: streamedAhead) { index, content in
                 print(layout.row(entries[index], content))
@@ -127,7 +127,7 @@ struct Browse: Tool {
             Self.fail(RemoteTable.rootMessage(for: error, root: table.root))
         }
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
-            let layout = TableLayout(width: width ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
+            let layout = TableLayout(width: Terminal.plainTextWidth(width))
             print(layout.header)
             await table.streamInOrder(ahead: streamedAhead) { file, size, content in
                 print(layout.row(path: file.path, size: size, content))

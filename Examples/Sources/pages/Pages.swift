@@ -103,7 +103,7 @@ struct Pages: Tool {
     }
 
     func run() async throws {
-        let render = Renderer(format: format, width: width ?? Terminal.size()?.columns ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120)
+        let render = Renderer(format: format, width: Terminal.plainTextWidth(width))
         let query = filter.flatMap { $0.isEmpty ? nil : TextQuery($0) }
         if let url = RemoteTable.remoteURL(folder) {
             try await streamRemote(url, filter: query, render: render)
