@@ -17,6 +17,10 @@ public struct Commit: Sendable, Hashable {
     /// The subject line, exactly as git has it (any bytes; a long first paragraph joined).
     public var subjectBytes: [UInt8]
 
+    /// Where the commit's spooled record is when a page kept only its start (a subject or an
+    /// author longer than ``LineFile/keptBytes``): ``GitLog/whole(_:)`` reads it whole.
+    var cut: SpooledRecord?
+
     /// A commit.
     public init(hash: String, shortHash: String, date: String, author: [UInt8], refs: [String] = [], subject: [UInt8]) {
         (self.hash, self.shortHash, self.date, authorBytes, self.refs, subjectBytes) = (hash, shortHash, date, author, refs, subject)
@@ -37,6 +41,12 @@ public struct Commit: Sendable, Hashable {
     public var line: [UInt8] {
         Array(shortHash.utf8) + [0x09] + Array(date.utf8) + [0x09] + authorBytes + [0x09] + subjectBytes
     }
+}
+
+/// Where a spooled record is in its spool file.
+struct SpooledRecord: Sendable, Hashable {
+    let offset: Int64
+    let length: Int64
 }
 
 /// `git log` of a repository as an offset page source of commits.
@@ -153,7 +163,9 @@ public final class GitLog: OffsetPageSource {
         let end = overflow ? Int.max : sum
         try await spool.wait(for: end)
         let lines = try spool.lines(offset ..< end)
-        let commits = lines.compactMap { Self.commit(fromSpooled: $0.bytes) }
+        // Every line is a commit, however long: a record cut to what a line keeps dropped out and
+        // the rows after it moved up one (the last shown twice; seen with 5,000 tags on a commit).
+        let commits = lines.map(Self.commit(fromSpooled:))
         let total = spool.total
         let last = max(0, offset) + commits.count  // no commit is before 0
         let more = total.map { last < $0 } ?? (commits.count == size)
@@ -172,38 +184,58 @@ public final class GitLog: OffsetPageSource {
             guard asked > 0 else { return }  // no commit past the end of the integers
             try await spool.wait(for: next + asked)
             let lines = try spool.lines(next ..< next + asked)
-            for line in lines {
-                guard let commit = Self.commit(fromSpooled: line.bytes) else { continue }
-                if !body(line.number, commit) { return }
-            }
+            for line in lines where !body(line.number, Self.commit(fromSpooled: line)) { return }
             next += lines.count
             if lines.count < asked, spool.total != nil { return }
         }
     }
 
-    /// A spooled line's commit, or `nil` when it does not have the six fields.
-    static func commit(fromSpooled bytes: [UInt8]) -> Commit? {
+    /// A spooled line's commit, its record cut where the line was (``Commit/cut`` says where the
+    /// whole one is).
+    static func commit(fromSpooled line: Line) -> Commit {
+        var commit = commit(fromSpooled: line.bytes)
+        if line.isCut { commit.cut = SpooledRecord(offset: line.offset, length: line.length) }
+        return commit
+    }
+
+    /// The commit of a spool line (``LogParser``'s order: hash, short hash, date, refs, author,
+    /// subject). Fields a cut line lacks are empty; a cut field holds what is there.
+    static func commit(fromSpooled bytes: [UInt8]) -> Commit {
         let fields = bytes.split(separator: 0, maxSplits: fields - 1, omittingEmptySubsequences: false)
-        guard fields.count == Self.fields else { return nil }
-        let refs = String(decoding: fields[4], as: UTF8.self).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        func field(_ index: Int) -> ArraySlice<UInt8> { index < fields.count ? fields[index] : [] }
+        var refs = String(decoding: field(3), as: UTF8.self).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if fields.count == 4 { refs = refs.dropLast() }  // the line ends in the refs: the last one is cut
         return Commit(
-            hash: String(decoding: fields[0], as: UTF8.self), shortHash: String(decoding: fields[1], as: UTF8.self),
-            date: String(decoding: fields[2], as: UTF8.self), author: Array(fields[3]), refs: refs, subject: Array(fields[5])
+            hash: String(decoding: field(0), as: UTF8.self), shortHash: String(decoding: field(1), as: UTF8.self),
+            date: String(decoding: field(2), as: UTF8.self), author: Array(field(4)), refs: refs, subject: Array(field(5))
         )
+    }
+
+    /// `commit` whole: a commit whose record a page cut (``Commit/cut``) read again from the spool,
+    /// for output that must be git's bytes. Throws if the spool cannot be read.
+    public func whole(_ commit: Commit) async throws -> Commit {
+        guard let cut = commit.cut else { return commit }
+        return Self.commit(fromSpooled: try await readingSpool().record(cut))
     }
 
     /// Parses `git log` output in ``format`` (the tests' and the fuzzer's way in): NUL-separated
     /// fields, six per commit; an incomplete last record is dropped.
     public static func parse(_ data: Data) -> [Commit] {
         var parser = LogParser()
-        return parser.take(Array(data)).compactMap { commit(fromSpooled: $0) }
+        return parser.take(Array(data)).map { commit(fromSpooled: $0) }
     }
 }
 
 /// Turns `git log -z` output in ``GitLog/format`` into spool lines, however it is cut into chunks:
 /// six NUL-separated fields make a record; its line is the fields joined by NUL, with any line break
-/// in them made a space (git puts none there; a spool line must be one line).
+/// in them made a space (git puts none there; a spool line must be one line). The refs come before
+/// the author and the subject, cut to ``maximumRefsBytes`` at a ref's end: a page keeps the first
+/// ``LineFile/keptBytes`` of a line, and what may run longer (a subject, an author) is last.
 struct LogParser {
+    /// The most bytes of refs a spool line holds (a commit with 5,000 tags has 150 KB of them; a
+    /// screen shows a third of a row at most).
+    static let maximumRefsBytes = 4_096
+
     private var fields: [[UInt8]] = []
     private var partial: [UInt8] = []
 
@@ -217,18 +249,29 @@ struct LogParser {
             partial = []
             start = end + 1
             if fields.count == GitLog.fields {
-                lines.append(Array(fields.joined(separator: [0])).map { $0 == 0x0A ? 0x20 : $0 })
+                let spooled = [fields[0], fields[1], fields[2], Self.cutRefs(fields[4]), fields[3], fields[5]]
+                lines.append(Array(spooled.joined(separator: [0])).map { $0 == 0x0A ? 0x20 : $0 })
                 fields = []
             }
         }
         partial += chunk[start...]
         return lines
     }
+
+    /// `refs` (`%D`: comma-separated) cut to at most ``maximumRefsBytes`` at a ref's end.
+    static func cutRefs(_ refs: [UInt8]) -> [UInt8] {
+        guard refs.count > maximumRefsBytes else { return refs }
+        let comma = refs[..<maximumRefsBytes].lastIndex(of: UInt8(ascii: ",")) ?? 0
+        return Array(refs[..<comma])
+    }
 }
 
 /// One run of `git log` writing its commits into a spool file, and the ``LineFile`` that reads it.
 final class LogSpool: Sendable {
     let file: LineFile
+    /// The spool, open for reading whole records (``record(_:)``): open from the start, it is the
+    /// same file after it is renamed finished.
+    private let reader: FileHandle
     private let process: Process?
     private let state = Mutex(State())
 
@@ -251,6 +294,7 @@ final class LogSpool: Sendable {
         let finished = folder.appendingPathComponent(key + ".log")
         if let head, !head.isEmpty, FileManager.default.fileExists(atPath: finished.path) {
             file = try LineFile(path: finished.path)
+            reader = try FileHandle(forReadingFrom: finished)
             process = nil
             try state.withLock { state in
                 // A finished spool is whole: its lines are its commits.
@@ -267,6 +311,7 @@ final class LogSpool: Sendable {
         }
         guard let output = FileHandle(forWritingAtPath: writing.path), let executable = Git.executable else { throw Git.Failure.notInstalled }
         file = try LineFile(path: writing.path)
+        reader = try FileHandle(forReadingFrom: writing)
         let process = Process()
         process.executableURL = executable
         process.arguments = ["-C", repository, "log"] + GitLog.format + (paths.isEmpty ? [] : ["--"] + paths)
@@ -313,7 +358,7 @@ final class LogSpool: Sendable {
         let text = ([path, head ?? "no-head"] + paths).joined(separator: "\u{0}")
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        return "log-v1-" + String(hash, radix: 16) + "-" + String((head ?? "none").prefix(12))
+        return "log-v2-" + String(hash, radix: 16) + "-" + String((head ?? "none").prefix(12))
     }
 
     /// Keeps the four newest finished spools, and deletes spools abandoned by runs that ended.
@@ -381,6 +426,25 @@ final class LogSpool: Sendable {
         guard range.lowerBound < end else { return [] }
         _ = file.checkForChanges()
         return try file.lines(range.lowerBound ..< end)
+    }
+
+    /// The most bytes of one record read whole (a subject of 64 MB is printed cut there).
+    static let maximumRecordBytes: Int64 = 64 << 20
+
+    /// The bytes of the record at `record`, whole (up to ``maximumRecordBytes``).
+    func record(_ record: SpooledRecord) throws -> [UInt8] {
+        let count = Int(clamping: min(max(0, record.length), Self.maximumRecordBytes))
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let read = bytes.withUnsafeMutableBytes { buffer in
+                pread(reader.fileDescriptor, buffer.baseAddress.map { $0 + done }, count - done, off_t(clamping: record.offset + Int64(done)))
+            }
+            if read < 0, errno == EINTR { continue }
+            guard read > 0 else { break }  // the spool is shorter than its index said: what is there
+            done += read
+        }
+        return Array(bytes[..<done])
     }
 
     /// Stops git, if it still runs.

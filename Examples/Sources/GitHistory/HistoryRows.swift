@@ -114,7 +114,9 @@ public final class HistoryRows: Sendable {
     }
 
     /// Prints every commit in order, as the rows arrive, holding at most `ahead` rows beyond the one
-    /// to print: the whole log streams in bounded memory through the same paged rows.
+    /// to print: the whole log streams in bounded memory through the same paged rows. A commit
+    /// whose record the rows hold cut (a subject past 64 KiB) is read whole just before it is
+    /// emitted: what is printed is git's bytes, one long record in memory at a time.
     public func printAll(ahead: Int = 400, emit: (Commit) -> Void) async {
         let changes = commits.subscribe()
         var iterator = changes.makeAsyncIterator()
@@ -122,7 +124,7 @@ public final class HistoryRows: Sendable {
         while true {
             commits.show(next ..< next + ahead)
             while let commit = commits.item(at: next) {
-                emit(commit)
+                emit(commit.cut == nil ? commit : (try? await log.whole(commit)) ?? commit)
                 next += 1
                 if next % (ahead / 2) == 0 { commits.show(next ..< next + ahead) }
             }

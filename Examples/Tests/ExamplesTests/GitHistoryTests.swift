@@ -28,7 +28,7 @@ struct GitParsingTests {
         for cut in 0...text.count {
             var parser = LogParser()
             let lines = parser.take(Array(text[..<cut])) + parser.take(Array(text[cut...]))
-            #expect(lines.compactMap { GitLog.commit(fromSpooled: $0) }.map(\.subject) == ["first", "second"], "cut at \(cut)")
+            #expect(lines.map { GitLog.commit(fromSpooled: $0) }.map(\.subject) == ["first", "second"], "cut at \(cut)")
         }
     }
 
@@ -171,6 +171,50 @@ struct GitLogTests {
         #expect(try await again.page(at: 100, size: 5).items == Array(expected[100..<105]))
     }
 
+    /// Seen 2026-11-27: a commit with 5,000 tags (170 KB of refs) made a spool line longer than a
+    /// page keeps (64 KiB): the commit dropped out of its page, the rows after it moved up one and
+    /// the last commit showed twice, on the screen and piped. A subject past 64 KiB was printed cut.
+    @Test func aRecordLongerThanALineKeepsIsStillOneCommitAndIsPrintedWhole() async throws {
+        let huge = "Huge subject " + String(repeating: "words of a very long first paragraph ", count: 4_000)
+        let repository = try TestRepository(commits: 30, subjects: [12: huge], tags: 5_000, taggedCommits: [20])
+        defer { repository.remove() }
+        let expected = try await repository.log()
+        #expect(expected.count == 30)
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let log = GitLog(repository: repository.path, spoolFolder: spool)
+        let page = try await log.page(at: 0, size: 100)
+        #expect(page.items.map(\.hash) == expected.map(\.hash))
+        #expect(page.cursorAfter == nil && page.itemsAfter == 0)
+        // The tagged commit shows its first refs (cut at a ref's end) and its subject.
+        let tagged = try #require(page.items.first { $0.hash == expected[10].hash })
+        #expect(tagged.subject == "Commit 20" && tagged.refs.count > 50 && tagged.refs.count < 5_000)
+        #expect(tagged.refs.allSatisfy { $0.hasPrefix("tag: a-rather-long-tag-name-20-") && !$0.hasSuffix("-") })
+        // The huge subject is cut on the page, whole when printed.
+        let cut = try #require(page.items.first { $0.hash == expected[18].hash })
+        #expect(cut.subjectBytes.count < expected[18].subjectBytes.count && cut.cut != nil)
+        #expect(try await log.whole(cut).line == expected[18].line)
+        let rows = HistoryRows(log: GitLog(repository: repository.path, spoolFolder: spool), pageSize: 8, statsFolder: nil)
+        var printed: [[UInt8]] = []
+        await rows.printAll(ahead: 16) { printed.append($0.line) }
+        #expect(printed == expected.map(\.line))
+    }
+
+    @Test func aSpoolLineCutAnywhereIsOneCommit() {
+        var parser = LogParser()
+        let line = parser.take(Array("aaaa\0aa\u{0}2024-01-02\0Ann\0tag: v1, tag: v2\0subject\0".utf8))[0]
+        for end in 0 ... line.count {
+            let commit = GitLog.commit(fromSpooled: Array(line[..<end]))
+            #expect(commit.hash == String(decoding: line.prefix(min(end, 4)), as: UTF8.self))
+        }
+        // Refs come before the author and the subject, cut at a ref's end.
+        #expect(GitLog.commit(fromSpooled: Array(line.prefix(30))).refs == ["tag: v1"])
+        let refs = (0 ..< 1_000).map { "tag: t\($0)" }.joined(separator: ", ")
+        let cutRefs = LogParser.cutRefs(Array(refs.utf8))
+        #expect(cutRefs.count <= LogParser.maximumRefsBytes && refs.utf8.starts(with: cutRefs))
+        #expect(String(decoding: cutRefs, as: UTF8.self).hasSuffix("tag: t\(String(decoding: cutRefs, as: UTF8.self).split(separator: ",").count - 1)"))
+    }
+
     @Test func aPathLimitsTheLogAsGitLogDoes() async throws {
         let repository = try TestRepository(commits: 30)
         defer { repository.remove() }
@@ -266,12 +310,14 @@ struct GitLogTests {
 struct TestRepository {
     let path: String
 
-    init(commits: Int) throws {
+    /// `subjects` replaces the subjects of the commits it names; `tags` lightweight tags are put
+    /// on each commit of `taggedCommits`.
+    init(commits: Int, subjects: [Int: String] = [:], tags: Int = 0, taggedCommits: [Int] = []) throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("history-test-\(UUID().uuidString)").path
         try Self.git(["init", "-q", "-b", "main", path], in: nil)
         var stream = ""
         for n in 1 ... commits {
-            let subject = n % 7 == 0 ? "Tabbed\tsubject \(n) — ünïcode \u{1F} unit" : "Commit \(n)"
+            let subject = subjects[n] ?? (n % 7 == 0 ? "Tabbed\tsubject \(n) — ünïcode \u{1F} unit" : "Commit \(n)")
             let lines = (0 ..< n % 50).map { "line \($0) of \(n)\n" }.joined()
             stream += "commit refs/heads/main\nmark :\(n)\n"
             stream += "author Tést Author <a@example.com> \(1_600_000_000 + n * 3600) +0000\n"
@@ -280,6 +326,9 @@ struct TestRepository {
             if n > 1 { stream += "from :\(n - 1)\n" }
             stream += "M 100644 inline notes.txt\ndata \(lines.utf8.count)\n\(lines)\n"
             if n % 5 == 0 { stream += "M 100644 inline blob.bin\ndata 4\n\u{0}\u{1}\u{2}\(n % 10)\n" }
+        }
+        for n in taggedCommits {
+            for tag in 0 ..< tags { stream += "reset refs/tags/a-rather-long-tag-name-\(n)-\(tag)\nfrom :\(n)\n\n" }
         }
         try Self.git(["-C", path, "fast-import", "--quiet"], in: Data(stream.utf8))
         try Self.git(["-C", path, "reset", "-q", "--hard", "main"], in: nil)

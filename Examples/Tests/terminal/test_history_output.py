@@ -7,7 +7,7 @@ Usage: test_history_output.py BIN_DIR   (the folder holding the built `history`)
 - `history REPO > file` prints the whole log, byte for byte what
   `git log --format=%h%x09%ad%x09%an%x09%s --date=short` prints, streamed through the paged rows;
 - hostile commits — an author with 0x1F (seen 2026-11-23 to shift the columns), a Latin-1 author
-  byte (seen printed as U+FFFD), tabs, escape sequences and a 10,000-line subject — are printed
+  byte (seen printed as U+FFFD), tabs, escape sequences, a 10,000-line subject and one of 124 KB — are printed
   byte for byte as git prints them too;
 - a folder that is not a repository, and git missing from PATH, are one line on stderr and exit 1.
 """
@@ -57,7 +57,9 @@ def main():
         subprocess.run(["git", "init", "-q", "-b", "main", hostile], check=True)
         for author, message in [(b"Ev\x1fil", b"unit \x1f separator"), (b"R\xe9mi", b"latin-1 author"),
                                 (b"Tab\tby", b"tabs\tin\tthe subject"), (b"esc", b"x \x1b]2;PWNED\x07 \x1b[2J"),
-                                (b"long", b"first" + b"\nmore" * 10_000)]:
+                                (b"long", b"first" + b"\nmore" * 10_000),
+                                # Past the 64 KiB a page keeps of a spooled record: printed whole.
+                                (b"longer", b"first" + b"\nmore words of a long paragraph" * 4_000)]:
             env = dict(os.environ, GIT_COMMITTER_NAME="c", GIT_COMMITTER_EMAIL="c@example.com", GIT_AUTHOR_EMAIL="a@example.com")
             env = {key.encode(): value.encode() for key, value in env.items()}
             env[b"GIT_AUTHOR_NAME"] = author
@@ -66,7 +68,7 @@ def main():
         got = subprocess.run([history, hostile, *cache], capture_output=True, timeout=60)
         if got.returncode != 0 or got.stdout != want:
             fail(f"hostile commits: history printed {got.stdout[:300]!r} (exit {got.returncode}), git log {want[:300]!r}")
-        print(f"ok: hostile commits (0x1F, Latin-1, tabs, escapes, a 10,000-line subject) are git log's bytes ({len(want)} bytes)")
+        print(f"ok: hostile commits (0x1F, Latin-1, tabs, escapes, a 10,000-line subject, a 124 KB one) are git log's bytes ({len(want)} bytes)")
 
         empty = os.path.join(work, "empty")
         os.makedirs(empty)
