@@ -34,6 +34,8 @@ public final class FileModel: ListModel {
     private let opening: Mutex<OpeningLines>
     /// The path as given.
     public let path: String
+    /// Standard input, when that is what is paged (the file is its copy): read as the screen goes.
+    public let input: InputSpool?
     /// How often the file is looked at for growth, truncation or deletion.
     let watchInterval: Duration
     private let state = Mutex(State())
@@ -61,8 +63,18 @@ public final class FileModel: ListModel {
     ///   - bytesKeptPerLine: how much of each line is kept (16 KiB by default: with at most 1,000
     ///     rows resident, a file of long lines holds 16 MiB of them).
     /// - Throws: ``LineFileError`` if it cannot be opened or is not a regular file.
-    public init(path: String, watchInterval: Duration = .milliseconds(200), bytesKeptPerLine: Int = 16 * 1024) throws(LineFileError) {
+    public convenience init(path: String, watchInterval: Duration = .milliseconds(200), bytesKeptPerLine: Int = 16 * 1024) throws(LineFileError) {
+        try self.init(path: path, input: nil, watchInterval: watchInterval, bytesKeptPerLine: bytesKeptPerLine)
+    }
+
+    /// Pages standard input, as `input` copies it.
+    public convenience init(input: InputSpool, watchInterval: Duration = .milliseconds(200)) throws(LineFileError) {
+        try self.init(path: input.path, input: input, watchInterval: watchInterval, bytesKeptPerLine: 16 * 1024)
+    }
+
+    private init(path: String, input: InputSpool?, watchInterval: Duration, bytesKeptPerLine: Int) throws(LineFileError) {
         self.path = path
+        self.input = input
         self.watchInterval = watchInterval
         file = try LineFile(path: path, checkpointInterval: 1_000, bytesKeptPerLine: bytesKeptPerLine)
         opening = Mutex(OpeningLines(path: path, bytesKeptPerLine: bytesKeptPerLine))
@@ -75,11 +87,13 @@ public final class FileModel: ListModel {
 
     public var heading: String {
         let size = file.progress.size
-        return "pages  \(path)  ·  \(ByteSize.text(size))"
+        return "pages  \(input == nil ? path : "(standard input)")  ·  \(ByteSize.text(size))"
     }
 
     public var count: RowCount {
         let progress = file.progress
+        // Standard input not read to its end has more lines than the copy holds.
+        if let input, !input.status.ended || progress.size < input.status.copied { return .atLeast(progress.lines) }
         if progress.isComplete { return .exact(progress.lines) }
         let (opened, isWholeFile) = opening.withLock { ($0.count, $0.isWholeFile) }
         if isWholeFile { return .exact(opened) }
@@ -90,6 +104,7 @@ public final class FileModel: ListModel {
 
     public func start(_ changed: @escaping @Sendable (Int?) -> Void) {
         rows.onChange = { _ in changed(nil) }
+        input?.onChange { changed(nil) }  // the status line says how much was read
         state.withLock { $0.changed = changed }
         startScan()
         let watching = Task(priority: .utility) { [weak self, watchInterval] in
@@ -143,7 +158,14 @@ public final class FileModel: ListModel {
 
     public func show(_ rows: Range<Int>, resting: Bool) {
         self.rows.show(rows)
+        // Near the end of what standard input gave so far: more of it (a screen's worth many
+        // times over), not all of it.
+        if let input, rows.upperBound + Self.configuration.maxResident > file.progress.lines { input.want(beyond: file.progress.size) }
     }
+
+    /// How much more of standard input G, F and a search ask for each time: at the end, a frame
+    /// asks again for as long as it stays there.
+    static let readAtTheEnd: Int64 = 64 << 20
 
     public func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
         guard let line = item(at: row) else {
@@ -169,6 +191,8 @@ public final class FileModel: ListModel {
     }
 
     public func endPreview(rows: Int, width: Int, palette: Terminal.Palette) -> [String]? {
+        // G: the end of standard input is read on while the screen shows it (each frame asks).
+        input?.want(beyond: file.progress.size, by: Self.readAtTheEnd)
         guard let (lines, first) = try? file.lastLines(rows) else { return nil }
         return lines.enumerated().map { index, line in
             render(line, number: first.map { String($0 + index + 1) } ?? "·", width: width, palette: palette)
@@ -194,6 +218,14 @@ public final class FileModel: ListModel {
         }
         if column > 0 { fields.append("column \(column + 1)") }
         if let notice { fields.append(notice) }
+        if let input {
+            let status = input.status
+            if let problem = status.problem {
+                fields.append(problem)
+            } else if !status.ended {
+                fields.append("standard input: \(ByteSize.text(status.copied)) read, more as you go (G: all)")
+            }
+        }
         fields.append("pages resident \(existingRows?.resident.pages ?? 0)")
         return fields
     }
@@ -226,6 +258,7 @@ public final class FileModel: ListModel {
             state.withLock { $0.column = max(0, right ? min(farthest, $0.column + step) : $0.column - step) }
             return .none
         case .character("F"):
+            input?.want(beyond: file.progress.size, by: Self.readAtTheEnd)
             return .follow
         case .character("n"), .character("N"):
             guard state.withLock({ $0.query }) != nil else { return .message("no search: press / first") }
@@ -248,6 +281,7 @@ public final class FileModel: ListModel {
     }
 
     public func stop() {
+        input?.remove()
         cancelSearch()
         let (scanning, watching) = state.withLock { ($0.scanning, $0.watching) }
         scanning?.cancel()
@@ -261,6 +295,7 @@ public final class FileModel: ListModel {
     /// through ``poll()``.
     private func search(from row: Int, forward: Bool) {
         cancelSearch()
+        if forward { input?.want(beyond: file.progress.size, by: Self.readAtTheEnd) }  // it reads on, as less's does
         guard let text = state.withLock({ $0.query }) else { return }
         let query = SearchText(text)
         let file = file
@@ -289,7 +324,8 @@ public final class FileModel: ListModel {
             if let hit {
                 self?.finishSearch(.select(hit, message: "“\(text)” at line \(hit + 1)"))
             } else {
-                self?.finishSearch(.message("“\(text)” not found " + (forward ? "after" : "before") + " this line"))
+                let unread = self?.input.map { !$0.status.ended } ?? false
+                self?.finishSearch(.message("“\(text)” not found " + (forward ? "after" : "before") + " this line" + (unread ? " in what standard input gave so far" : "")))
             }
         }
         state.withLock {

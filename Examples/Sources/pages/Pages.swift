@@ -17,7 +17,8 @@ struct Pages: Tool {
             (G, :N) is a seek from the nearest checkpoint, in memory that does not grow with the file. \
             ↑/↓/PgUp/PgDn/g/G move, :N goes to line N, / searches (n/N: the next and previous hit), ←/→ \
             scroll sideways, F follows the end as the file grows, ? lists every key, q quits. Piped, the \
-            file is copied to the output as it is.
+            file is copied to the output as it is. `cmd | pages` (or `pages -`) pages standard input, read \
+            as far as you go (G reads on to its end).
 
             With a folder: \
             On a terminal: a screen at a time, the next one loading while you read; space or PgDn for the next \
@@ -30,7 +31,7 @@ struct Pages: Tool {
             """
     )
 
-    @Argument(help: "The file to page through, or the folder to list: a path, or the http(s) URL of a folder index.")
+    @Argument(help: "The file to page through (- for standard input, as when nothing is named and it comes from a pipe), or the folder to list: a path, or the http(s) URL of a folder index.")
     var folder: String = "."
 
     @Option(name: .customLong("ca-file"), help: "Remote folders over https: trust the CA certificates in this PEM file (as curl's --cacert; default: the system's, or SSL_CERT_FILE's).")
@@ -77,6 +78,15 @@ struct Pages: Tool {
     /// first thread draws the first screen (``page(file:filter:)``).
     @MainActor static func main() async {
         let arguments = CommandLine.arguments.dropFirst()
+        // `cmd | pages` (nothing named, a pipe or a file for input) and `pages -`: standard input.
+        if (arguments.isEmpty && Self.inputIsPipeOrFile) || Array(arguments) == ["-"] {
+            do {
+                try await pageStandardInput(filter: nil)
+            } catch {
+                exit(withError: error)  // ^C: status 130
+            }
+            return
+        }
         if arguments.count == 1, let path = arguments.first, !path.hasPrefix("-"), RemoteTable.remoteURL(path) == nil {
             var isFolder: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue {
@@ -107,6 +117,10 @@ struct Pages: Tool {
         let query = filter.flatMap { $0.isEmpty ? nil : TextQuery($0) }
         if let url = RemoteTable.remoteURL(folder) {
             try await streamRemote(url, filter: query, render: render)
+            return
+        }
+        if folder == "-" {
+            try await Self.pageStandardInput(filter: query)
             return
         }
         var isFolder: ObjCBool = false
@@ -170,6 +184,11 @@ struct Pages: Tool {
     /// lines that contain it, in order, as they are read.
     static func copy(_ path: String, filter: TextQuery?) {
         guard let input = FileHandle(forReadingAtPath: path) else { Self.fail("\(path) cannot be opened; check that it can be read") }
+        copy(input, named: path, filter: filter)
+    }
+
+    /// ``copy(_:filter:)`` from an open file.
+    static func copy(_ input: FileHandle, named name: String, filter: TextQuery?) {
         var lines = LineFilter(filter)
         do {
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
@@ -177,8 +196,48 @@ struct Pages: Tool {
             }
             try FileHandle.standardOutput.write(contentsOf: lines.finish())
         } catch {
-            Self.fail("\(path) could not be copied (\(error.localizedDescription))")
+            Self.fail("\(name) could not be copied (\(error.localizedDescription))")
         }
+    }
+
+    /// Whether standard input is a pipe or a file (`cmd | pages`, `pages < file`), not a terminal
+    /// nor a device such as /dev/null.
+    static var inputIsPipeOrFile: Bool {
+        var info = stat()
+        guard fstat(STDIN_FILENO, &info) == 0 else { return false }
+        let type = info.st_mode & S_IFMT
+        return type == S_IFIFO || type == S_IFREG || type == S_IFSOCK
+    }
+
+    /// `cmd | pages`: standard input paged, read as far as the screen goes (``InputSpool``), the
+    /// keys read from the terminal (`/dev/tty`); piped on, it is copied as it comes.
+    /// - Throws: `ExitCode(130)` when ^C ended the pager.
+    @MainActor static func pageStandardInput(filter: TextQuery?) async throws {
+        guard Terminal.isTerminal(STDOUT_FILENO) else {
+            copy(FileHandle.standardInput, named: "standard input", filter: filter)
+            return
+        }
+        // The text comes on standard input; the keys come from the terminal, put in its place so
+        // the screen reads them where it always does.
+        let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard terminal >= 0 else {
+            Self.fail("standard input is the text to page, and there is no terminal to read keys from; give a file (pages FILE)")
+        }
+        let text = dup(STDIN_FILENO)
+        guard text >= 0, dup2(terminal, STDIN_FILENO) >= 0 else { Self.fail("standard input cannot be read: \(String(cString: strerror(errno)))") }
+        close(terminal)
+        let input: InputSpool
+        let model: FileModel
+        do {
+            input = try InputSpool(source: text)
+            model = try FileModel(input: input)
+        } catch {
+            Self.fail("\(error)")
+        }
+        defer { input.remove() }
+        if let filter { _ = model.input(filter.text, committed: true, selected: -1) }
+        try await ListScreen.run(ListScreen.open(model))
+        if let problem = input.status.problem { FileHandle.standardError.write(Data("pages: \(problem)\n".utf8)) }
     }
 
     /// The transport `--ca-file` asks for, or AsyncMedia's default.

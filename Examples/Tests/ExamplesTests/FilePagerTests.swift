@@ -359,3 +359,107 @@ struct FileModelTests {
         #expect(model.statusFields.contains("column \(16 * 1024 + 1 - 16)"))
     }
 }
+
+@Suite("cmd | pages: standard input kept as it is read", .timeLimit(.minutes(1)))
+struct InputSpoolTests {
+    /// Waits, change by change, until `condition` holds (the suite's time limit ends a wait that never does).
+    func until(_ spool: InputSpool, _ condition: () -> Bool) async {
+        let (events, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        spool.onChange { continuation.yield() }
+        continuation.yield()
+        for await _ in events where condition() { return }
+    }
+
+    /// A pipe whose other end gets `bytes` (from a thread of its own, then closed).
+    func pipe(feeding bytes: [UInt8]) -> Int32 {
+        var ends: [Int32] = [0, 0]
+        #expect(Glibc.pipe(&ends) == 0)
+        let writer = ends[1]
+        Thread.detachNewThread {
+            // A reader that stops early closes its end: the write fails with EPIPE instead of a
+            // SIGPIPE that would end the test process (the signal stays pending on this thread).
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+            var done = 0
+            while done < bytes.count {
+                let wrote = bytes.withUnsafeBytes { write(writer, $0.baseAddress! + done, bytes.count - done) }
+                if wrote <= 0 { break }  // the reader closed its end
+                done += wrote
+            }
+            close(writer)
+        }
+        return ends[0]
+    }
+
+    @Test func anEndlessInputIsReadOnlyAsFarAsItIsAskedFor() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("input-spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bytes = (0 ..< 200_000).flatMap { Array("line \($0) of the input\n".utf8) }  // 5 MB
+        let spool = try InputSpool(source: pipe(feeding: bytes), folder: folder)
+        // It copies what it reads ahead, then waits: the writer is not read to its end.
+        await until(spool) { spool.isWaitingForDemand }
+        #expect(spool.status.copied == InputSpool.readAhead && !spool.status.ended)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: spool.path)) == Data(bytes.prefix(Int(InputSpool.readAhead))))
+        #expect(FileManager.default.isReadableFile(atPath: spool.path))
+        let mode = try FileManager.default.attributesOfItem(atPath: spool.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        // Asked for more: it copies on to the end, exactly the bytes written.
+        spool.want(beyond: spool.status.copied, by: .max)
+        await until(spool) { spool.status.ended }
+        #expect(spool.status.copied == Int64(bytes.count) && spool.status.problem == nil)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: spool.path)) == Data(bytes))
+        spool.remove()
+        #expect(!FileManager.default.fileExists(atPath: spool.path))
+    }
+
+    @Test func aDiskWithoutRoomStopsTheCopyAndSaysSo() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("input-spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let spool = try InputSpool(source: pipe(feeding: Array(repeating: 0x61, count: 100_000)), folder: folder, keptFree: .max)
+        await until(spool) { spool.status.ended }
+        #expect(spool.status.copied == 0)
+        #expect(spool.status.problem?.hasPrefix("stopped reading standard input: ") == true)
+        #expect(spool.status.problem?.hasSuffix(" left on the disk that keeps it") == true)
+        spool.remove()
+    }
+
+    @Test func theSpoolOfAPagerThatWasKilledIsRemovedByTheNext() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("input-spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // A process that has ended: its PID names nobody.
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        let abandoned = folder.appendingPathComponent("pages-input.\(ended.processIdentifier)").path
+        let alive = folder.appendingPathComponent("pages-input.1").path  // init: always running
+        let other = folder.appendingPathComponent("pages-input.notes").path
+        for path in [abandoned, alive, other] { #expect(FileManager.default.createFile(atPath: path, contents: Data("x".utf8))) }
+        let spool = try InputSpool(source: pipe(feeding: Array("a\n".utf8)), folder: folder)
+        await until(spool) { spool.status.ended }
+        #expect(!FileManager.default.fileExists(atPath: abandoned))
+        #expect(FileManager.default.fileExists(atPath: alive) && FileManager.default.fileExists(atPath: other))
+        spool.remove()
+    }
+
+    @Test func aFileModelOfStandardInputCountsAtLeastUntilItEnds() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("input-spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let lines = (1 ... 300_000).flatMap { Array("\($0)\n".utf8) }  // 2 MB: within the first read-ahead
+        let spool = try InputSpool(source: pipe(feeding: lines), folder: folder)
+        let model = try FileModel(input: spool, watchInterval: .milliseconds(10))
+        #expect(model.heading.hasPrefix("pages  (standard input)  ·  "))
+        await until(spool) { spool.status.ended }
+        try await model.file.scan()
+        #expect(model.count == .exact(300_000))
+        model.stop()
+        #expect(!FileManager.default.fileExists(atPath: spool.path), "stopping the pager deletes the copy")
+    }
+}
+

@@ -14,7 +14,10 @@ Usage: test_pages_file_in_tmux.py BIN_DIR   (the folder holding the built `pages
 - an escape sequence in a line neither retitles nor clears the terminal;
 - q exits with status 0 and ^C with 130, leaving the terminal sane; piped, the file comes out byte for byte;
   a file deleted while open stays readable; `--filter TEXT` piped prints only the lines (of a file)
-  or the rows (of a folder) that contain it.
+  or the rows (of a folder) that contain it;
+- `cat FILE | pages` pages standard input (keys from the terminal), read as far as the screen goes:
+  at most 5 MB of it before G, which reads it to its end; `yes | pages` shows its first screen and
+  keeps 4 MiB; the copy in TMPDIR is deleted on q; `pages -` piped prints standard input as it is.
 """
 import os
 import re
@@ -84,8 +87,45 @@ def main():
     if [row.split("\t")[:3] for row in got.splitlines()[1:]] != [["tail.txt", "27", "3"]]:
         fail(f"pages FOLDER --filter tail listed {got!r}")
 
+    # Piped in and out (`pages -`): standard input comes out as it is, --filter too.
+    got = subprocess.run([pages, "-"], input=data, capture_output=True, check=True).stdout
+    if got != data:
+        fail("pages - piped did not print standard input as it is")
+    got = subprocess.run([pages, "-", "--filter", "needle"], input=data, capture_output=True, check=True).stdout
+    if got != f"{NEEDLE} here is the needle\n".encode():
+        fail(f"pages - --filter needle printed {got[:200]!r}")
+
     tmux = Tmux()
     try:
+        # `cmd | pages`: standard input paged, the keys read from the terminal. The whole 25 MB
+        # file comes through the pipe: G reads on to its end. Its copy is kept in TMPDIR, a folder
+        # of this test's, and deleted when the pager ends.
+        spools = os.path.join(work, "spools")
+        os.makedirs(spools)
+        def spool_sizes():
+            return [os.path.getsize(os.path.join(spools, f)) for f in os.listdir(spools) if f.startswith("pages-input.")]
+        tmux.start("in", f"cat '{path}' | TMPDIR='{spools}' '{pages}'; echo EXIT=$?; stty -a; sleep 120")
+        tmux.wait("in", "the first screen of standard input shows lines 1–38, counted as at least",
+                  lambda s: numbers(s)[:1] == [1] and len(numbers(s)) == 38 and "(standard input)" in s[0] and " of ≥ " in s[-1])
+        if not spool_sizes() or max(spool_sizes()) > 5 << 20:
+            fail(f"standard input was read past what the screen needs: {spool_sizes()} bytes kept", tmux.screen("in"))
+        tmux.keys("in", "G")
+        tmux.wait("in", f"G reads standard input to its end: line {LINES} at the bottom, counted exactly",
+                  lambda s: numbers(s)[-1:] == [LINES] and f"of {LINES} " in s[-1])
+        tmux.keys("in", "q")
+        terminal_is_sane(tmux, "in", tmux.wait("in", "pages exits", exited), "pages")
+        if spool_sizes():
+            fail(f"the copy of standard input was left in TMPDIR: {os.listdir(spools)}")
+        # An endless input costs what is looked at: the first screen, then q, at once.
+        tmux.start("yes", f"yes 'an endless line' | TMPDIR='{spools}' '{pages}'; echo EXIT=$?; stty -a; sleep 120")
+        tmux.wait("yes", "the first screen of an endless input", lambda s: len(s) > 2 and "an endless line" in s[1] and " of ≥ " in s[-1])
+        tmux.wait("yes", "the copy pauses at what the screen needs", lambda s: "4.0 MiB read" in s[-1])
+        if max(spool_sizes()) > 5 << 20:
+            fail(f"an endless input was read on: {spool_sizes()} bytes kept", tmux.screen("yes"))
+        tmux.keys("yes", "q")
+        terminal_is_sane(tmux, "yes", tmux.wait("yes", "pages exits from an endless input", exited), "pages")
+        print(f"ok: cmd | pages pages standard input (G reads it to line {LINES}); yes | pages keeps 4 MiB; the copy is deleted")
+
         name = "pages"
         tmux.start(name, f"'{pages}' '{path}'; echo EXIT=$?; stty -a; sleep 120")
         screen = tmux.wait(name, "the first screen shows lines 1–38 and the exact count",
