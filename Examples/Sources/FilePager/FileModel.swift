@@ -54,6 +54,8 @@ public final class FileModel: ListModel {
         var notice: String?
         var changed: (@Sendable (Int?) -> Void)?
         var width = 80
+        /// The line count when more of standard input was last asked for.
+        var extendedAt = -1
     }
 
     /// Opens `path` for paging.
@@ -159,8 +161,15 @@ public final class FileModel: ListModel {
     public func show(_ rows: Range<Int>, resting: Bool) {
         self.rows.show(rows)
         // Near the end of what standard input gave so far: more of it (a screen's worth many
-        // times over), not all of it.
-        if let input, rows.upperBound + Self.configuration.maxResident > file.progress.lines { input.want(beyond: file.progress.size) }
+        // times over), not all of it — and again only once that brought lines: a frame asks
+        // again each time the copy moves, and an input of one endless line would be read for ever.
+        guard let input else { return }
+        let lines = file.progress.lines
+        let extend = rows.upperBound + Self.configuration.maxResident > lines && state.withLock { state in
+            defer { state.extendedAt = lines }
+            return state.extendedAt != lines
+        }
+        if extend { input.want(beyond: file.progress.size) }
     }
 
     /// How much more of standard input G, F and a search ask for each time: at the end, a frame

@@ -447,6 +447,27 @@ struct InputSpoolTests {
         spool.remove()
     }
 
+    /// Probe of 2026-11-27: `cat /dev/zero | pages` read on for ever: each frame near the end asked
+    /// for 4 MiB more, and one endless line never moved the end away from the screen.
+    @Test func framesOnOneEndlessLineDoNotReadOnForEver() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("input-spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let spool = try InputSpool(source: pipe(feeding: [UInt8](repeating: 0x61, count: 40 << 20)), folder: folder)
+        let model = try FileModel(input: spool)
+        for _ in 0 ..< 10 {  // ten frames of the first screen, each after the copy moved and was counted
+            model.show(0 ..< 40, resting: true)
+            await until(spool) { spool.isWaitingForDemand }
+            try await model.file.scan()
+        }
+        #expect(spool.status.copied <= 2 * InputSpool.readAhead, "\(spool.status.copied) bytes read for one line on the screen")
+        #expect(model.count == .atLeast(1))
+        // G asks for more each frame it is at the end: the line is read on while the screen stays there.
+        _ = model.endPreview(rows: 5, width: 40, palette: Terminal.Palette(on: false))
+        await until(spool) { spool.status.copied > 2 * InputSpool.readAhead }
+        model.stop()
+    }
+
     @Test func aFileModelOfStandardInputCountsAtLeastUntilItEnds() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("input-spool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
