@@ -236,7 +236,9 @@ public final class LineFile: OffsetPageSource {
         var reader = LineReader(descriptor: descriptor.value, offset: start, path: path, keep: bytesKeptPerLine)
         var lines: [Line] = []
         var number = 0
-        while let line = try reader.next(number: number, keep: true) {
+        // Up to the end found above, not the file's end now: a file growing fast (a pipe's copy
+        // under `pages`, 64 MiB a frame) had every line appended since read, for seconds a frame.
+        while lines.count < count, let line = try reader.next(number: number, keep: true), line.offset < size {
             lines.append(line)
             number += 1
         }

@@ -117,6 +117,24 @@ struct LineFileTests {
         #expect(try file.lastLines(10_000).lines.count == 5_000)
     }
 
+    /// Probe of 2026-11-27: G on `cat 170MB | pages` took 24 s to quit. `lastLines` read from the
+    /// end it found to the file's end now, so every line appended meanwhile (64 MiB a frame) was
+    /// read and returned; it reads to the end it knows, and `count` lines at most.
+    @Test func theLastLinesOfAFileThatGrowsMeanwhileEndAtTheEndItKnows() async throws {
+        let path = write(Array((0 ..< 10).map { "row \($0)\n" }.joined().utf8))
+        let file = try LineFile(path: path)
+        try await file.scan()
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data((10 ..< 100_000).map { "row \($0)\n" }.joined().utf8))
+        try handle.close()
+        let last = try file.lastLines(3)  // the growth is not looked at yet
+        #expect(last.lines.map(\.text) == ["row 7", "row 8", "row 9"] && last.firstNumber == 7)
+        #expect(file.checkForChanges() == .grew)
+        try await file.scan()
+        #expect(try file.lastLines(2).lines.map(\.text) == ["row 99998", "row 99999"])
+    }
+
     @Test func aFileThatGrowsIsFollowedAndOneReplacedOrTruncatedIsReadAnew() async throws {
         let path = write(Array("a\nb\n".utf8))
         let file = try LineFile(path: path)
