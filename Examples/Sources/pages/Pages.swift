@@ -213,6 +213,9 @@ struct Pages: Tool {
     /// keys read from the terminal (`/dev/tty`); piped on, it is copied as it comes.
     /// - Throws: `ExitCode(130)` when ^C ended the pager.
     @MainActor static func pageStandardInput(filter: TextQuery?) async throws {
+        if Terminal.isTerminal(STDIN_FILENO) {
+            Self.fail("standard input is the terminal, which gives keys, not text to page; pipe a command into pages (cmd | pages) or give a file")
+        }
         guard Terminal.isTerminal(STDOUT_FILENO) else {
             copy(FileHandle.standardInput, named: "standard input", filter: filter)
             return

@@ -124,7 +124,11 @@ def main():
             fail(f"an endless input was read on: {spool_sizes()} bytes kept", tmux.screen("yes"))
         tmux.keys("yes", "q")
         terminal_is_sane(tmux, "yes", tmux.wait("yes", "pages exits from an endless input", exited), "pages")
-        print(f"ok: cmd | pages pages standard input (G reads it to line {LINES}); yes | pages keeps 4 MiB; the copy is deleted")
+        # `pages -` typed at a terminal: its standard input gives keys, not text.
+        tmux.start("tty", f"'{pages}' -; echo EXIT=$?; sleep 120")
+        tmux.wait("tty", "pages - on a terminal says what to do and exits 1",
+                  lambda s: any("pipe a command into pages" in line for line in s) and any(line.startswith("EXIT=1") for line in s))
+        print(f"ok: cmd | pages pages standard input (G reads it to line {LINES}); yes | pages keeps 4 MiB; the copy is deleted; pages - at a terminal says what to do")
 
         name = "pages"
         tmux.start(name, f"'{pages}' '{path}'; echo EXIT=$?; stty -a; sleep 120")
