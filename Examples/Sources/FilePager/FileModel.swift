@@ -95,7 +95,7 @@ public final class FileModel: ListModel {
     public var count: RowCount {
         let progress = file.progress
         // Standard input not read to its end has more lines than the copy holds.
-        if let input, !input.status.ended || progress.size < input.status.copied { return .atLeast(progress.lines) }
+        if let status = input?.status, !status.ended || progress.size < status.copied { return .atLeast(progress.lines) }
         if progress.isComplete { return .exact(progress.lines) }
         let (opened, isWholeFile) = opening.withLock { ($0.count, $0.isWholeFile) }
         if isWholeFile { return .exact(opened) }

@@ -13,8 +13,8 @@ import Darwin
 /// far as the reader goes and no further.
 ///
 /// A pipe cannot be read twice nor seeked in, so what comes through it is kept in a file of its own
-/// (`pages-input.PID` in the temporary folder, readable by its owner only, deleted when the pager
-/// ends, or by the next one if this one was killed). It is copied ``readAhead`` at a time, as the
+/// (`pages-input.PID.ID` in the temporary folder, readable by its owner only, deleted when the
+/// pager ends, or by the next one if this one was killed). It is copied ``readAhead`` at a time, as the
 /// screen nears the end of what was copied (``want(beyond:by:)``); at the end (G, F) it is read on
 /// for as long as the screen stays there, as less does. An endless input (`yes | pages`) costs what
 /// was looked at. Copying stops while the file system holding the file has less than ``keptFree``
@@ -24,7 +24,7 @@ public final class InputSpool: Sendable {
     public let path: String
     /// What is copied beyond what was asked for, each time more is.
     public static let readAhead: Int64 = 4 << 20
-    /// Copying pauses while the spool's file system has less free than this.
+    /// Copying stops for good (and says so) once the spool's file system has less free than this.
     public static let keptFree: Int64 = 512 << 20
 
     private struct State {
@@ -33,6 +33,10 @@ public final class InputSpool: Sendable {
         var copied: Int64 = 0
         var ended = false
         var waiting = false
+        /// ``remove()`` was called: the copy ends at its next step.
+        var removed = false
+        /// The copying thread has returned.
+        var copyEnded = false
         var problem: String?
     }
 
@@ -49,14 +53,16 @@ public final class InputSpool: Sendable {
     /// Whether the copy waits for more to be asked for (for tests).
     var isWaitingForDemand: Bool { state.withLock { $0.waiting && !$0.ended } }
 
+    /// Whether the copying thread has returned (for tests).
+    var copyHasEnded: Bool { state.withLock { $0.copyEnded } }
+
     /// Starts copying `source` (a descriptor this takes over) into a new file in `folder`, pausing
     /// while its file system has less than `keptFree` bytes free (``InputSpool/keptFree``).
     /// - Throws: ``Failure`` if the file cannot be made.
     public init(source: Int32, folder: URL = FileManager.default.temporaryDirectory, keptFree: Int64 = InputSpool.keptFree) throws(Failure) {
         self.keptFree = keptFree
         Self.removeAbandoned(in: folder)
-        path = folder.appendingPathComponent("pages-input.\(getpid())").path
-        unlink(path)  // one this process left (it has our PID, so its owner is gone)
+        path = folder.appendingPathComponent("pages-input.\(getpid()).\(UUID().uuidString)").path
         let spool = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard spool >= 0 else {
             let reason = String(cString: strerror(errno))
@@ -101,27 +107,38 @@ public final class InputSpool: Sendable {
         if wakeUp { wake.signal() }
     }
 
-    /// Deletes the file (the copy, if it still runs, stops at its next write).
+    /// Deletes the file and ends the copy (at once if it waits for demand, else after the read
+    /// under way).
     public func remove() {
         unlink(path)
+        let wakeUp = state.withLock { state -> Bool in
+            state.removed = true
+            defer { state.waiting = false }
+            return state.waiting
+        }
+        if wakeUp { wake.signal() }
     }
 
     private func copy(from source: Int32, to spool: Int32) {
         defer {
             close(source)
             close(spool)
+            state.withLock { $0.copyEnded = true }
+            tell()
         }
         let size = 1 << 20
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
         defer { buffer.deallocate() }
         while true {
             let (go, room) = state.withLock { state -> (Bool, Int64) in
+                if state.removed { return (false, -1) }
                 if state.copied >= state.wanted {
                     state.waiting = true
                     return (false, 0)
                 }
                 return (true, state.wanted - state.copied)
             }
+            if room < 0 { return }  // removed
             if !go {
                 tell()
                 wake.wait()
@@ -177,7 +194,8 @@ public final class InputSpool: Sendable {
     static func removeAbandoned(in folder: URL) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         for name in names where name.hasPrefix("pages-input.") {
-            guard let pid = Int32(name.dropFirst("pages-input.".count)), pid > 0, pid != getpid() else { continue }
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3, let pid = Int32(parts[1]), pid > 0, pid != getpid() else { continue }
             if kill(pid, 0) != 0, errno == ESRCH { unlink(folder.appendingPathComponent(name).path) }
         }
     }

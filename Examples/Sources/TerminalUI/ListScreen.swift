@@ -558,7 +558,7 @@ public struct ListScreen: Sendable {
         // line more than it holds would scroll the whole screen up at every frame. The heading
         // goes first, then the titles, then the row: the status line stays.
         var chrome = model.columnHeader(width: columns, palette: palette) == nil ? 1 : 2
-        while lines.count > max(1, height), lines.count > 1 {
+        while lines.count > max(1, height) {
             lines.remove(at: chrome > 0 ? 0 : lines.count - 2)
             chrome -= 1
         }

@@ -157,10 +157,10 @@ final class HistoryModel: ListModel {
         let authorWidth = min(18, max(8, width / 8))
         let statWidth = min(24, max(0, width / 5))
         let refs = commit.refs.isEmpty ? "" : "(" + commit.refs.joined(separator: ", ") + ") "
+        let (hashWidth, dateWidth) = (TextWidth.columns(commit.shortHash), TextWidth.columns(commit.date))
         var (showsDate, showsAuthor, showsStat) = (true, true, true)
         func room() -> Int {
-            width - (1 + TextWidth.columns(commit.shortHash) + 2) - (showsDate ? TextWidth.columns(commit.date) + 2 : 0)
-                - (showsAuthor ? authorWidth + 2 : 0) - (showsStat ? 1 + statWidth : 0)
+            width - (1 + hashWidth + 2) - (showsDate ? dateWidth + 2 : 0) - (showsAuthor ? authorWidth + 2 : 0) - (showsStat ? 1 + statWidth : 0)
         }
         if room() < Self.narrowestSubject { showsDate = false }
         if room() < Self.narrowestSubject { showsAuthor = false }

@@ -200,8 +200,8 @@ struct Pages: Tool {
         }
     }
 
-    /// Whether standard input is a pipe or a file (`cmd | pages`, `pages < file`), not a terminal
-    /// nor a device such as /dev/null.
+    /// Whether standard input is a pipe (or a socket) or a file (`cmd | pages`, `pages < file`), not
+    /// a terminal nor a device such as /dev/null.
     static var inputIsPipeOrFile: Bool {
         var info = stat()
         guard fstat(STDIN_FILENO, &info) == 0 else { return false }
@@ -226,7 +226,7 @@ struct Pages: Tool {
         guard terminal >= 0 else {
             Self.fail("standard input is the text to page, and there is no terminal to read keys from; give a file (pages FILE)")
         }
-        let text = dup(STDIN_FILENO)
+        let text = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
         guard text >= 0, dup2(terminal, STDIN_FILENO) >= 0 else { Self.fail("standard input cannot be read: \(String(cString: strerror(errno)))") }
         close(terminal)
         let input: InputSpool

@@ -415,6 +415,27 @@ struct InputSpoolTests {
         #expect(!FileManager.default.fileExists(atPath: spool.path))
     }
 
+    /// Two spools of one process in one folder keep their own files, and removing one ends its
+    /// copy: asked for more afterwards, it reads nothing.
+    @Test func spoolsOfOneProcessAreApartAndRemovingOneEndsItsCopy() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("input-spool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bytes = [UInt8](repeating: 0x62, count: 6 << 20)
+        let first = try InputSpool(source: pipe(feeding: bytes), folder: folder)
+        let second = try InputSpool(source: pipe(feeding: Array("second\n".utf8)), folder: folder)
+        #expect(first.path != second.path)
+        await until(first) { first.isWaitingForDemand }
+        await until(second) { second.status.ended }
+        #expect(FileManager.default.fileExists(atPath: first.path) && FileManager.default.fileExists(atPath: second.path))
+        first.remove()
+        #expect(!FileManager.default.fileExists(atPath: first.path) && FileManager.default.fileExists(atPath: second.path))
+        await until(first) { first.copyHasEnded }  // the copy saw the removal and ended
+        first.want(beyond: 0, by: .max)
+        #expect(first.status.copied == InputSpool.readAhead && first.copyHasEnded)
+        second.remove()
+    }
+
     @Test func aDiskWithoutRoomStopsTheCopyAndSaysSo() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("input-spool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -436,8 +457,8 @@ struct InputSpoolTests {
         ended.executableURL = URL(fileURLWithPath: "/bin/true")
         try ended.run()
         ended.waitUntilExit()
-        let abandoned = folder.appendingPathComponent("pages-input.\(ended.processIdentifier)").path
-        let alive = folder.appendingPathComponent("pages-input.1").path  // init: always running
+        let abandoned = folder.appendingPathComponent("pages-input.\(ended.processIdentifier).\(UUID().uuidString)").path
+        let alive = folder.appendingPathComponent("pages-input.1.\(UUID().uuidString)").path  // init: always running
         let other = folder.appendingPathComponent("pages-input.notes").path
         for path in [abandoned, alive, other] { #expect(FileManager.default.createFile(atPath: path, contents: Data("x".utf8))) }
         let spool = try InputSpool(source: pipe(feeding: Array("a\n".utf8)), folder: folder)
