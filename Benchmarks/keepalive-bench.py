@@ -11,7 +11,8 @@ slower and noisier); give --folder /tmp to include the disk.
 
 Avenues is run three ways, each a fresh process per run: a task per URL calling `file(for:)` (what
 a list view's rows do), one `files(for:)` for the whole list (what curl is given: a list), read by
-a task, and the same list answered by callback (`files(for:answer:)`: no task woken per file).
+a task, and the same list answered by callback (`files(for:answer:)`: no task woken per file), also
+with one transport thread instead of `CurlTransport.defaultThreads` (two on two cores).
 Four more lines take the parts apart (`media-bench --transport-only`): the transport alone,
 writing each body to a file as curl does (no cache, no task per file); then with each file made
 as AsyncMedia commits it (no name until whole, `O_TMPFILE` + `linkat`); then also handed to a
@@ -93,13 +94,14 @@ def main():
             with open(config, "w") as file:
                 for index, url in enumerate(urls):
                     file.write(f'url = "{url}"\noutput = "{target}/f{index:05d}.txt"\n')
-            ways = {"a task per URL": [], "one list": [], "one list, answered by callback": [], "the transport alone": [], "  + atomic commit": [], "  + a reader per file": [],
+            ways = {"a task per URL": [], "one list": [], "one list, answered by callback": [], "  the same, one transport thread": [], "the transport alone": [], "  + atomic commit": [], "  + a reader per file": [],
                     "  + opened ahead on the pool": []}
             our_cpu = {way: [] for way in ways}
             theirs, their_cpu, start_up, start_up_cpu = [], [], [], []
             connections = {}
             for run in range(options.runs):
                 for way, flags in [("a task per URL", []), ("one list", ["--list"]), ("one list, answered by callback", ["--callback"]),
+                                   ("  the same, one transport thread", ["--callback", "--threads", "1"]),
                                    ("the transport alone", ["--transport-only"]),
                                    ("  + atomic commit", ["--transport-only", "--atomic"]),
                                    ("  + a reader per file", ["--transport-only", "--atomic", "--answers"]),

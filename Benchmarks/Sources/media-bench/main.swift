@@ -8,8 +8,9 @@ import Synchronization
 //
 // Each run prints its wall time and the process's CPU time during it (user + system, every thread).
 //
-// Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3] [--timeline] [--list]
-//   (--timeline: also when the 1st, 6th, 50th, 100th, 500th, 1000th… file of each run arrived;
+// Usage: media-bench URL-LIST [--ca-file PEM] [--concurrency 6] [--runs 3] [--threads N] [--timeline] [--list]
+//   (--threads: how many threads drive libcurl, CurlTransport.defaultThreads by default;
+//    --timeline: also when the 1st, 6th, 50th, 100th, 500th, 1000th… file of each run arrived;
 //    --list: one `files(for:)` for the whole list instead of a task calling `file(for:)` per URL;
 //    --callback: one `files(for:answer:)`, answered by callback: no task woken per file)
 //        media-bench URL-LIST --transport-only [--atomic] [--answers] [--prepared] [--ca-file PEM] [--concurrency 6] [--runs 3]
@@ -31,6 +32,7 @@ struct Options {
     var callback = false
     var latency: (big: URL, small: URL)?
     var transportOnly: TransportOnlyOptions?
+    var threads = CurlTransportThreads.default
 
     init(_ arguments: [String]) {
         var rest = arguments[...]
@@ -39,6 +41,7 @@ struct Options {
             case "--ca-file": caFile = rest.popFirst()
             case "--concurrency": concurrency = rest.popFirst().flatMap(Int.init) ?? 0  // not a number: refused below
             case "--runs": runs = rest.popFirst().flatMap(Int.init) ?? 0
+            case "--threads": threads = rest.popFirst().flatMap(Int.init) ?? 0
             case "--timeline": timeline = true
             case "--list": oneList = true
             case "--callback": callback = true
@@ -57,14 +60,14 @@ struct Options {
 }
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
-guard options.concurrency >= 1, options.runs >= 1 else {
-    FileHandle.standardError.write(Data("media-bench: --concurrency and --runs take a whole number of 1 or more\n".utf8))
+guard options.concurrency >= 1, options.runs >= 1, options.threads >= 1 else {
+    FileHandle.standardError.write(Data("media-bench: --concurrency, --runs and --threads take a whole number of 1 or more\n".utf8))
     exit(2)
 }
 if let (big, small) = options.latency {
     let transport: (any DownloadTransport)? = {
         #if os(Linux)
-        return try? CurlTransport(caFile: options.caFile)
+        return try? CurlTransport(caFile: options.caFile, threads: options.threads)
         #else
         return nil
         #endif
@@ -108,7 +111,7 @@ let urls = text.split(separator: "\n").compactMap { URL(string: String($0)) }
 let transport: (any DownloadTransport)?
 #if os(Linux)
 do {
-    transport = try CurlTransport(caFile: options.caFile)
+    transport = try CurlTransport(caFile: options.caFile, threads: options.threads)
 } catch {
     FileHandle.standardError.write(Data("media-bench: \(error)\n".utf8))
     exit(1)
@@ -237,4 +240,13 @@ nonisolated func downloadList(_ urls: [URL], through media: AsyncMedia, timeline
         if timeline { arrivals.append(clock.now - start) }
     }
     return (failures, arrivals)
+}
+
+/// The transport threads media-bench asks for unless `--threads` says.
+enum CurlTransportThreads {
+    #if os(Linux)
+    static var `default`: Int { CurlTransport.defaultThreads }
+    #else
+    static var `default`: Int { 1 }
+    #endif
 }

@@ -260,6 +260,39 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(transport.connectionsOpened <= 20, "\(transport.connectionsOpened) connections for 100 files")
     }
 
+    /// Two threads drive libcurl on a machine with two cores (one was busy all the time on a burst
+    /// of small files while the pool waited): requests spread over both, each file arrives whole,
+    /// and connections are still kept alive, now per thread.
+    @Test func requestsSpreadOverTheTransportsThreads() async throws {
+        let transport = try CurlTransport(caFile: nil, threads: 2)
+        #expect(transport.threads == 2)
+        let media = AsyncMedia(directory: folder.child("two-threads"), maxConcurrentDownloads: 4, transport: transport)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<60 {
+                group.addTask {
+                    let file = try await media.file(for: self.server.url("/bytes/\(600 + index)?threads"))
+                    #expect(try Data(contentsOf: file) == MediaServer.body(600 + index))
+                }
+            }
+            try await group.waitForAll()
+        }
+        let spread = transport.requestsPerThread
+        #expect(spread.count == 2 && spread.reduce(0, +) == 60, "\(spread)")
+        // Four at a time keep both threads busy: neither is left idle.
+        #expect(spread.allSatisfy { $0 > 0 }, "\(spread)")
+        #expect(transport.connectionsOpened <= 20, "\(transport.connectionsOpened) connections for 60 files")
+        // One after another, every request goes to the first thread: its connection serves them all.
+        let serial = try CurlTransport(caFile: nil, threads: 2)
+        let one = AsyncMedia(directory: folder.child("two-threads-serial"), transport: serial)
+        for index in 0..<5 { _ = try await one.file(for: server.url("/bytes/\(700 + index)?serial")) }
+        #expect(serial.requestsPerThread == [5, 0])
+        #expect(serial.connectionsOpened == 1)
+        // Out-of-range thread counts are clamped.
+        #expect(try CurlTransport(caFile: nil, threads: 0).threads == 1)
+        #expect(try CurlTransport(caFile: nil, threads: 1_000).threads == 16)
+        #expect(CurlTransport.defaultThreads == min(2, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
     /// A request handle is used again after a transfer that ended well (one per request was 8 % of
     /// the curl thread's time in a burst of small files), and carries nothing of its last request:
     /// another AsyncMedia's credentials are not sent.
