@@ -34,6 +34,8 @@ public final class FileModel: ListModel {
     private let opening: Mutex<OpeningLines>
     /// The path as given.
     public let path: String
+    /// The name the heading gives the file.
+    public let shownAs: String
     /// Standard input, when that is what is paged (the file is its copy): read as the screen goes.
     public let input: InputSpool?
     /// How often the file is looked at for growth, truncation or deletion.
@@ -65,17 +67,24 @@ public final class FileModel: ListModel {
     ///   - bytesKeptPerLine: how much of each line is kept (16 KiB by default: with at most 1,000
     ///     rows resident, a file of long lines holds 16 MiB of them).
     /// - Throws: ``LineFileError`` if it cannot be opened or is not a regular file.
-    public convenience init(path: String, watchInterval: Duration = .milliseconds(200), bytesKeptPerLine: Int = 16 * 1024) throws(LineFileError) {
-        try self.init(path: path, input: nil, watchInterval: watchInterval, bytesKeptPerLine: bytesKeptPerLine)
+    ///   - shownAs: the name the heading gives it (`path` by default).
+    public convenience init(
+        path: String, shownAs: String? = nil, watchInterval: Duration = .milliseconds(200), bytesKeptPerLine: Int = 16 * 1024
+    ) throws(LineFileError) {
+        try self.init(path: path, shownAs: shownAs ?? path, input: nil, watchInterval: watchInterval, bytesKeptPerLine: bytesKeptPerLine)
     }
 
     /// Pages standard input, as `input` copies it.
     public convenience init(input: InputSpool, watchInterval: Duration = .milliseconds(200)) throws(LineFileError) {
-        try self.init(path: input.path, input: input, watchInterval: watchInterval, bytesKeptPerLine: 16 * 1024)
+        try self.init(path: input.path, shownAs: Self.standardInputName, input: input, watchInterval: watchInterval, bytesKeptPerLine: 16 * 1024)
     }
 
-    private init(path: String, input: InputSpool?, watchInterval: Duration, bytesKeptPerLine: Int) throws(LineFileError) {
+    /// What the heading calls standard input.
+    public static let standardInputName = "(standard input)"
+
+    private init(path: String, shownAs: String, input: InputSpool?, watchInterval: Duration, bytesKeptPerLine: Int) throws(LineFileError) {
         self.path = path
+        self.shownAs = shownAs
         self.input = input
         self.watchInterval = watchInterval
         file = try LineFile(path: path, checkpointInterval: 1_000, bytesKeptPerLine: bytesKeptPerLine)
@@ -89,7 +98,7 @@ public final class FileModel: ListModel {
 
     public var heading: String {
         let size = file.progress.size
-        return "pages  \(input == nil ? path : "(standard input)")  ·  \(ByteSize.text(size))"
+        return "pages  \(shownAs)  ·  \(ByteSize.text(size))"
     }
 
     public var count: RowCount {

@@ -210,7 +210,8 @@ struct Pages: Tool {
     }
 
     /// `cmd | pages`: standard input paged, read as far as the screen goes (``InputSpool``), the
-    /// keys read from the terminal (`/dev/tty`); piped on, it is copied as it comes.
+    /// keys read from the terminal (`/dev/tty`); piped on, it is copied as it comes. A file given as
+    /// standard input (`pages < FILE`) is paged where it is, without a copy.
     /// - Throws: `ExitCode(130)` when ^C ended the pager.
     @MainActor static func pageStandardInput(filter: TextQuery?) async throws {
         if Terminal.isTerminal(STDIN_FILENO) {
@@ -229,6 +230,20 @@ struct Pages: Tool {
         let text = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
         guard text >= 0, dup2(terminal, STDIN_FILENO) >= 0 else { Self.fail("standard input cannot be read: \(String(cString: strerror(errno)))") }
         close(terminal)
+        // `pages < FILE` from its start: the file itself is paged, as `pages FILE` would (a copy
+        // of a huge file would double its size on disk and take as long to make as reading it).
+        if let file = Self.regularFileFromItsStart(text) {
+            let model: FileModel
+            do {
+                model = try FileModel(path: file, shownAs: FileModel.standardInputName)
+            } catch {
+                Self.fail("\(error)")
+            }
+            if let filter { _ = model.input(filter.text, committed: true, selected: -1) }
+            try await ListScreen.run(ListScreen.open(model))
+            close(text)
+            return
+        }
         let input: InputSpool
         let model: FileModel
         do {
@@ -241,6 +256,22 @@ struct Pages: Tool {
         if let filter { _ = model.input(filter.text, committed: true, selected: -1) }
         try await ListScreen.run(ListScreen.open(model))
         if let problem = input.status.problem { FileHandle.standardError.write(Data("pages: \(problem)\n".utf8)) }
+    }
+
+    /// A path that opens the regular file open as `descriptor`, if it is one and is read from its
+    /// start (one read partly — `(read line; pages) < FILE` — is copied from where it is instead).
+    static func regularFileFromItsStart(_ descriptor: Int32) -> String? {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, lseek(descriptor, 0, SEEK_CUR) == 0 else { return nil }
+        #if os(Linux)
+        let path = "/proc/self/fd/\(descriptor)"
+        #else
+        let path = "/dev/fd/\(descriptor)"
+        #endif
+        // The same file, not one of the same name: what the path opens is checked.
+        var opened = stat()
+        guard stat(path, &opened) == 0, opened.st_dev == info.st_dev, opened.st_ino == info.st_ino else { return nil }
+        return path
     }
 
     /// The transport `--ca-file` asks for, or AsyncMedia's default.

@@ -17,7 +17,9 @@ Usage: test_pages_file_in_tmux.py BIN_DIR   (the folder holding the built `pages
   or the rows (of a folder) that contain it;
 - `cat FILE | pages` pages standard input (keys from the terminal), read as far as the screen goes:
   at most 5 MB of it before G, which reads it to its end; `yes | pages` shows its first screen and
-  keeps 4 MiB; the copy in TMPDIR is deleted on q; `pages -` piped prints standard input as it is.
+  keeps 4 MiB; the copy in TMPDIR is deleted on q; `pages -` piped prints standard input as it is;
+  `pages < FILE` pages the file in place (no copy, counted exactly); one read partly is paged from
+  where it is.
 """
 import os
 import re
@@ -116,6 +118,22 @@ def main():
         terminal_is_sane(tmux, "in", tmux.wait("in", "pages exits", exited), "pages")
         if spool_sizes():
             fail(f"the copy of standard input was left in TMPDIR: {os.listdir(spools)}")
+        # `pages < FILE`: the file itself is paged, no copy made; counted exactly from the start.
+        tmux.start("redirected", f"TMPDIR='{spools}' '{pages}' < '{path}'; echo EXIT=$?; stty -a; sleep 120")
+        tmux.wait("redirected", "pages < FILE shows standard input's first screen and its exact count",
+                  lambda s: numbers(s)[:1] == [1] and "(standard input)" in s[0] and f"of {LINES} " in s[-1])
+        tmux.keys("redirected", "G")
+        tmux.wait("redirected", f"G on pages < FILE shows line {LINES} at the bottom", lambda s: numbers(s)[-1:] == [LINES])
+        if spool_sizes():
+            fail(f"pages < FILE copied the file to TMPDIR: {spool_sizes()} bytes", tmux.screen("redirected"))
+        tmux.keys("redirected", "q")
+        terminal_is_sane(tmux, "redirected", tmux.wait("redirected", "pages < FILE exits", exited), "pages")
+        # A file read partly before pages starts is paged from where it is (a copy of the rest).
+        tmux.start("partly", f"(read first; TMPDIR='{spools}' '{pages}') < '{path}'; echo EXIT=$?; stty -a; sleep 120")
+        tmux.wait("partly", "a file read partly is paged from its second line",
+                  lambda s: numbers(s)[:1] == [1] and len(s) > 2 and s[1].split()[1:2] == ["2"])
+        tmux.keys("partly", "q")
+        terminal_is_sane(tmux, "partly", tmux.wait("partly", "pages exits", exited), "pages")
         # An endless input costs what is looked at: the first screen, then q, at once.
         tmux.start("yes", f"yes 'an endless line' | TMPDIR='{spools}' '{pages}'; echo EXIT=$?; stty -a; sleep 120")
         tmux.wait("yes", "the first screen of an endless input", lambda s: len(s) > 2 and "an endless line" in s[1] and " of ≥ " in s[-1])
@@ -128,7 +146,7 @@ def main():
         tmux.start("tty", f"'{pages}' -; echo EXIT=$?; sleep 120")
         tmux.wait("tty", "pages - on a terminal says what to do and exits 1",
                   lambda s: any("pipe a command into pages" in line for line in s) and any(line.startswith("EXIT=1") for line in s))
-        print(f"ok: cmd | pages pages standard input (G reads it to line {LINES}); yes | pages keeps 4 MiB; the copy is deleted; pages - at a terminal says what to do")
+        print(f"ok: cmd | pages pages standard input (G reads it to line {LINES}); pages < FILE pages it in place; yes | pages keeps 4 MiB; the copy is deleted; pages - at a terminal says what to do")
 
         name = "pages"
         tmux.start(name, f"'{pages}' '{path}'; echo EXIT=$?; stty -a; sleep 120")
