@@ -165,7 +165,7 @@ public final class GitLog: OffsetPageSource {
         let lines = try spool.lines(offset ..< end)
         // Every line is a commit, however long: a record cut to what a line keeps dropped out and
         // the rows after it moved up one (the last shown twice; seen with 5,000 tags on a commit).
-        let commits = lines.map(Self.commit(fromSpooled:))
+        let commits = lines.map { Self.commit(fromSpooled: $0, spool: spool) }
         let total = spool.total
         let last = max(0, offset) + commits.count  // no commit is before 0
         let more = total.map { last < $0 } ?? (commits.count == size)
@@ -184,7 +184,7 @@ public final class GitLog: OffsetPageSource {
             guard asked > 0 else { return }  // no commit past the end of the integers
             try await spool.wait(for: next + asked)
             let lines = try spool.lines(next ..< next + asked)
-            for line in lines where !body(line.number, Self.commit(fromSpooled: line)) { return }
+            for line in lines where !body(line.number, Self.commit(fromSpooled: line, spool: spool)) { return }
             next += lines.count
             if lines.count < asked, spool.total != nil { return }
         }
@@ -195,6 +195,16 @@ public final class GitLog: OffsetPageSource {
     static func commit(fromSpooled line: Line) -> Commit {
         var commit = commit(fromSpooled: line.bytes)
         if line.isCut { commit.cut = SpooledRecord(offset: line.offset, length: line.length) }
+        return commit
+    }
+
+    /// ``commit(fromSpooled:)``, with the subject a line cut before it (an author of over 64 KiB)
+    /// read from `spool`: a screen and a search show the subject of every commit.
+    static func commit(fromSpooled line: Line, spool: LogSpool) -> Commit {
+        var commit = commit(fromSpooled: line)
+        if let cut = commit.cut, commit.subjectBytes.isEmpty, line.bytes.count(where: { $0 == 0 }) < fields - 1 {
+            commit.subjectBytes = (try? spool.field(fields - 1, of: cut, upTo: Commit.shownSubjectBytes)) ?? []
+        }
         return commit
     }
 
@@ -445,6 +455,35 @@ final class LogSpool: Sendable {
             done += read
         }
         return Array(bytes[..<done])
+    }
+
+    /// The first `limit` bytes of field `index` (0-based, NUL-separated) of the record at `record`,
+    /// read a block at a time: memory is a block and `limit`, however long the fields before it.
+    func field(_ index: Int, of record: SpooledRecord, upTo limit: Int) throws -> [UInt8] {
+        let block = 64 * 1024
+        var buffer = [UInt8](repeating: 0, count: block)
+        var field: [UInt8] = []
+        var separators = 0
+        var offset = max(0, record.offset)
+        let (sum, overflow) = offset.addingReportingOverflow(max(0, record.length))
+        let end = overflow ? Int64.max : sum
+        while offset < end, field.count < limit {
+            let wanted = Int(min(Int64(block), end - offset))
+            let read = buffer.withUnsafeMutableBytes { pread(reader.fileDescriptor, $0.baseAddress, wanted, off_t(clamping: offset)) }
+            if read < 0, errno == EINTR { continue }
+            guard read > 0 else { break }  // the spool is shorter than its index said
+            for byte in buffer[..<read] {
+                if separators == index {
+                    if byte == 0 { return field }
+                    field.append(byte)
+                    if field.count == limit { break }
+                } else if byte == 0 {
+                    separators += 1
+                }
+            }
+            offset += Int64(read)
+        }
+        return field
     }
 
     /// Stops git, if it still runs.

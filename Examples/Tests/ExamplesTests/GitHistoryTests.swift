@@ -200,6 +200,31 @@ struct GitLogTests {
         #expect(printed == expected.map(\.line))
     }
 
+    /// Seen 2026-11-27: a commit whose author's name is 70 KB made its spool line longer than a
+    /// page keeps, cut inside the author: the screen showed no subject for it and a search for its
+    /// subject found nothing.
+    @Test func aCommitWithAHugeAuthorStillShowsAndFindsItsSubject() async throws {
+        let author = String(repeating: "A", count: 70_000)
+        let repository = try TestRepository(commits: 6, authors: [3: author])
+        defer { repository.remove() }
+        let expected = try await repository.log()
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let log = GitLog(repository: repository.path, spoolFolder: spool)
+        let page = try await log.page(at: 0, size: 10)
+        #expect(page.items.map(\.hash) == expected.map(\.hash))
+        let huge = try #require(page.items.first { $0.hash == expected[3].hash })
+        #expect(huge.cut != nil && huge.authorBytes.count < 70_000)
+        #expect(huge.subject == "Commit 3")
+        var found: [Int] = []
+        try await log.scan(from: 0) { number, commit in
+            if commit.subject == "Commit 3" { found.append(number) }
+            return true
+        }
+        #expect(found == [3])
+        #expect(try await log.whole(huge).line == expected[3].line)
+    }
+
     @Test func aSpoolLineCutAnywhereIsOneCommit() {
         var parser = LogParser()
         let line = parser.take(Array("aaaa\0aa\u{0}2024-01-02\0Ann\0tag: v1, tag: v2\0subject\0".utf8))[0]
@@ -310,9 +335,9 @@ struct GitLogTests {
 struct TestRepository {
     let path: String
 
-    /// `subjects` replaces the subjects of the commits it names; `tags` lightweight tags are put
+    /// `subjects` and `authors` replace the subjects and author names of the commits they name; `tags` lightweight tags are put
     /// on each commit of `taggedCommits`.
-    init(commits: Int, subjects: [Int: String] = [:], tags: Int = 0, taggedCommits: [Int] = []) throws {
+    init(commits: Int, subjects: [Int: String] = [:], authors: [Int: String] = [:], tags: Int = 0, taggedCommits: [Int] = []) throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("history-test-\(UUID().uuidString)").path
         try Self.git(["init", "-q", "-b", "main", path], in: nil)
         var stream = ""
@@ -320,7 +345,7 @@ struct TestRepository {
             let subject = subjects[n] ?? (n % 7 == 0 ? "Tabbed\tsubject \(n) — ünïcode \u{1F} unit" : "Commit \(n)")
             let lines = (0 ..< n % 50).map { "line \($0) of \(n)\n" }.joined()
             stream += "commit refs/heads/main\nmark :\(n)\n"
-            stream += "author Tést Author <a@example.com> \(1_600_000_000 + n * 3600) +0000\n"
+            stream += "author \(authors[n] ?? "Tést Author") <a@example.com> \(1_600_000_000 + n * 3600) +0000\n"
             stream += "committer C <c@example.com> \(1_600_000_000 + n * 3600) +0000\n"
             stream += "data \(subject.utf8.count)\n\(subject)\n"
             if n > 1 { stream += "from :\(n - 1)\n" }
