@@ -128,6 +128,8 @@ public final class LineFile: OffsetPageSource {
         /// The size the file system said last. It can say more than the file holds (sysfs says 4,096
         /// for a line of 20 bytes) or hold it from before a truncation: growth is a change of it.
         var statedSize: Int64
+        /// A scan found the end past the size the file system said there (procfs says 0).
+        var sizeUnderstatesLength = false
         var deleted = false
     }
 
@@ -299,7 +301,10 @@ public final class LineFile: OffsetPageSource {
                 // was opened, or its size is not its length (sysfs). Counted, not "at least" forever.
                 state.index.reachedEnd()
                 state.size = from
-                if let stated { state.statedSize = stated }
+                if let stated {
+                    state.statedSize = stated
+                    state.sizeUnderstatesLength = stated < from
+                }
                 return false
             }
             state.index.take(chunk)
@@ -324,7 +329,9 @@ public final class LineFile: OffsetPageSource {
     /// Looks at the file on disk: grown (more lines may follow the last), truncated or replaced
     /// (opened anew: scan again and refresh every row), deleted (what was read stays readable).
     public func checkForChanges() -> LineFileChange {
-        let (descriptor, identity, scanned) = state.withLock { ($0.descriptor, $0.identity, $0.index.scanned) }
+        let (descriptor, identity, scanned, lastStated, understates) = state.withLock {
+            ($0.descriptor, $0.identity, $0.index.scanned, $0.statedSize, $0.sizeUnderstatesLength)
+        }
         guard let onDisk = try? FileSystem.status(path) else {
             let first = state.withLock { state -> Bool in
                 defer { state.deleted = true }
@@ -333,7 +340,11 @@ public final class LineFile: OffsetPageSource {
             return first ? .deleted : .unchanged
         }
         let current = try? FileSystem.status(of: descriptor.value, path: path)
-        if onDisk.identity != identity || Int64(current?.size ?? 0) < scanned {
+        // Shorter than what was read is a truncation, unless the file system always says less than
+        // the file holds and says the same as before: procfs says 0 for /proc/kallsyms's 5 MB, which
+        // was read anew every look, for ever, and said to be truncated.
+        let stated = Int64(current?.size ?? 0)
+        if onDisk.identity != identity || (stated < scanned && !(understates && stated == lastStated)) {
             guard let (reopened, info) = try? Self.open(path) else { return .unchanged }
             state.withLock { state in
                 state.descriptor = reopened
@@ -341,6 +352,7 @@ public final class LineFile: OffsetPageSource {
                 state.index = LineIndex(interval: checkpointInterval)
                 state.size = Int64(info.size)
                 state.statedSize = state.size
+                state.sizeUnderstatesLength = false
                 state.deleted = false
             }
             return .replaced

@@ -286,7 +286,7 @@ final class AsyncMediaNetworkTests: Sendable {
         let one = AsyncMedia(directory: folder.child("two-threads-serial"), transport: serial)
         for index in 0..<5 { _ = try await one.file(for: server.url("/bytes/\(700 + index)?serial")) }
         #expect(serial.requestsPerThread == [5, 0])
-        #expect(serial.connectionsOpened == 1)
+        #expect(serial.connectionsOpened <= 2, "\(serial.connectionsOpened) connections for 5 requests one after another")
         // Out-of-range thread counts are clamped.
         #expect(try CurlTransport(caFile: nil, threads: 0).threads == 1)
         #expect(try CurlTransport(caFile: nil, threads: 1_000).threads == 16)

@@ -192,6 +192,20 @@ struct LineFileTests {
     }
 
     #if os(Linux)
+    /// Probe of 2026-11-28: procfs says 0 bytes for /proc/kallsyms's 5 MB. Every look at the file
+    /// (every 200 ms in `pages`) saw it shorter than what was read and read it anew: `pages
+    /// /proc/kallsyms` took a quarter of a core for ever, saying "replaced or truncated".
+    @Test func aFileWhoseSizeSaysLessThanItHoldsIsNotTruncatedAtEveryLook() async throws {
+        let path = "/proc/cpuinfo"
+        guard let size = try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int, size == 0 else { return }
+        let file = try LineFile(path: path)
+        try await file.scan()
+        let lines = try #require(file.lineCount)
+        #expect(lines > 0 && file.progress.scannedBytes > 0)
+        for _ in 0..<3 { #expect(file.checkForChanges() == .unchanged) }
+        #expect(file.lineCount == lines)
+    }
+
     /// The same probe on a file whose size is not its length: sysfs says 4,096 bytes for `0-1\n`.
     /// Its scan never ended in a count; with it counted, each check must not call it grown.
     @Test func aFileWhoseSizeIsNotItsLengthIsCountedAndNotGrown() async throws {
