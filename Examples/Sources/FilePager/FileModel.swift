@@ -211,11 +211,17 @@ public final class FileModel: ListModel {
     public func endPreview(rows: Int, width: Int, palette: Terminal.Palette) -> [String]? {
         // G: the end of standard input is read on while the screen shows it (each frame asks).
         input?.want(beyond: file.progress.size, by: Self.readAtTheEnd)
-        guard let (lines, first) = try? file.lastLines(rows) else { return nil }
+        // Drawn on the keys' thread at every frame: a last line longer than this is not looked for
+        // (a file that is one 100 GB line was read back whole each frame, and q waited for it).
+        guard let (lines, first) = try? file.lastLines(rows, searchingBackAtMost: Self.endPreviewReach) else { return nil }
         return lines.enumerated().map { index, line in
             render(line, number: first.map { String($0 + index + 1) } ?? "·", width: width, palette: palette)
         }
     }
+
+    /// How far back from the end G's first screen looks for the last lines before the count is
+    /// known: lines that start farther back wait for the scan.
+    static let endPreviewReach: Int64 = 4 << 20
 
     public func isPending(at row: Int) -> Bool { item(at: row) == nil }
 
@@ -443,8 +449,10 @@ struct OpeningLines: Sendable {
                 return UnsafeRawPointer(hit) - base
             }
             guard let found else {
-                // A last line without a line break is whole only at the end of the file.
-                if atEnd { append(start, bytes.count) }
+                // A last line without a line break is whole only at the end of the file; one read
+                // past what a row keeps shows as it will (cut), though its end is not known: a
+                // file that is one 100 GB line showed nothing until its end was found.
+                if atEnd || bytes.count - start > keep { append(start, bytes.count) }
                 start = bytes.count
                 break
             }

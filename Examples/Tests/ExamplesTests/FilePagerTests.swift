@@ -246,12 +246,48 @@ struct FileModelTests {
             let opening = OpeningLines(path: path, bytesKeptPerLine: keep)
             let file = try LineFile(path: path, bytesKeptPerLine: keep)
             let lines = try file.lines(0 ..< opening.count)
-            #expect((0 ..< opening.count).map { opening.line($0) } == lines.map { Optional($0) }, "round \(round)")
+            // A line the read cut, shown because it runs past what a row keeps, is known only up to
+            // the read's end: the same bytes and start, cut, and no shorter than that.
+            func seen(_ line: Line) -> [Int64] { [Int64(line.number), line.offset, line.isCut ? 1 : 0] }
+            #expect((0 ..< opening.count).compactMap { opening.line($0).map(seen) } == lines.map(seen), "round \(round)")
+            #expect((0 ..< opening.count).map { opening.line($0)?.bytes } == lines.map(\.bytes), "round \(round)")
+            for (row, line) in lines.enumerated() {
+                guard let shown = opening.line(row) else { continue }
+                let readWhole = line.offset + line.length < Int64(OpeningLines.bytesRead)
+                #expect(readWhole ? shown.length == line.length : shown.length <= line.length && shown.length > Int64(keep), "round \(round), row \(row)")
+            }
             try await file.scan()
             let total = file.lineCount ?? -1
             #expect(opening.isWholeFile == (opening.count == total && size <= OpeningLines.bytesRead), "round \(round): \(opening.count) of \(total)")
             #expect(opening.count <= min(total, OpeningLines.linesKept))
         }
+    }
+
+    /// Probe of 2026-11-28: a file that is one 100 GB line (`truncate -s 100G`) showed a screen of
+    /// spinners — its one line is whole only at its end — and G read it back whole at every frame
+    /// on the keys' thread, so q never quit. Now its first row shows at once, cut, and G's screen
+    /// looks back only ``FileModel/endPreviewReach`` bytes.
+    @Test func aFileOfOneHugeLineShowsItsStartAndGDoesNotReadItBack() throws {
+        let bytes = [UInt8](repeating: 0x61, count: 3 * OpeningLines.bytesRead)
+        let opening = OpeningLines(bytes.prefix(OpeningLines.bytesRead).map { $0 }, atEnd: false, bytesKeptPerLine: 100)
+        #expect(opening.count == 1 && opening.line(0)?.bytes.count == 100 && opening.line(0)?.isCut == true)
+        // A partial line no longer than a row keeps is not shown: its visible part may not be whole.
+        #expect(OpeningLines(Array("whole\npart".utf8), atEnd: false, bytesKeptPerLine: 100).count == 1)
+        let path = write([], name: "one-huge-line.txt")
+        #expect(truncate(path, off_t(FileModel.endPreviewReach) * 3) == 0)  // sparse: zeros, no line break
+        let model = try FileModel(path: path, bytesKeptPerLine: 100)
+        defer { model.stop() }
+        #expect(model.count == .atLeast(1))
+        // NUL bytes show as `?`; the row is drawn, not pending.
+        #expect(!model.isPending(at: 0) && model.line(at: 0, width: 20, spinner: "*", palette: off)?.contains("?") == true)
+        #expect(model.endPreview(rows: 5, width: 20, palette: off) == [])
+        // Lines near the end are still found.
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data("\nlast one\n".utf8))
+        try handle.close()
+        _ = model.file.checkForChanges()
+        #expect(model.endPreview(rows: 5, width: 20, palette: off) == ["    · last one      "])
     }
 
     @Test func anEmptyFileHasNoLines() async throws {

@@ -19,7 +19,7 @@ Usage: test_pages_file_in_tmux.py BIN_DIR   (the folder holding the built `pages
   at most 5 MB of it before G, which reads it to its end; `yes | pages` shows its first screen and
   keeps 4 MiB; the copy in TMPDIR is deleted on q; `pages -` piped prints standard input as it is;
   `pages < FILE` pages the file in place (no copy, counted exactly); one read partly is paged from
-  where it is.
+  where it is; a file that is one 100 GB line shows its start at once and quits at once after G.
 """
 import os
 import re
@@ -134,6 +134,17 @@ def main():
                   lambda s: numbers(s)[:1] == [1] and len(s) > 2 and s[1].split()[1:2] == ["2"])
         tmux.keys("partly", "q")
         terminal_is_sane(tmux, "partly", tmux.wait("partly", "pages exits", exited), "pages")
+        # A file that is one 100 GB line (sparse: nothing on disk): its start shows at once, cut,
+        # and G's screen does not read it back on the keys' thread, so q quits at once.
+        sparse = os.path.join(work, "one-line.bin")
+        with open(sparse, "wb") as out:
+            out.truncate(100 << 30)
+        tmux.start("sparse", f"'{pages}' '{sparse}'; echo EXIT=$?; stty -a; sleep 120")
+        tmux.wait("sparse", "the first row of a 100 GB line shows at once", lambda s: len(s) > 2 and s[1].lstrip().startswith("1 ?") and " of ≥ 1 " in s[-1])
+        tmux.keys("sparse", "G")
+        tmux.keys("sparse", "q")
+        terminal_is_sane(tmux, "sparse", tmux.wait("sparse", "pages quits from G on a 100 GB line", exited, deadline=10), "pages")
+        os.remove(sparse)
         # An endless input costs what is looked at: the first screen, then q, at once.
         tmux.start("yes", f"yes 'an endless line' | TMPDIR='{spools}' '{pages}'; echo EXIT=$?; stty -a; sleep 120")
         tmux.wait("yes", "the first screen of an endless input", lambda s: len(s) > 2 and "an endless line" in s[1] and " of ≥ " in s[-1])

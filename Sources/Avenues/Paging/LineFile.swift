@@ -208,26 +208,47 @@ public final class LineFile: OffsetPageSource {
 
     /// The last `count` lines, read backwards from the end at once, without waiting for the scan;
     /// and the number of the first of them when the count is known (`nil` before).
+    ///
+    /// It reads back as far as the lines go: the whole file, if its last line is the whole file.
+    /// Where that would keep someone waiting (a screen's thread), give a bound with
+    /// ``lastLines(_:searchingBackAtMost:)``.
     public func lastLines(_ count: Int) throws -> (lines: [Line], firstNumber: Int?) {
+        try lastLines(count, searchingBackAtMost: .max)
+    }
+
+    /// ``lastLines(_:)``, reading back at most `limit` bytes from the end: when the last `count`
+    /// lines reach farther back, only those that start within `limit` bytes of the end are given
+    /// (none when the last line alone is longer). `pages` draws G's screen with it on the thread
+    /// that reads the keys: a file that is one 100 GB line was read back whole at every frame, and
+    /// q waited for it.
+    public func lastLines(_ count: Int, searchingBackAtMost limit: Int64) throws -> (lines: [Line], firstNumber: Int?) {
         guard count > 0 else { return ([], nil) }
         let (descriptor, known, total) = state.withLock { ($0.descriptor, $0.size, $0.index.lineCount) }
         let size = try end(atMost: known, descriptor)
-        // Back from the end until `count + 1` line breaks (the one before the first line) are found.
+        // Back from the end until `count + 1` line breaks (the one before the first line) are found,
+        // or `limit` bytes were searched: then the lines after the farthest break found.
         var start = size
         var breaks = 0
+        var farthestLineStart = size
         let trailingBreak = try byte(at: size - 1, descriptor) == 0x0A
         let wanted = Saturating.add(count, trailingBreak ? 1 : 0)
+        let lowest = size - min(size, max(0, limit))
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         search: while start > 0 {
-            let length = Int(min(Int64(buffer.count), start))
+            guard start > lowest else {
+                start = farthestLineStart
+                break
+            }
+            let length = Int(min(Int64(buffer.count), start - lowest))
             let from = start - Int64(length)
             let read = try buffer.withUnsafeMutableBytes { try readFully(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<length]), at: from) }
             var index = read - 1
             while index >= 0 {
                 if buffer[index] == 0x0A {
                     breaks += 1
+                    farthestLineStart = from + Int64(index) + 1
                     if breaks == wanted {
-                        start = from + Int64(index) + 1
+                        start = farthestLineStart
                         break search
                     }
                 }

@@ -245,6 +245,41 @@ struct LineFileTests {
         #expect(rows.item(at: 99_999)?.text == "entry 99999")
     }
 
+    /// ``LineFile/lastLines(_:searchingBackAtMost:)`` against the plain split: the last lines that
+    /// start within the bound of the end, however long the lines and wherever the bound falls.
+    @Test func theLastLinesWithinABoundAreThoseThatStartWithinIt() throws {
+        var random = SplitMix64(seed: 2026_11_28)
+        for round in 0..<120 {
+            var bytes: [UInt8] = []
+            for _ in 0 ..< Int.random(in: 0...40, using: &random) {
+                bytes += [UInt8](repeating: 0x61, count: [0, 1, 3, 70, 5_000, 100_000].randomElement(using: &random) ?? 1)
+                bytes.append(0x0A)
+            }
+            if Bool.random(using: &random) { bytes += [UInt8](repeating: 0x62, count: Int.random(in: 1...150_000, using: &random)) }
+            let file = try LineFile(path: write(bytes, name: "bound-\(round)"), checkpointInterval: 3, bytesKeptPerLine: 8)
+            let count = Int.random(in: 1...12, using: &random)
+            let limits: [Int64] = [0, 1, 64, 65_536, 65_537, 200_000, .max]
+            let limit: Int64 = limits.randomElement(using: &random) ?? 1
+            let lines = Self.model(bytes)
+            var starts: [Int64] = []
+            var offset: Int64 = 0
+            for line in lines {
+                starts.append(offset)
+                offset += Int64(line.count) + 1
+            }
+            // The bytes searched start at `lowest`: a line starting there has its break before them.
+            let size = Int64(bytes.count)
+            let lowest: Int64 = size - min(size, limit)
+            let last: [Int] = Array(lines.indices.suffix(count))
+            let expected: [Int] = last.filter { (index: Int) -> Bool in lowest == 0 || starts[index] > lowest }
+            let got: [Line] = try file.lastLines(count, searchingBackAtMost: limit).lines
+            #expect(got.map { $0.offset } == expected.map { starts[$0] }, "round \(round), limit \(limit), count \(count)")
+            #expect(got.map { $0.bytes } == expected.map { Array(lines[$0].prefix(8)) }, "round \(round)")
+            let unbounded: [Line] = try file.lastLines(count).lines
+            #expect(try file.lastLines(count, searchingBackAtMost: .max).lines == unbounded)
+        }
+    }
+
     /// Files truncated in place at a random byte, before the scan or midway through it, then
     /// perhaps grown again: once scanned to the end, the count, the last lines and every line are
     /// the plain split of what the file holds, and a check sees the growth.
