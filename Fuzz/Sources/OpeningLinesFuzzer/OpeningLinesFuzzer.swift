@@ -5,8 +5,9 @@ import FuzzDriver
 // the first screen shows before any page loads. The first byte says whether the rest is the whole
 // file (its low bit) and how much of a line is kept (the other seven, 1–128 bytes). Checked against
 // splitting the bytes at their line breaks: the same lines, numbers, offsets, lengths and kept
-// bytes, at most `linesKept` of them, a last line without a break only at the end of the file, and
-// "the whole file" exactly when every line of it was found.
+// bytes, at most `linesKept` of them, a last line without a break only at the end of the file or
+// when it runs past what a row keeps (shown cut, its end not known), and "the whole file" exactly
+// when every line of it was found.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -18,9 +19,10 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let opening = OpeningLines(bytes, atEnd: atEnd, bytesKeptPerLine: keep)
 
     var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map { Array($0) }
-    // What follows the last line break is a line only at the end of the file, and only if not empty.
+    // What follows the last line break is a line at the end of the file (if not empty), or when
+    // it runs past what a row keeps.
     let rest = lines.removeLast()
-    if atEnd, !rest.isEmpty { lines.append(rest) }
+    if atEnd ? !rest.isEmpty : rest.count > keep { lines.append(rest) }
     let expected = lines.prefix(OpeningLines.linesKept)
     precondition(opening.count == expected.count, "\(opening.count) lines found, \(expected.count) expected")
     var offset = 0
