@@ -594,7 +594,10 @@ public struct ListScreen: Sendable {
         if let typing, typingRow { return " :" + typing + "▏  (go to \(model.rowName) N; Enter goes, Esc cancels)" }
         if let typing, let prompt = model.inputPrompt { return " /" + typing + "▏  (\(prompt); Enter keeps it, Esc clears it)" }
         let count = model.count
-        let shown = count.value == 0 ? (count.isExact ? "nothing" : "listing…") : "\(top + 1)–\(min(count.value, top + pageRows)) of \(count)"
+        // A window past the rows known so far (`:50` in a file whose first line is still being
+        // read) shows its own rows, pending: it said "50–1 of ≥ 1".
+        let last = count.isExact || top < count.value ? min(count.value, top + pageRows) : top + pageRows
+        let shown = count.value == 0 ? (count.isExact ? "nothing" : "listing…") : "\(top + 1)–\(last) of \(count)"
         var fields = [shown]
         if following { fields.append("following the end (any key stops)") } else if followsEnd, !count.isExact { fields.append("the end · counting…") }
         if let message { fields.append(message) }  // before the figures: the width may cut the end

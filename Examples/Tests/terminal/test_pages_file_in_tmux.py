@@ -141,6 +141,10 @@ def main():
             out.truncate(100 << 30)
         tmux.start("sparse", f"'{pages}' '{sparse}'; echo EXIT=$?; stty -a; sleep 120")
         tmux.wait("sparse", "the first row of a 100 GB line shows at once", lambda s: len(s) > 2 and s[1].lstrip().startswith("1 ?") and " of ≥ 1 " in s[-1])
+        # `:50` past the rows known: its own rows, pending (it said "50–1 of ≥ 1").
+        tmux.keys("sparse", ":", "5", "0", "Enter")
+        tmux.wait("sparse", ":50 on a 100 GB line shows rows from 50 on", lambda s: re.search(r" 50–(\d+) of ≥ 1 ", s[-1]) is not None
+                  and int(re.search(r" 50–(\d+) of", s[-1]).group(1)) > 50)
         tmux.keys("sparse", "G")
         tmux.keys("sparse", "q")
         terminal_is_sane(tmux, "sparse", tmux.wait("sparse", "pages quits from G on a 100 GB line", exited, deadline=10), "pages")
