@@ -21,7 +21,8 @@ import Synchronization
 /// each compressed stream is whole (libcurl 7.88 takes a `gzip` body cut in half for a whole one).
 /// The CA file is `SSL_CERT_FILE` from the environment unless one is given. One that is not a
 /// regular file when the transport is made (a FIFO, a device) fails every https download at once,
-/// as TLS would open it on a transport thread, where a FIFO without a writer stalls every transfer of that thread.
+/// as TLS would open it on a transport thread, where a FIFO without a writer stalls every transfer
+/// of that thread.
 ///
 /// A process may call `exit()` while downloads run: before the libraries are torn down (OpenSSL's
 /// clean-up, destructors), this transport's threads stop at their next step and sleep, and `exit()`
