@@ -4,9 +4,13 @@ import Testing
 /// Waits until `condition` holds, re-checking as other tasks make progress. Used only for states
 /// with no event to await (a worker leaving after its last job); the deadline turns a bug into a
 /// failure instead of a hang, it is not a guess at how long work takes.
+///
+/// 90 s: a full run on two cores has stretches of 12–20 s in which tests that keep the pool's two
+/// threads busy starve every other task, and waits of 30 s timed out in them (the AsyncMedia list
+/// tests, 3 of 5 full runs on 2026-11-28, with their downloads merely not yet run).
 func eventually(
     _ what: Comment,
-    deadline: Duration = .seconds(30),
+    deadline: Duration = .seconds(90),
     sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () async -> Bool
 ) async {
