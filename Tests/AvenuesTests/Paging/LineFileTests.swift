@@ -261,7 +261,7 @@ struct LineFileTests {
             if Bool.random(using: &random) { bytes += [UInt8](repeating: 0x62, count: Int.random(in: 1...90_000, using: &random)) }
             let file = try LineFile(path: write(bytes, name: "bound-\(round)"), checkpointInterval: 3, bytesKeptPerLine: 8)
             let count = Int.random(in: 1...12, using: &random)
-            let limits: [Int64] = [0, 1, 64, 65_536, 65_537, 200_000, .max]
+            let limits: [Int64] = [.min, -1, 0, 1, 64, 65_536, 65_537, 200_000, .max]
             let limit: Int64 = limits.randomElement(using: &random) ?? 1
             let lines = Self.model(bytes)
             var starts: [Int64] = []
@@ -272,7 +272,7 @@ struct LineFileTests {
             }
             // The bytes searched start at `lowest`: a line starting there has its break before them.
             let size = Int64(bytes.count)
-            let lowest: Int64 = size - min(size, limit)
+            let lowest: Int64 = size - min(size, max(0, limit))  // a negative bound searches nothing
             let last: [Int] = Array(lines.indices.suffix(count))
             let expected: [Int] = last.filter { (index: Int) -> Bool in lowest == 0 || starts[index] > lowest }
             let got: [Line] = try file.lastLines(count, searchingBackAtMost: limit).lines
