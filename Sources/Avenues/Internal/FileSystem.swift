@@ -9,6 +9,11 @@ import Musl
 #error("Unsupported platform")
 #endif
 
+/// `write(2)`, named apart from ``FileSystem/write(_:_:at:path:)``, which hides it inside the type.
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
+}
+
 /// The few POSIX file calls the disk storage needs, with `errno` kept, because the storage must tell
 /// "disk full" from "permission denied" and must never follow a symlink.
 enum FileSystem {
@@ -238,6 +243,21 @@ enum FileSystem {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw fail("fstat", path) }
         return FileInfo(info)
+    }
+
+    /// Writes every byte of `bytes`, retrying short writes.
+    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(Failure) {
+        // One buffer (every body chunk of a download): `write(2)`, without the three arrays the
+        // vectored form builds.
+        var rest = bytes
+        while !rest.isEmpty {
+            let written = systemWrite(descriptor, rest.baseAddress, rest.count)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw fail("write", path)
+            }
+            rest = UnsafeRawBufferPointer(rebasing: rest[written...])
+        }
     }
 
     /// Writes every byte of `buffers` in order, retrying short writes.

@@ -28,14 +28,14 @@ package struct Locked<State: ~Copyable>: ~Copyable, Sendable {
     }
 
     @usableFromInline let mutex: Mutex<State>
-    @usableFromInline let key: Key
-    @usableFromInline let annotations: ThreadSanitizer.Annotations?
+    /// The hooks and the key, only when the TSan runtime is loaded: otherwise no key is made (a lock
+    /// is made per download, and the key was a heap allocation of its own).
+    @usableFromInline let annotations: (hooks: ThreadSanitizer.Annotations, key: Key)?
 
     @inlinable
     package init(_ initialState: consuming sending State) {
         mutex = Mutex(initialState)
-        key = Key()
-        annotations = ThreadSanitizer.annotations
+        annotations = ThreadSanitizer.annotations.map { ($0, Key()) }
     }
 
     /// Runs `body` with exclusive access to the state.
@@ -46,9 +46,9 @@ package struct Locked<State: ~Copyable>: ~Copyable, Sendable {
         try mutex.withLock { (state: inout sending State) throws(Failure) -> sending Result in
             guard let annotations else { return try body(&state) }
             // Announced before `state` is touched and withdrawn after, so TSan orders the accesses.
-            let address = UnsafeRawPointer(Unmanaged.passUnretained(key).toOpaque())
-            annotations.acquire(address)
-            defer { annotations.release(address) }
+            let address = UnsafeRawPointer(Unmanaged.passUnretained(annotations.key).toOpaque())
+            annotations.hooks.acquire(address)
+            defer { annotations.hooks.release(address) }
             return try body(&state)
         }
     }

@@ -141,7 +141,7 @@ public final class AsyncMedia: SchedulingProcessor {
         self.init(
             directory: directory, sizeLimit: sizeLimit, maxConcurrentDownloads: maxConcurrentDownloads, limits: limits,
             timeToLive: timeToLive, headers: headers, transport: transport, allowsRedirect: allowsRedirect,
-            writeBytes: { descriptor, bytes, path in try FileSystem.writeAll(descriptor, [bytes], path: path) }
+            writeBytes: { descriptor, bytes, path in try FileSystem.writeAll(descriptor, bytes, path: path) }
         )
     }
 
@@ -185,7 +185,8 @@ public final class AsyncMedia: SchedulingProcessor {
         let context = Context(
             folder: folder, progress: progress, validators: validators, transport: chosen, headers: headers, limits: limits,
             timeToLive: timeToLive, allowsRedirect: allowsRedirect, writeBytes: writeBytes, gate: gate,
-            startsInSinkCalls: Self.startsInSinkCalls(chosen)
+            startsInSinkCalls: Self.startsInSinkCalls(chosen),
+            originHeaders: Self.requestHeaders(headers, sameOrigin: true, decodes: chosen.decodesContentCodings)
         )
         self.allowsRedirect = allowsRedirect
         self.folder = folder
@@ -685,6 +686,10 @@ public final class AsyncMedia: SchedulingProcessor {
         let gate: TransferGate
         /// Whether the next transfer may be started on the thread of a sink call that freed a slot.
         let startsInSinkCalls: Bool
+        /// ``requestHeaders(_:for:origin:decodes:)`` of a request to the URL downloaded itself, made
+        /// once: every request but a redirect's sends these (filtered per request, they cost an
+        /// array and a lowercased name per header each time).
+        let originHeaders: [HTTPField]
     }
 
     /// Whether `transport` may be asked to start a request from inside a call it makes to a sink:
@@ -795,7 +800,8 @@ public final class AsyncMedia: SchedulingProcessor {
         url: URL, target: URL, partial: MediaFolder.Partial, resumingFrom: Int64?, validator: String?,
         revalidating known: Validators.Entry?, run: RunPriority?, context: Context
     ) async -> (TransferStateMachine.BodyPlan?, Result<TransferStateMachine.Outcome, any Error>) {
-        var headers = requestHeaders(context.headers, for: target, origin: url, decodes: context.transport.decodesContentCodings)
+        var headers = target == url ? context.originHeaders
+            : requestHeaders(context.headers, for: target, origin: url, decodes: context.transport.decodesContentCodings)
         if let resumingFrom, let validator {
             headers.append(HTTPField(name: "Range", value: "bytes=\(resumingFrom)-"))
             headers.append(HTTPField(name: "If-Range", value: validator))
@@ -804,7 +810,8 @@ public final class AsyncMedia: SchedulingProcessor {
             if let lastModified = known.lastModified { headers.append(HTTPField(name: "If-Modified-Since", value: lastModified)) }
         }
         let folderLimit = context.folder.sizeLimit.map { Int64($0) }
-        let maximum = [context.limits.maximumSize, folderLimit].compactMap { $0 }.min()
+        // Not `[a, b].compactMap { $0 }.min()`: two arrays allocated per request.
+        let maximum = folderLimit.map { min($0, context.limits.maximumSize ?? $0) } ?? context.limits.maximumSize
         let request = TransferStateMachine.Request(
             url: url, resumingFrom: validator == nil ? nil : resumingFrom, resumeValidator: resumingFrom == nil ? nil : validator,
             conditional: known != nil && resumingFrom == nil, revalidatedETag: resumingFrom == nil ? known?.etag : nil,
@@ -850,7 +857,11 @@ public final class AsyncMedia: SchedulingProcessor {
     /// carrying credentials only to `origin`'s own scheme, host and port), and the encodings this
     /// side can decode.
     static func requestHeaders(_ configured: [HTTPField], for target: URL, origin: URL, decodes: Bool) -> [HTTPField] {
-        let sameOrigin = target == origin || Self.origin(of: target) == Self.origin(of: origin)
+        requestHeaders(configured, sameOrigin: target == origin || Self.origin(of: target) == Self.origin(of: origin), decodes: decodes)
+    }
+
+    /// The headers of a request to the download's own origin (`sameOrigin`) or to another.
+    static func requestHeaders(_ configured: [HTTPField], sameOrigin: Bool, decodes: Bool) -> [HTTPField] {
         var headers = configured.filter { field in
             let name = field.name.lowercased()
             if reservedHeaders.contains(name) { return false }

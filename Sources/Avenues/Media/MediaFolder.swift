@@ -52,10 +52,12 @@ final class MediaFolder: Sendable {
     // MARK: Names
 
     static func fileName(for url: URL) -> String {
-        let bytes = Array(url.absoluteString.utf8)
-        let first = StableHash.fnv1a64(bytes)
-        let second = StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4)
-        var ext = plainExtension(bytes) ?? url.pathExtension
+        var text = url.absoluteString
+        // Read in place (a copy of the bytes was an allocation per lookup and per download).
+        let (first, second, plain) = text.withUTF8 { bytes in
+            (StableHash.fnv1a64(bytes), StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4), plainExtension(bytes))
+        }
+        var ext = plain ?? url.pathExtension
         if !isUsableExtension(ext) { ext = "" }
         // Written in one buffer: built from strings, the name was a tenth of a small download's
         // time on its thread (the extension's check read Unicode properties).
@@ -79,7 +81,14 @@ final class MediaFolder: Sendable {
     /// path segment is `name.ext` or has no dot, with no percent escape and no trailing slash —
     /// else `nil` (Foundation decides). Foundation parsed the whole URL for it on every download.
     static func plainExtension(_ bytes: [UInt8]) -> String? {
-        guard let scheme = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[scheme...].starts(with: Array("://".utf8)) else { return nil }
+        bytes.withUnsafeBufferPointer(plainExtension)
+    }
+
+    /// ``plainExtension(_:)`` of bytes in place.
+    static func plainExtension(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let scheme = bytes.firstIndex(of: UInt8(ascii: ":")), bytes.count - scheme >= 3,
+              bytes[scheme + 1] == UInt8(ascii: "/"), bytes[scheme + 2] == UInt8(ascii: "/")
+        else { return nil }
         let afterAuthority = scheme + 3
         let end = bytes[afterAuthority...].firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
         guard let pathStart = bytes[afterAuthority..<end].firstIndex(of: UInt8(ascii: "/")) else { return "" }
@@ -333,7 +342,7 @@ final class MediaFolder: Sendable {
             guard let descriptor = try? FileSystem.openOrCreate(temporary, mode: 0o600) else { return }
             defer { FileSystem.close(descriptor) }
             _ = try? FileSystem.truncate(descriptor, path: temporary)
-            let written = Array(text.utf8).withUnsafeBytes { (try? FileSystem.writeAll(descriptor, [$0], path: temporary)) != nil }
+            let written = Array(text.utf8).withUnsafeBytes { (try? FileSystem.writeAll(descriptor, $0, path: temporary)) != nil }
             if written {
                 metaExists.withLock { $0 = true }  // before the rename: a failed one leaves nothing to delete
                 try? FileSystem.rename(temporary, to: metaPath)
@@ -402,8 +411,9 @@ final class MediaFolder: Sendable {
         // directory per download instead of a create and a rename, and nothing left behind by a
         // crash. A body worth resuming takes the partial file's name when it starts.
         if !knownPartials.withLock({ $0.contains(partialName) }), let descriptor = unnamedFile() {
-            return Partial(unnamed: descriptor, partialPath: path, metaPath: metaPath) { [weak self] in
-                self?.knownPartials.withLock { _ = $0.insert(partialName) }
+            // `self` held, not weakly (no side table per download): a partial lives for one download.
+            return Partial(unnamed: descriptor, partialPath: path, metaPath: metaPath) { [self] in
+                knownPartials.withLock { _ = $0.insert(partialName) }
             }
         }
         // Held by another download (or the folder vanished): a file of this download's own.
@@ -437,7 +447,7 @@ final class MediaFolder: Sendable {
         guard known != 2 else { return nil }
         let descriptor: Int32
         do throws(FileSystem.Failure) {
-            descriptor = try FileSystem.createUnnamed(in: directory.path, mode: 0o600)
+            descriptor = try FileSystem.createUnnamed(in: folder.path, mode: 0o600)
         } catch {
             // A missing or full folder says nothing of the system: asked again next time.
             if error.isUnsupported { unnamedFiles.store(2, ordering: .relaxed) }
@@ -456,7 +466,7 @@ final class MediaFolder: Sendable {
             return nil
         }
         unnamedFiles.store(1, ordering: .relaxed)
-        return try? FileSystem.createUnnamed(in: directory.path, mode: 0o600)
+        return try? FileSystem.createUnnamed(in: folder.path, mode: 0o600)
     }
 
     /// A partial file of this process's is gone (moved into place or deleted).

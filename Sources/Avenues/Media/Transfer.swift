@@ -36,7 +36,9 @@ final class Transfer: DownloadSink {
         var lastReported: Int64 = 0
         /// When progress was last reported: bytes that came after ``Transfer/reportInterval`` are reported.
         var lastReportedAt: ContinuousClock.Instant?
-        var continuation: CheckedContinuation<TransferStateMachine.Outcome, any Error>?
+        /// Unsafe, not checked (a checked one is an allocation per download): `resumed` makes every
+        /// resume the only one, under this lock.
+        var continuation: UnsafeContinuation<TransferStateMachine.Outcome, any Error>?
         var resumed = false
         /// The transport ended the sink.
         var ended = false
@@ -215,7 +217,7 @@ final class Transfer: DownloadSink {
     /// Fails the transfer now (a limit, a disk error, a cancel): resumes the run at once and stops
     /// the transport.
     func fail(_ error: any Error) {
-        let (continuation, handle) = state.withLock { state -> (CheckedContinuation<TransferStateMachine.Outcome, any Error>?, DownloadHandle?) in
+        let (continuation, handle) = state.withLock { state -> (UnsafeContinuation<TransferStateMachine.Outcome, any Error>?, DownloadHandle?) in
             guard state.machine.decided == nil else { return (nil, nil) }
             state.machine.fail(error)
             defer {
@@ -255,7 +257,7 @@ final class Transfer: DownloadSink {
         TransferWatch.shared.watch(self)
         defer { TransferWatch.shared.unwatch(self) }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 let decided = state.withLock { state -> Result<TransferStateMachine.Outcome, any Error>? in
                     // Decided before the run waited (a fast transfer, or a failure): answer at once.
                     // A decision is final once the transport ended the sink, or when it failed.

@@ -97,21 +97,29 @@ final class TransferGate: Sendable {
     /// ``RunPriority`` has a lock of its own), then the choice is taken if it is still there.
     private func fillNow(keepingSlotsForQueuedWork: Bool) {
         while true {
-            let snapshot = state.withLock { state -> (candidates: [(UInt64, RunPriority?)], queued: (@Sendable () -> LoadPriority?)?)? in
-                guard state.moving < limit, !state.waiting.isEmpty else { return nil }
-                return (state.waiting.map { ($0.id, $0.priority) }, state.queuedPriority)
-            }
-            guard let snapshot else { return }
-            // The highest priority; among equals the first to enter (the list is in entry order).
-            var best = snapshot.candidates[0].0
-            var bestPriority = snapshot.candidates[0].1?.value ?? .visible
-            for (id, priority) in snapshot.candidates.dropFirst() {
-                let value = priority?.value ?? .visible
-                if value > bestPriority { (best, bestPriority) = (id, value) }
+            var best: UInt64 = 0
+            var bestPriority = LoadPriority.visible
+            var queued: (@Sendable () -> LoadPriority?)?
+            do {
+                // The list itself, shared (not a mapped copy: an allocation per transfer); gone at
+                // the end of this block, so removing from it below copies nothing.
+                let snapshot = state.withLock { state -> [Waiting]? in
+                    guard state.moving < limit, !state.waiting.isEmpty else { return nil }
+                    queued = state.queuedPriority
+                    return state.waiting
+                }
+                guard let snapshot else { return }
+                // The highest priority; among equals the first to enter (the list is in entry order).
+                best = snapshot[0].id
+                bestPriority = snapshot[0].priority?.value ?? .visible
+                for waiting in snapshot.dropFirst() {
+                    let value = waiting.priority?.value ?? .visible
+                    if value > bestPriority { (best, bestPriority) = (waiting.id, value) }
+                }
             }
             // Nothing queued outranks `.visible`: the scheduler's lock is not taken (a list of
             // visible downloads asks at every transfer's end, on the transport's thread).
-            if keepingSlotsForQueuedWork, bestPriority < .visible, let queued = snapshot.queued?(), queued > bestPriority { return }
+            if keepingSlotsForQueuedWork, bestPriority < .visible, let queued = queued?(), queued > bestPriority { return }
             enum Taken { case start(@Sendable () -> Void), full, left }
             let taken = state.withLock { state -> Taken in
                 guard state.moving < limit else { return .full }

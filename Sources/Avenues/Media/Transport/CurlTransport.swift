@@ -142,9 +142,12 @@ public final class CurlTransport: DownloadTransport {
         engine.load.add(1, ordering: .relaxed)
         engine.started.add(1, ordering: .relaxed)
         engine.submit(.add(transfer))
-        return DownloadHandle { [weak engine, weak transfer] in
-            guard let engine, let transfer else { return }
-            engine.submit(.cancel(transfer))
+        // The transfer is held, not weakly: a weak reference gave every transfer a side table (an
+        // allocation, and every later retain of it on the slow path). The sink drops its handle
+        // when it ends, so this holds the transfer no longer than the sink does; a cancel after the
+        // end finds it no longer active.
+        return DownloadHandle { [weak engine, transfer] in
+            engine?.submit(.cancel(transfer))
         }
     }
 
@@ -255,12 +258,13 @@ private final class Engine: @unchecked Sendable {
         // there instead of running libcurl under the libraries' clean-up (network.c).
         avenues_curl_thread_enter()
         defer { avenues_curl_thread_leave() }
+        // Swapped with the inbox's list, and emptied keeping its room: the two lists take turns,
+        // and a command submitted costs no allocation.
+        var commands: [Command] = []
         while true {
             avenues_curl_thread_checkpoint()
-            let commands = inbox.withLock { inbox -> [Command] in
-                defer { inbox.commands = [] }
-                return inbox.commands
-            }
+            commands.removeAll(keepingCapacity: true)
+            inbox.withLock { inbox in swap(&inbox.commands, &commands) }
             for command in commands {
                 switch command {
                 case .add(let transfer): add(transfer)
