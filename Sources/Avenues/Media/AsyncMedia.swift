@@ -673,7 +673,9 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// What every download run of an instance needs.
-    struct Context: Sendable {
+    /// A class, not a struct: a download's closures capture it, and a copy of a struct of eleven
+    /// references was eleven retains and releases each time.
+    final class Context: Sendable {
         let folder: MediaFolder
         let progress: ProgressHub
         let validators: Validators
@@ -690,6 +692,17 @@ public final class AsyncMedia: SchedulingProcessor {
         /// once: every request but a redirect's sends these (filtered per request, they cost an
         /// array and a lowercased name per header each time).
         let originHeaders: [HTTPField]
+
+        init(
+            folder: MediaFolder, progress: ProgressHub, validators: Validators, transport: any DownloadTransport, headers: [HTTPField],
+            limits: DownloadLimits, timeToLive: Duration?, allowsRedirect: @escaping @Sendable (URL, URL) -> Bool,
+            writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void, gate: TransferGate,
+            startsInSinkCalls: Bool, originHeaders: [HTTPField]
+        ) {
+            (self.folder, self.progress, self.validators, self.transport, self.headers) = (folder, progress, validators, transport, headers)
+            (self.limits, self.timeToLive, self.allowsRedirect, self.writeBytes) = (limits, timeToLive, allowsRedirect, writeBytes)
+            (self.gate, self.startsInSinkCalls, self.originHeaders) = (gate, startsInSinkCalls, originHeaders)
+        }
     }
 
     /// Whether `transport` may be asked to start a request from inside a call it makes to a sink:
@@ -832,7 +845,7 @@ public final class AsyncMedia: SchedulingProcessor {
                 let worthResuming = plan.expectedTotal.map { $0 >= MediaFolder.smallestResumable } ?? true
                 partial.saveValidator(partial.resumable && worthResuming ? plan.resumeValidator : nil, for: url)
             },
-            report: { context.progress.report($0, for: url) },
+            report: { [progress = context.progress] in progress.report($0, for: url) },
             slot: (context.gate, ticket)
         )
         let sent = DownloadRequest(url: target, headers: headers, limits: context.limits)
@@ -981,12 +994,14 @@ final class ProgressHub: Sendable {
     private let open = Atomic<Int>(0)
 
     func subscribe(_ continuation: AsyncStream<DownloadProgress>.Continuation, to url: URL) {
+        // Counted before it is listed: a finish that reads no subscription open finds none listed
+        // (it is as if the finish came first).
+        open.add(1, ordering: .sequentiallyConsistent)
         let id = subscribers.withLock { subscribers in
             subscribers.next += 1
             subscribers.byURL[url, default: [:]][subscribers.next] = continuation
             return subscribers.next
         }
-        open.add(1, ordering: .relaxed)
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
             subscribers.withLock { subscribers in
@@ -1005,6 +1020,7 @@ final class ProgressHub: Sendable {
 
     /// Ends every subscription to `url`, after a last value if the download completed.
     func finish(_ url: URL, with last: DownloadProgress?) {
+        guard open.load(ordering: .sequentiallyConsistent) > 0 else { return }
         let continuations = subscribers.withLock { Array(($0.byURL.removeValue(forKey: url) ?? [:]).values) }
         for continuation in continuations {
             if let last { continuation.yield(last) }

@@ -77,9 +77,17 @@ struct ResponseHead: Sendable, Equatable {
     /// lookup of every head did: about fifty allocations per response).
     static func isNamed(_ name: String, _ lowercased: String) -> Bool {
         guard name.utf8.count == lowercased.utf8.count else { return false }
-        return zip(name.utf8, lowercased.utf8).allSatisfy { byte, lower in
-            (0x41...0x5A).contains(byte) ? byte | 0x20 == lower : byte == lower
+        func equal(_ byte: UInt8, _ lower: UInt8) -> Bool { (0x41...0x5A).contains(byte) ? byte | 0x20 == lower : byte == lower }
+        // Both in place where they can be (native strings always): zipping the two views was the
+        // head's costliest step.
+        let inPlace = name.utf8.withContiguousStorageIfAvailable { bytes in
+            lowercased.utf8.withContiguousStorageIfAvailable { lowers in
+                for index in 0..<bytes.count where !equal(bytes[index], lowers[index]) { return false }
+                return true
+            }
         }
+        if let inPlace = inPlace ?? nil { return inPlace }
+        return zip(name.utf8, lowercased.utf8).allSatisfy(equal)
     }
 
     /// The elements of every field called `name`, comma-separated, trimmed and lowercased; empty
