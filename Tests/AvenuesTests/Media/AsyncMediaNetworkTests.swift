@@ -293,6 +293,42 @@ final class AsyncMediaNetworkTests: Sendable {
         #expect(CurlTransport.defaultThreads == min(2, ProcessInfo.processInfo.activeProcessorCount))
     }
 
+    /// A sink that keeps its transfer's handle (as a user's own sink naturally does) is freed when
+    /// the transfer ends: a handle that held its transfer made a cycle with it (seen 2026-11-28,
+    /// when the handle stopped holding its transfer weakly to spare a side table per download).
+    /// And the handle names its own transfer only: cancelling it after the end does not stop the
+    /// next transfer, which uses the same easy handle again.
+    @Test func aHandleKeptByItsSinkNeitherKeepsTheSinkNorCancelsTheNextTransfer() async throws {
+        final class KeepingSink: DownloadSink, Sendable {
+            let handle = Mutex<DownloadHandle?>(nil)
+            let ended: CheckedContinuation<Void, Never>
+            let freed: Shared<Bool>
+            init(ended: CheckedContinuation<Void, Never>, freed: Shared<Bool>) { (self.ended, self.freed) = (ended, freed) }
+            deinit { freed.withLock { $0 = true } }
+            func head(status: Int, fields: [HTTPField]) -> Bool { true }
+            func body(_ bytes: UnsafeRawBufferPointer) -> Bool { true }
+            func end(_ error: (any Error)?) { ended.resume() }
+        }
+        let transport = try CurlTransport(caFile: nil, threads: 1)
+        let freed = Shared(false)
+        let first = Shared<DownloadHandle?>(nil)
+        await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
+            let sink = KeepingSink(ended: ended, freed: freed)
+            let handle = transport.start(DownloadRequest(url: server.url("/bytes/1000?kept"), headers: [], limits: .default), into: sink)
+            sink.handle.withLock { $0 = handle }
+            first.withLock { $0 = handle }
+        }
+        await eventually("the sink that keeps its handle is freed once its transfer ended") { freed.value }
+
+        // The next transfer takes the first one's easy handle; the first handle's cancel, sent
+        // after the next transfer was handed to the thread, leaves it alone.
+        let drip = server.url("/drip/20000?chunk=500&pause_ms=5")
+        async let second = RecordingSink.run(transport, DownloadRequest(url: drip, headers: [], limits: .default))
+        await eventually("the second transfer is on the transport's thread") { transport.requestsPerThread == [2] }
+        first.value?.cancel()
+        #expect(try await second == MediaServer.body(20_000))
+    }
+
     /// A request handle is used again after a transfer that ended well (one per request was 8 % of
     /// the curl thread's time in a burst of small files), and carries nothing of its last request:
     /// another AsyncMedia's credentials are not sent.

@@ -142,12 +142,13 @@ public final class CurlTransport: DownloadTransport {
         engine.load.add(1, ordering: .relaxed)
         engine.started.add(1, ordering: .relaxed)
         engine.submit(.add(transfer))
-        // The transfer is held, not weakly: a weak reference gave every transfer a side table (an
-        // allocation, and every later retain of it on the slow path). The sink drops its handle
-        // when it ends, so this holds the transfer no longer than the sink does; a cancel after the
-        // end finds it no longer active.
-        return DownloadHandle { [weak engine, transfer] in
-            engine?.submit(.cancel(transfer))
+        // Named by its serial number, not held: a weak reference gave every transfer a side table
+        // (an allocation, and every later retain of it on the slow path), and a strong one would
+        // make a cycle with a sink that keeps its handle. A cancel after the end finds no transfer
+        // of that number active.
+        let serial = transfer.serial
+        return DownloadHandle { [weak engine] in
+            engine?.submit(.cancel(serial))
         }
     }
 
@@ -207,7 +208,8 @@ public final class CurlTransport: DownloadTransport {
 /// What a curl thread is asked to do.
 private enum Command: Sendable {
     case add(CurlTransfer)
-    case cancel(CurlTransfer)
+    /// The transfer of this ``CurlTransfer/serial``, if it is still active.
+    case cancel(UInt64)
     case shutDown
 }
 
@@ -268,7 +270,9 @@ private final class Engine: @unchecked Sendable {
             for command in commands {
                 switch command {
                 case .add(let transfer): add(transfer)
-                case .cancel(let transfer): remove(transfer, result: nil, cancelled: true)
+                case .cancel(let serial):
+                    // A linear search: cancels are rare, and a thread has a few dozen transfers at most.
+                    if let transfer = active.values.first(where: { $0.serial == serial }) { remove(transfer, result: nil, cancelled: true) }
                 case .shutDown:
                     for transfer in Array(active.values) { remove(transfer, result: nil, cancelled: true) }
                     for easy in idleHandles { avenues_curl_easy_cleanup(easy) }
@@ -379,7 +383,12 @@ private final class CurlTransfer: @unchecked Sendable {
     /// The response could not be read (a head too large, a folded line…).
     private var failure: (any Error)?
 
+    /// Names the transfer for a cancel; never reused in the process (an address could be).
+    let serial: UInt64
+    private static let serials = Atomic<UInt64>(0)
+
     init(request: DownloadRequest, sink: any DownloadSink, caFile: String?, refusal: String?) {
+        serial = Self.serials.add(1, ordering: .relaxed).newValue
         self.request = request
         self.sink = sink
         self.caFile = caFile
