@@ -256,6 +256,8 @@ enum FileSystem {
                 if errno == EINTR { continue }
                 throw fail("write", path)
             }
+            // Nothing written and no error (a device can say so): an error, not a loop for ever.
+            if written == 0 { throw Failure(call: "write", path: path, code: EIO) }
             rest = UnsafeRawBufferPointer(rebasing: rest[written...])
         }
     }
@@ -270,6 +272,7 @@ enum FileSystem {
                 if errno == EINTR { continue }
                 throw fail("writev", path)
             }
+            if written == 0 { throw Failure(call: "writev", path: path, code: EIO) }  // as in the one-buffer form
             pending = drop(written, from: pending)
         }
     }
