@@ -300,7 +300,7 @@ final class AsyncMediaNetworkTests: Sendable {
     /// next transfer, which uses the same easy handle again.
     @Test func aHandleKeptByItsSinkNeitherKeepsTheSinkNorCancelsTheNextTransfer() async throws {
         final class KeepingSink: DownloadSink, Sendable {
-            let handle = Mutex<DownloadHandle?>(nil)
+            let handle = Shared<DownloadHandle?>(nil)
             let ended: CheckedContinuation<Void, Never>
             let freed: Shared<Bool>
             init(ended: CheckedContinuation<Void, Never>, freed: Shared<Bool>) { (self.ended, self.freed) = (ended, freed) }
