@@ -67,13 +67,12 @@ final class HistoryModel: ListModel {
         rows.stats.onStateChange = { row in changed(row) }
         // git's progress moves the count: the heading follows it while git reads.
         let watching = Task { [rows] in
-            var last = -1
+            var watch = LogProgressWatch()
             while !Task.isCancelled {
                 let progress = rows.log.progress
-                if progress.read != last {
-                    last = progress.read
-                    changed(nil)
-                }
+                // Also when git finishes with the count unchanged: the heading's "≥" and the
+                // status line's "reading git log" stayed on the screen until a key was pressed.
+                if watch.changes(progress) { changed(nil) }
                 if progress.finished { return }
                 try? await Task.sleep(for: .milliseconds(100))
             }

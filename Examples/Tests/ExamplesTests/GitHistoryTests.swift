@@ -59,6 +59,22 @@ struct GitParsingTests {
     }
 }
 
+@Suite("Following git's progress")
+struct LogProgressWatchTests {
+    /// CI, 2026-11-28: `history -- file07.txt` read all 666 commits in one look and git finished in
+    /// the next, walking older history for the path. The watch redrew only when the count moved, so
+    /// "≥ 666" and "reading git log: 666 commits" stayed on the screen for good.
+    @Test func finishingWithTheCountUnchangedStillChangesTheScreen() {
+        var watch = LogProgressWatch()
+        let looks: [(read: Int, finished: Bool)] = [(0, false), (666, false), (666, false), (666, true), (666, true)]
+        let redrawn = looks.map { watch.changes($0) }
+        #expect(redrawn == [true, true, false, true, false])
+        var fresh = LogProgressWatch()
+        let first = fresh.changes((0, true))
+        #expect(first)  // an empty history, finished at the first look
+    }
+}
+
 @Suite("Batching")
 struct BatcherTests {
     @Test func requestsMadeTogetherAreAnsweredByOneRunWithEveryKeyOnce() async throws {
