@@ -208,7 +208,7 @@ struct AdaptiveWindowTests {
     /// hints there too, a clock that stops, goes back or leaps a day. Never a trap; the window holds
     /// at most `maxRows` rows, all of rows that exist; the estimates stay numbers.
     @Test(arguments: [(UInt64(1), RowPrefetcher<String, Int>.Policy.adaptive), (2, .adaptive), (3, .fixed)])
-    func hostileSequencesKeepTheWindowBounded(seed: UInt64, policy: RowPrefetcher<String, Int>.Policy) {
+    func hostileSequencesKeepTheWindowBounded(seed: UInt64, policy: RowPrefetcher<String, Int>.Policy) async {
         var random = SplitMix64(seed: seed)
         let offset = Shared(Duration.zero)
         let start = ContinuousClock.now
@@ -220,6 +220,9 @@ struct AdaptiveWindowTests {
             random.next() % 3 == 0 ? edges[Int(random.next() % UInt64(edges.count))] : Int(random.next() % 100_000)
         }
         for _ in 0..<600 {
+            // A step takes milliseconds in a debug build: the pool's two threads are given back
+            // between steps (600 steps held one for about 2 s).
+            await Task.yield()
             switch random.next() % 8 {
             case 0: offset.withLock { $0 -= .milliseconds(Int64(random.next() % 500)) }
             case 1: offset.withLock { $0 += .seconds(86_400) }
