@@ -218,9 +218,16 @@ public final class PagedRows<Source: PageSource>: Sendable {
         // Nothing pending after the window, and the last page is here: the end is reached.
         if case .idle = after, let endPage, last >= endPage || _store.anyPage(endPage) != nil { after = .endReached }
         var refresh = combined(visiblePages)
-        if case .idle = refresh, let waiting = visiblePages.lazy.compactMap(walkState(ofPage:)).first {
-            // The rows on screen wait for a walk to reach them: they are what is being loaded.
-            refresh = waiting.error.map { .failed($0) } ?? .loading
+        // The rows on screen wait for a walk to reach them: they are what is being loaded. Each
+        // page asked once: `lazy.compactMap(walkState(ofPage:)).first` asked the first page with a
+        // state twice (to test it, then to unwrap it), and a walk that moved in between made the
+        // second answer nil and the unwrap trap (seen under ThreadSanitizer).
+        if case .idle = refresh {
+            for page in visiblePages {
+                guard let waiting = walkState(ofPage: page) else { continue }
+                refresh = waiting.error.map { .failed($0) } ?? .loading
+                break
+            }
         }
         return PageLoadStates(refresh: refresh, before: before, after: after)
     }
