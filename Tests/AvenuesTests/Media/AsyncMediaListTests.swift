@@ -13,7 +13,8 @@ import FoundationNetworking
 @Suite("AsyncMedia lists", .timeLimit(.minutes(2)))
 struct AsyncMediaListTests {
     /// The answers of a list, as (path or URL text, body or error text), in the order they came.
-    private static func read(_ stream: AsyncStream<AsyncMedia.Answer>) async -> [(String, String)] {
+    /// `counted`, if given, counts each answer as it comes.
+    private static func read(_ stream: AsyncStream<AsyncMedia.Answer>, counted: Shared<Int>? = nil) async -> [(String, String)] {
         var answers: [(String, String)] = []
         for await answer in stream {
             let key = answer.url.scheme == "http" ? answer.url.path : answer.url.absoluteString
@@ -21,6 +22,7 @@ struct AsyncMediaListTests {
             case .success(let file): answers.append((key, (try? String(contentsOf: file, encoding: .utf8)) ?? "unreadable"))
             case .failure(let error): answers.append((key, "error: \(error)"))
             }
+            counted?.withLock { $0 += 1 }
         }
         return answers
     }
@@ -74,8 +76,12 @@ struct AsyncMediaListTests {
             HeldTransport.url("/twice"), HeldTransport.url("/cached"), local, HeldTransport.url("/twice"),
             try #require(URL(string: "ftp://held.invalid/no")),
         ]
-        let reader = Task { await Self.read(media.files(for: list)) }
+        let counted = Shared(0)
+        let reader = Task { await Self.read(media.files(for: list), counted: counted) }
         await eventually("one download of /twice moves") { transport.started == ["/cached", "/twice"] }
+        // The walk of the list answers the three that need no download; /twice is held until then (a
+        // slow machine once ended it before the walk reached the last URL).
+        await eventually("the walk answers what needs no download") { counted.withLock { $0 } == 3 }
         transport.finish("/twice")
         let answers = await reader.value
         #expect(answers.count == 5)
