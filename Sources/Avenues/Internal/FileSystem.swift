@@ -247,11 +247,21 @@ enum FileSystem {
 
     /// Writes every byte of `bytes`, retrying short writes.
     static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(Failure) {
+        try writeAll(descriptor, bytes, path: path, through: systemWrite)
+    }
+
+    /// ``writeAll(_:_:path:)`` through `write`, a stand-in for `write(2)` (tests give one that
+    /// writes short, is interrupted or writes nothing). Inlined: a download's every body chunk
+    /// comes through here, and `write(2)` is then called directly.
+    @inline(__always)
+    static func writeAll(
+        _ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String, through write: (Int32, UnsafeRawPointer?, Int) -> Int
+    ) throws(Failure) {
         // One buffer (every body chunk of a download): `write(2)`, without the three arrays the
         // vectored form builds.
         var rest = bytes
         while !rest.isEmpty {
-            let written = systemWrite(descriptor, rest.baseAddress, rest.count)
+            let written = write(descriptor, rest.baseAddress, rest.count)
             if written < 0 {
                 if errno == EINTR { continue }
                 throw fail("write", path)
