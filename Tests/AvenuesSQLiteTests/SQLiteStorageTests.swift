@@ -472,7 +472,7 @@ struct SQLiteStorageTests {
     /// returning from main, where a global storage is never deinitialized — lost every value still
     /// waiting for its batched commit (300 of 300; its last 10 ms of `set`s were meant to be lost
     /// only to a kill). They are committed when the process exits.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func valuesSetJustBeforeANormalExitAreKept() async throws {
         let folder = Folder()
         let (_, status) = try await Self.run(["set-and-exit", folder.database.path])
@@ -481,7 +481,7 @@ struct SQLiteStorageTests {
         #expect(output == "ok 300 present\n")
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(5)))
     func threeProcessesShareOneDatabaseWithoutAWrongValueAndWithinTheLimits() async throws {
         let folder = Folder()
         let path = folder.database.path
@@ -500,7 +500,7 @@ struct SQLiteStorageTests {
         #expect(usage.count <= 150 && usage.size <= 40_000)
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(5)))
     func aWriterKilledMidWriteNeverLeavesAWrongValue() async throws {
         let folder = Folder()
         let path = folder.database.path

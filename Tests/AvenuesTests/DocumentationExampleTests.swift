@@ -5,7 +5,7 @@ import Testing
 /// The DocC articles' examples (Sources/Avenues/Avenues.docc), compiled and run:
 /// `.ci/check_readme.py` compares each `<!-- compiled: NAME -->` block of an article with the region
 /// marked `// DocC NAME: begin` … `end` here.
-@Suite("Documentation examples", .serialized, .timeLimit(.minutes(1)))
+@Suite("Documentation examples", .serialized, .timeLimit(.minutes(5)))
 struct DocumentationExampleTests {
     @Test func aPrefetchedList() async {
         let paths = (0..<1_000).map { "/data/file-\($0)" }

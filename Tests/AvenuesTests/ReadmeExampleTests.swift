@@ -4,7 +4,7 @@ import Testing
 
 /// README.md's other examples, compiled and run (`.ci/check_readme.py` compares the marked regions
 /// with the README's `<!-- compiled: NAME -->` blocks).
-@Suite("README examples", .serialized, .timeLimit(.minutes(2)))
+@Suite("README examples", .serialized, .timeLimit(.minutes(5)))
 struct ReadmeExampleTests {
     @Test func anAvenueOverAsyncMediaLoadsVisibleRowsFirstAndCancelsRowsThatLeave() async throws {
         let server = try MediaServer()
@@ -47,7 +47,7 @@ struct Numbers: OffsetPageSource {
     }
 }
 
-@Suite("README paging example", .timeLimit(.minutes(1)))
+@Suite("README paging example", .timeLimit(.minutes(5)))
 struct ReadmePagingTests {
     @Test func aPagedListInTwentyLines() async {
         // README a paged list: begin

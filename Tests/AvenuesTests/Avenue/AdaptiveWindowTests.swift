@@ -1,7 +1,7 @@
 import Testing
 @testable import Avenues
 
-@Suite("Adaptive prefetch window", .timeLimit(.minutes(2)))
+@Suite("Adaptive prefetch window", .timeLimit(.minutes(5)))
 struct AdaptiveWindowTests {
     /// A 40-row screen over 100,000 rows whose work never finishes, on a clock the test moves.
     struct Fixture {

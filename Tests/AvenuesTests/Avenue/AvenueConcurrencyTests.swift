@@ -3,7 +3,7 @@ import Testing
 
 /// How many values an avenue makes at once is said by `init`'s `maxConcurrent`: the processor's own
 /// limit by default, or the number given.
-@Suite("Avenue concurrency", .timeLimit(.minutes(1)))
+@Suite("Avenue concurrency", .timeLimit(.minutes(5)))
 struct AvenueConcurrencyTests {
     @Test func byDefaultAnAutoProcessorIsSharedAndAClosureGetsSixWorkers() {
         let shared = AutoProcessor<Int, Int>(maxConcurrent: 3) { $0 }

@@ -39,7 +39,7 @@ struct AvenueFixture {
     }
 }
 
-@Suite("Avenue", .timeLimit(.minutes(2)))
+@Suite("Avenue", .timeLimit(.minutes(5)))
 struct AvenueTests {
     @Test("Avenues 0.1 fault: a second row asking for a key in flight was silently dropped", .tags(.anchorFault))
     func twoRowsAskingForOneKeyInFlightShareOneRunAndBothAreFilledAndTold() async {

@@ -4,7 +4,7 @@ import Testing
 /// One way to observe: an avenue's (and a paged list's) listeners — any number of observers, the
 /// `onStateChange`/`onError` slot and `subscribe()` readers — are told every change, in the order
 /// they were added.
-@Suite("Observation", .timeLimit(.minutes(1)))
+@Suite("Observation", .timeLimit(.minutes(5)))
 struct ObservationTests {
     @Test func everyListenerIsToldEachChangeInTheOrderTheyWereAdded() async {
         let f = AvenueFixture()  // its onStateChange and onError are set first
@@ -123,7 +123,7 @@ struct ListenerListTests {
 
 /// A handler replaced in a slot is released after the avenue's lock: the deinit of what it captured
 /// is user code, which may call back into the avenue (before, it ran inside the lock and deadlocked).
-@Suite("Observation slots", .timeLimit(.minutes(1)))
+@Suite("Observation slots", .timeLimit(.minutes(5)))
 struct ObservationSlotTests {
     final class CallsBackOnDeinit: Sendable {
         let onDeinit: @Sendable () -> Void

@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 @testable import Avenues
 
-@Suite("RowPrefetcher", .timeLimit(.minutes(2)))
+@Suite("RowPrefetcher", .timeLimit(.minutes(5)))
 struct RowPrefetcherTests {
     /// An avenue whose work never finishes unless the test says so, over a list of `count` rows.
     struct Fixture {

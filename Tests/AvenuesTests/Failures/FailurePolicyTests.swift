@@ -11,7 +11,7 @@ struct Throttled: RetryAfterError, Equatable {
 }
 
 /// Failures that do not hammer the back end, and stale values shown while fresh ones load.
-@Suite("Failures, retries and staleness", .timeLimit(.minutes(2)))
+@Suite("Failures, retries and staleness", .timeLimit(.minutes(5)))
 struct FailurePolicyTests {
     // MARK: Backoff
 

@@ -46,7 +46,7 @@ enum MediaTransport: String, CaseIterable, CustomTestStringConvertible {
 /// AsyncMedia against real faults: a full disk, a deleted folder, servers that answer with part of a
 /// file, with gzip, with no end, or not at all. Each case caches nothing it should not, leaves no
 /// temporary file, and leaves the process's networking working.
-@Suite("AsyncMedia under faults", .serialized, .timeLimit(.minutes(3)))
+@Suite("AsyncMedia under faults", .serialized, .timeLimit(.minutes(5)))
 final class AsyncMediaFaultTests: Sendable {
     let folder = TemporaryFolder("media-faults")
     let server: MediaServer

@@ -10,7 +10,7 @@ import FoundationNetworking
 /// `files(for:)` answers every URL of a list once — cached ones at once, the others as their
 /// downloads end — with one claim per URL and no task per URL; a reader that stops early withdraws
 /// the claims not yet answered.
-@Suite("AsyncMedia lists", .timeLimit(.minutes(2)))
+@Suite("AsyncMedia lists", .timeLimit(.minutes(5)))
 struct AsyncMediaListTests {
     /// The answers of a list, as (path or URL text, body or error text), in the order they came.
     /// `counted`, if given, counts each answer as it comes.

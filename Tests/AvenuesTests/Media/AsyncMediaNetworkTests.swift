@@ -17,7 +17,7 @@ import Darwin
 /// AsyncMedia against a server that lies, stretches HTTP or cuts downloads short, through libcurl:
 /// each of issue 25's items 1–8 (seen 2026-11-23 with the hand-written client), then resume and
 /// revalidation. Nothing wrong is ever cached, and no credential crosses an origin.
-@Suite("AsyncMedia over a hostile network", .serialized, .timeLimit(.minutes(3)))
+@Suite("AsyncMedia over a hostile network", .serialized, .timeLimit(.minutes(5)))
 final class AsyncMediaNetworkTests: Sendable {
     let folder = TemporaryFolder("media-network")
     let server: MediaServer
@@ -591,7 +591,7 @@ final class AsyncMediaNetworkTests: Sendable {
     /// TLS on the transport's thread, which then waited for a writer for ever — every transfer of
     /// the transport stalled, plain http ones too. Now https downloads fail at once, saying what to
     /// give, and the thread stays free.
-    @Test(.enabled(if: executable(named: "openssl") != nil), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: executable(named: "openssl") != nil), .timeLimit(.minutes(5)))
     func aCAFileThatIsNotARegularFileFailsHTTPSAtOnceAndStallsNothing() async throws {
         let certificate = try MediaServer.makeCertificate(in: folder.child("certificate-fifo"))
         let secure = try MediaServer(tls: certificate)

@@ -15,7 +15,7 @@ import Darwin
 /// ETags — cut by stopping it half way. Runs where nginx is on PATH (`.ci/run` installs it). The
 /// cut nginx sends the first 600 KiB at once and then 4 KiB a second, so the cut comes before the
 /// end however slowly the test runs; the nginx that answers the resumed request has no limit.
-@Suite("AsyncMedia against nginx", .serialized, .timeLimit(.minutes(2)), .enabled(if: Nginx.executable != nil))
+@Suite("AsyncMedia against nginx", .serialized, .timeLimit(.minutes(5)), .enabled(if: Nginx.executable != nil))
 final class AsyncMediaNginxTests: Sendable {
     let folder = TemporaryFolder("media-nginx")
     static let size = 1 << 20

@@ -156,7 +156,7 @@ final class MediaServer: Sendable {
     }
 }
 
-@Suite("AsyncMedia", .serialized, .timeLimit(.minutes(2)))
+@Suite("AsyncMedia", .serialized, .timeLimit(.minutes(5)))
 final class AsyncMediaTests {
     let folder = TemporaryFolder("media")
     let server: MediaServer

@@ -11,7 +11,7 @@ import FoundationNetworking
 /// ``TransferGate`` and the thread of a transfer that ends starts the next. Only
 /// `maxConcurrentDownloads` move at once, the order stays the scheduler's (priority, then arrival),
 /// waiting counts against no time limit, and a waiting download cancelled gives back its file.
-@Suite("Transfer gate", .timeLimit(.minutes(2)))
+@Suite("Transfer gate", .timeLimit(.minutes(5)))
 struct TransferGateTests {
     // MARK: The gate alone
 

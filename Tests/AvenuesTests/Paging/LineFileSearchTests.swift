@@ -4,7 +4,7 @@ import Testing
 
 /// ``LineFile``'s search against the plain split: forward and backward, either case, from any line,
 /// with matches across chunk boundaries and in lines longer than what a ``Line`` keeps.
-@Suite("Line file search", .timeLimit(.minutes(3)))
+@Suite("Line file search", .timeLimit(.minutes(5)))
 struct LineFileSearchTests {
     let folder = TemporaryFolder("line-file-search")
 

@@ -4,7 +4,7 @@ import Testing
 
 /// ``LineFile`` over files written by the test: every edge a pager meets, checked against the plain
 /// split of the bytes into lines.
-@Suite("Line files", .timeLimit(.minutes(3)))
+@Suite("Line files", .timeLimit(.minutes(5)))
 struct LineFileTests {
     let folder = TemporaryFolder("line-files")
 

@@ -79,7 +79,7 @@ final class FeedSource: PageSource, Sendable {
     }
 }
 
-@Suite("Paged rows under hostile input", .timeLimit(.minutes(2)))
+@Suite("Paged rows under hostile input", .timeLimit(.minutes(5)))
 struct PagedRowsHostileTests {
     func settle<S: PageSource>(_ rows: PagedRows<S>) async {
         await eventually("the page loads finished") {

@@ -74,7 +74,7 @@ struct GatedCursorSource: PageSource {
     }
 }
 
-@Suite("Paged rows", .timeLimit(.minutes(2)))
+@Suite("Paged rows", .timeLimit(.minutes(5)))
 struct PagedRowsTests {
     static let noWait = RetryPolicy(attempts: 8, base: .zero, cap: .zero, jitter: 0)
 
@@ -492,7 +492,7 @@ final class GrowingSource: PageSource {
     }
 }
 
-@Suite("Paged rows' details", .timeLimit(.minutes(2)))
+@Suite("Paged rows' details", .timeLimit(.minutes(5)))
 struct PagedRowsDetailTests {
     /// Reading rows in order while pages and details arrive on other threads (as `browse URL`
     /// streams), every row's detail is asked for and arrives.

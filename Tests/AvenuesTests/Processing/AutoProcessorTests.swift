@@ -2,7 +2,7 @@ import Synchronization
 import Testing
 @testable import Avenues
 
-@Suite("AutoProcessor", .timeLimit(.minutes(2)))
+@Suite("AutoProcessor", .timeLimit(.minutes(5)))
 struct AutoProcessorTests {
     @Test func concurrentCallersOfOneKeyShareOneRun() async throws {
         let work = ControlledWork<String, Int>()

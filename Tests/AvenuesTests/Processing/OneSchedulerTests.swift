@@ -5,7 +5,7 @@ import Testing
 /// An avenue over a processor that schedules its own work uses it as the one scheduler: the row's
 /// priority reaches the download or fetch slot, a raise moves work forward there, a cancel releases
 /// the claim there, and the only limit is the one configured there.
-@Suite("One scheduler from row to network", .serialized, .timeLimit(.minutes(2)))
+@Suite("One scheduler from row to network", .serialized, .timeLimit(.minutes(5)))
 final class OneSchedulerTests: Sendable {
     let server: MediaServer
     let folder = TemporaryFolder("one-scheduler")
@@ -207,7 +207,7 @@ final class FirstCallHold: Sendable {
     func letGo() { released.signal() }
 }
 
-@Suite("RunPriority races", .timeLimit(.minutes(1)))
+@Suite("RunPriority races", .timeLimit(.minutes(5)))
 struct RunPriorityRaceTests {
     /// Two updates on two threads: the first is held inside its observer while the second is made.
     /// Before, the second was told at once and the first after it, so the observer ended on the

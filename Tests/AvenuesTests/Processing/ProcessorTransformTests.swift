@@ -45,7 +45,7 @@ final class CountingStorage<Base: Storage>: Storage {
     func removeAll() { base.removeAll() }
 }
 
-@Suite("Processor transforms and cached(in:)", .timeLimit(.minutes(2)))
+@Suite("Processor transforms and cached(in:)", .timeLimit(.minutes(5)))
 struct ProcessorTransformTests {
     @Test func mapKeysAsksTheBaseWithTheTransformedKey() async throws {
         let square = ClosureProcessor { (number: Int) in number * number }

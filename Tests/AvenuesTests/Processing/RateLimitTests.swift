@@ -1,7 +1,7 @@
 import Testing
 @testable import Avenues
 
-@Suite("Rate limit", .timeLimit(.minutes(2)))
+@Suite("Rate limit", .timeLimit(.minutes(5)))
 struct RateLimitTests {
     /// A processor limited to `rate` whose work returns its key and records the order runs started in.
     static func recordingProcessor<Key: Hashable & Sendable>(

@@ -14,7 +14,7 @@ import Darwin
 /// A child process writes 10,000 entries and is killed with SIGKILL part-way; every key must then be
 /// absent or byte-for-byte right, every write the child finished must be there, and the storage must
 /// keep working.
-@Suite("DiskStorage crash safety", .timeLimit(.minutes(3)))
+@Suite("DiskStorage crash safety", .timeLimit(.minutes(5)))
 struct DiskStorageCrashTests {
     static let entries = 10_000
 

@@ -12,7 +12,7 @@ import Darwin
 
 /// What a hostile user, a damaged disk or a clumsy setting does to a `DiskStorage`: every case is a
 /// miss, a typed error or a rejected setting — never a crash, a hang, a wrong value or a lost file.
-@Suite("DiskStorage under hostile input", .timeLimit(.minutes(2)))
+@Suite("DiskStorage under hostile input", .timeLimit(.minutes(5)))
 struct DiskStorageHostileTests {
     func bytes(_ text: String) -> Data { Data(text.utf8) }
 

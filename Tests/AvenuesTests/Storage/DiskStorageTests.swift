@@ -10,7 +10,7 @@ import Darwin
 #error("Unsupported platform: Avenues needs Darwin, Glibc or Musl")
 #endif
 
-@Suite("DiskStorage", .timeLimit(.minutes(2)))
+@Suite("DiskStorage", .timeLimit(.minutes(5)))
 struct DiskStorageTests {
     func bytes(_ text: String) -> Data { Data(text.utf8) }
 

@@ -5,12 +5,13 @@ import Testing
 /// with no event to await (a worker leaving after its last job); the deadline turns a bug into a
 /// failure instead of a hang, it is not a guess at how long work takes.
 ///
-/// 90 s: a full run on two cores has stretches of 12–20 s in which tests that keep the pool's two
-/// threads busy starve every other task, and waits of 30 s timed out in them (the AsyncMedia list
-/// tests, 3 of 5 full runs on 2026-11-28, with their downloads merely not yet run).
+/// 240 s: in a full parallel run on two cores every test waits its turn on the pool's two threads
+/// behind hundreds of others, and tests that take 1–2 s alone took 80–136 s there (2026-11-28);
+/// waits of 30 s timed out in such runs with their work merely not yet run. Below the suites' time
+/// limit of 5 minutes, so a wait that never ends is reported as this wait.
 func eventually(
     _ what: Comment,
-    deadline: Duration = .seconds(90),
+    deadline: Duration = .seconds(240),
     sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () async -> Bool
 ) async {
