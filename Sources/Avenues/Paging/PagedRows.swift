@@ -219,9 +219,8 @@ public final class PagedRows<Source: PageSource>: Sendable {
         if case .idle = after, let endPage, last >= endPage || _store.anyPage(endPage) != nil { after = .endReached }
         var refresh = combined(visiblePages)
         // The rows on screen wait for a walk to reach them: they are what is being loaded. Each
-        // page asked once: `lazy.compactMap(walkState(ofPage:)).first` asked the first page with a
-        // state twice (to test it, then to unwrap it), and a walk that moved in between made the
-        // second answer nil and the unwrap trap (seen under ThreadSanitizer).
+        // page is asked once: a walk can move between two asks (`lazy.compactMap(...).first` asks
+        // twice and traps when the second answer is nil).
         if case .idle = refresh {
             for page in visiblePages {
                 guard let waiting = walkState(ofPage: page) else { continue }
