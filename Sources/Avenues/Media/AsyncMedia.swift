@@ -257,9 +257,9 @@ public final class AsyncMedia: SchedulingProcessor {
     /// without a task per URL. A cached file is answered when the walk of the list reaches it (a walk
     /// of 2,000 URLs takes a few milliseconds, so before almost any download ends); the others in
     /// the order their downloads end, claimed in the order given at `priority` (`.visible` by
-    /// default; `.prefetch` lets any visible download go first; as with ``file(for:)``, the downloads prepared together move in the order
-    /// they are ready). A URL given twice is downloaded once and answered twice. The sequence
-    /// ends after the last answer.
+    /// default; `.prefetch` lets any visible download go first; as with ``file(for:)``, the
+    /// downloads prepared together move in the order they are ready). A URL given twice is
+    /// downloaded once and answered twice. The sequence ends after the last answer.
     ///
     /// The URLs are claimed at once, off the calling thread. Stopping early — leaving the loop,
     /// cancelling the task that iterates, or dropping the sequence — withdraws the claims not yet
