@@ -800,7 +800,8 @@ public final class AsyncMedia: SchedulingProcessor {
             case .failure(let error):
                 let keep = partial.resumable && plan?.resumeValidator != nil && partial.hasValidator && partial.size > 0
                     && isInterruption(error) && folder.generation == generation
-                if !keep { partial.discard() }
+                // Emptied: a caller told "disk full" finds the space free when it tries again.
+                if !keep { partial.discard(emptying: true) }
                 context.progress.finish(url, with: nil)
                 // The server cannot be reached (or fails): the file kept is better than nothing.
                 if let cached, isInterruption(error) || isServerFailure(error), !(error is CancellationError) { return cached }

@@ -356,8 +356,13 @@ final class MediaFolder: Sendable {
         var hasValidator: Bool { metaExists.withLock { $0 } }
 
         /// Deletes the file and what was recorded for it (the record first: it never outlives the file).
-        func discard() {
+        ///
+        /// `emptying`: cut to nothing first, so that its space is free at once even while a
+        /// transport that failed still holds it open (it writes no more). Only for a file that no
+        /// commit can have placed.
+        func discard(emptying: Bool = false) {
             removeMeta()
+            if emptying { try? FileSystem.truncate(descriptor, path: path) }
             if !isUnnamed { try? FileSystem.remove(path) }
         }
 
