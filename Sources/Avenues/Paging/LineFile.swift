@@ -97,7 +97,7 @@ public final class LineFile: OffsetPageSource {
 
     /// The most bytes of one line kept in a ``Line`` by default.
     public static let keptBytes = 64 * 1024
-    /// The bytes read at a time by default.
+    /// The bytes read at a time by default, and between two yields of a scan or a search.
     static let chunkSize = 1 << 20
     /// The bytes a scan or a search reads at a time (tests make it small to cross chunks often).
     let chunkSize: Int
@@ -276,13 +276,14 @@ public final class LineFile: OffsetPageSource {
 
     /// Scans from where the scan stopped to the end of the file as it is now, recording checkpoints;
     /// returns when it gets there (or throws `CancellationError` when its task is cancelled). Yields
-    /// between chunks, so run it at a low priority and it gives way to what the user waits for.
+    /// after each megabyte, so run it at a low priority and it gives way to what the user waits for.
     public func scan() async throws {
         var buffer = ScanBuffer(size: chunkSize)  // one for the whole scan: a fresh megabyte a chunk costs page faults
+        var yields = YieldEveryMegabyte()
         while true {
             try Task.checkCancellation()
             if try !scanChunk(&buffer) { return }
-            await Task.yield()
+            await yields.read(chunkSize)
         }
     }
 
@@ -496,5 +497,21 @@ struct LineReader {
         end = read
         if read == 0 { atEnd = true }
         return read > 0
+    }
+}
+
+/// A yield to other tasks after each ``LineFile/chunkSize`` bytes read, however small the chunks:
+/// tests read a byte at a time to cross chunks' ends, and a yield per chunk then made a search of
+/// a 3,000-byte file 3,000 trips through the pool's queue (a full parallel run under TSan starved
+/// such tests past their time limit).
+struct YieldEveryMegabyte {
+    private var sinceYield = 0
+
+    /// `count` more bytes were read: yields if a megabyte was read since the last yield.
+    mutating func read(_ count: Int) async {
+        sinceYield += count
+        guard sinceYield >= LineFile.chunkSize else { return }
+        sinceYield = 0
+        await Task.yield()
     }
 }

@@ -28,6 +28,7 @@ extension LineFile {
         var carried = 0  // bytes at the buffer's start kept from the last chunk (a match may span chunks)
         var lineAtStart = max(0, line)  // the line buffer[0] is in
         var offset = start
+        var yields = YieldEveryMegabyte()
         while true {
             try Task.checkCancellation()
             let read = try buffer.withUnsafeMutableBytes { raw in
@@ -50,7 +51,7 @@ extension LineFile {
             if let hit { return hit }
             offset += Int64(read)
             progress?(offset)
-            await Task.yield()
+            await yields.read(read)
         }
     }
 
@@ -72,6 +73,7 @@ extension LineFile {
         let overlap = pattern.bytes.count - 1
         var buffer = [UInt8](unsafeUninitializedCapacity: chunkSize + overlap) { [chunkSize] _, count in count = chunkSize + overlap }
         var carry: [UInt8] = []  // the first bytes of the chunk after this one (a match may span chunks)
+        var yields = YieldEveryMegabyte()
         while end > 0 {
             try Task.checkCancellation()
             let length = Int(min(Int64(chunkSize), end))
@@ -96,7 +98,7 @@ extension LineFile {
             }
             if let match { return try self.line(containingOffset: from + Int64(match), descriptor) }
             end = from
-            await Task.yield()
+            await yields.read(length)
         }
         return nil
     }
