@@ -14,7 +14,16 @@ public enum Key: Hashable, Sendable {
 /// Turns terminal input bytes into keys, keeping an incomplete escape sequence or UTF-8 character
 /// until the rest arrives.
 public struct KeyDecoder: Sendable {
+    /// The longest escape sequence kept whole. Terminals send keys in under 20 bytes; a longer run
+    /// (a paste, or a program writing to the terminal) is one unknown key, and its bytes up to its
+    /// final byte are dropped as they come, so a sequence that never ends costs neither memory nor a
+    /// rescan of everything pending at each read.
+    static let longestSequence = 64
+
     private var pending: [UInt8] = []
+    /// In an over-long escape sequence, already reported as unknown: its bytes are dropped up to
+    /// and including its final byte.
+    private var discarding = false
 
     /// Creates a decoder with nothing pending.
     public init() {}
@@ -24,19 +33,34 @@ public struct KeyDecoder: Sendable {
         pending += bytes
         var keys: [Key] = []
         while !pending.isEmpty {
+            if discarding {
+                guard let final = pending.firstIndex(where: Self.isFinal) else {
+                    pending.removeAll(keepingCapacity: true)
+                    break
+                }
+                pending.removeFirst(final + 1)
+                discarding = false
+                continue
+            }
             guard let (key, length) = Self.decodeOne(pending) else { break }  // incomplete: wait for more
             keys.append(key)
+            // An over-long sequence is reported at its first `longestSequence` bytes; the rest goes.
+            discarding = length == Self.longestSequence && Self.isOverLongSequence(pending)
             pending.removeFirst(length)
         }
         return keys
     }
 
     /// Whether bytes wait for the rest of a key.
-    public var isWaiting: Bool { !pending.isEmpty }
+    public var isWaiting: Bool { !pending.isEmpty || discarding }
+
+    /// How many bytes wait (for tests and the fuzzer: never more than ``longestSequence``).
+    var pendingCount: Int { pending.count }
 
     /// What is pending, taken as typed: called when no more bytes came for a moment, so Esc alone
     /// (which starts every escape sequence too) is the Esc key, and a cut sequence is not kept.
     public mutating func flush() -> [Key] {
+        discarding = false  // a cut over-long sequence: already reported
         guard !pending.isEmpty else { return [] }
         defer { pending = [] }
         if pending == [0x1B] { return [.escape] }
@@ -78,10 +102,23 @@ public struct KeyDecoder: Sendable {
         }
     }
 
-    /// `ESC [ parameters final`: arrows, Home/End and the `~` keys.
+    /// Whether `byte` ends a control sequence (ECMA-48's final bytes).
+    static func isFinal(_ byte: UInt8) -> Bool { (0x40...0x7E).contains(byte) }
+
+    /// Whether `bytes` starts with a control sequence with no final byte in its first
+    /// ``longestSequence`` bytes.
+    static func isOverLongSequence(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= longestSequence && bytes[0] == 0x1B && bytes[1] == UInt8(ascii: "[")
+            && !bytes[2..<longestSequence].contains(where: isFinal)
+    }
+
+    /// `ESC [ parameters final`: arrows, Home/End and the `~` keys; a sequence with no final byte in
+    /// its first ``longestSequence`` bytes is an unknown key of that length (the caller drops the
+    /// rest).
     private static func decodeCSI(_ bytes: [UInt8]) -> (Key, Int)? {
         var index = 2
-        while index < bytes.count, !(0x40...0x7E).contains(bytes[index]) { index += 1 }
+        while index < min(bytes.count, longestSequence), !isFinal(bytes[index]) { index += 1 }
+        if index == longestSequence { return (.unknown, longestSequence) }
         guard index < bytes.count else { return nil }
         let length = index + 1
         let final = bytes[index]

@@ -123,11 +123,13 @@ struct Pages: Tool {
             try await Self.pageStandardInput(filter: query)
             return
         }
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
-            Self.fail(RemoteTable.urlProblem(folder) ?? "\(folder) does not exist; give the path of a file or a folder")
+        var status = stat()
+        guard stat(folder, &status) == 0 else {
+            // The system's reason: a missing path, a link loop and a folder one may not enter differ.
+            let reason = String(cString: strerror(errno))
+            Self.fail(RemoteTable.urlProblem(folder) ?? "\(folder) cannot be opened (\(reason)); give the path of a file or a folder")
         }
-        if !isFolder.boolValue {
+        if status.st_mode & S_IFMT != S_IFDIR {
             try await Self.page(file: folder, filter: query)
             return
         }

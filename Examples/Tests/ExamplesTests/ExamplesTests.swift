@@ -42,6 +42,39 @@ struct KeyDecoderTests {
         #expect(decoder.decode(Array("\u{1B}[1;5A\u{1B}[99~q".utf8)) == [.up, .unknown, .character("q")])
     }
 
+    /// A control sequence that never ends (a paste of `ESC [` and a megabyte of digits) was kept
+    /// whole and scanned again at every 256-byte read: memory without bound and quadratic time, the
+    /// screen frozen meanwhile. Now it is one unknown key at its 64th byte, dropped up to its final byte.
+    @Test func anOverLongEscapeSequenceIsOneUnknownKeyAndNothingIsKeptOfIt() {
+        var decoder = KeyDecoder()
+        let head = Array("\u{1B}[".utf8) + Array(repeating: UInt8(ascii: "1"), count: KeyDecoder.longestSequence - 3)
+        #expect(decoder.decode(head) == [])  // still a key's length: wait
+        #expect(decoder.decode(Array("2".utf8)) == [.unknown])
+        var pendingAtMost = 0
+        for _ in 0..<4_096 {  // a mebibyte of parameters, as a terminal delivers it
+            #expect(decoder.decode(Array(repeating: UInt8(ascii: "3"), count: 256)) == [])
+            pendingAtMost = max(pendingAtMost, decoder.pendingCount)
+        }
+        #expect(pendingAtMost == 0)
+        #expect(decoder.isWaiting)
+        #expect(decoder.decode(Array("A".utf8) + Array("j\u{1B}[B".utf8)) == [.character("j"), .down])  // its final byte ends it
+        #expect(!decoder.isWaiting)
+
+        // All in one read, or cut by a pause: the same key, and the keys after it are kept.
+        var whole = KeyDecoder()
+        let long = Array("\u{1B}[".utf8) + Array(repeating: UInt8(ascii: ";"), count: 200) + Array("~q".utf8)
+        #expect(whole.decode(long) == [.unknown, .character("q")])
+        var cut = KeyDecoder()
+        #expect(cut.decode(long.prefix(100)) == [.unknown])
+        #expect(cut.flush() == [])
+        #expect(cut.decode(Array("k".utf8)) == [.character("k")])
+
+        // The longest sequence still read as a key: 64 bytes with its final byte last.
+        var longest = KeyDecoder()
+        let modified = Array("\u{1B}[1".utf8) + Array(repeating: UInt8(ascii: ";"), count: KeyDecoder.longestSequence - 5) + Array("5Ax".utf8)
+        #expect(longest.decode(modified) == [.up, .character("x")])
+    }
+
     @Test func listKeysMoveTheSelectionAndPagesMoveTheViewToo() {
         let motion = { (key: Key) in ListCommand(key)?.motion(selected: 10, top: 5, pageRows: 20).map { [$0.top, $0.selected] } }
         #expect(motion(.character("j")) == [5, 11])

@@ -110,8 +110,12 @@ def main():
             fail(f"names that are not UTF-8: {odd_rows}")
         print("ok: names that are not UTF-8 are listed and read:", ", ".join(row.split("\t")[0] for row in odd_rows))
 
+        loop = os.path.join(work, "loop")
+        os.symlink("loop", loop)
         for arguments, expected in [
-            ([pages, os.path.join(work, "nonexistent")], "pages: " + os.path.join(work, "nonexistent") + " does not exist; give the path of a file or a folder"),
+            ([pages, os.path.join(work, "nonexistent")], "pages: " + os.path.join(work, "nonexistent") + " cannot be opened (No such file or directory); give the path of a file or a folder"),
+            # A link loop was "does not exist" too: the system's reason tells them apart.
+            ([pages, loop], "pages: " + loop + " cannot be opened (Too many levels of symbolic links); give the path of a file or a folder"),
             ([pages, "--ahead", "0", files], "pages: --ahead must be at least 1; see 'pages --help'"),
             ([pages, "--bogus"], "pages: unknown option '--bogus'; see 'pages --help'"),
             ([browse, "--width", "x"], "browse: the value 'x' is invalid for '--width <width>'; see 'browse --help'"),

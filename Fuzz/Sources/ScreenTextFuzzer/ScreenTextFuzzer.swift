@@ -11,7 +11,8 @@ import FuzzDriver
 // view starts at). Checked: nothing shown holds a control character or a bidirectional control; a
 // fitted text and a drawn line take exactly their width in columns, and a painted line cut to the
 // screen at most that; a drawn line joins nothing drawn before it; keys are the same however the
-// input is cut; and a byte of printable ASCII after a complete key is never swallowed.
+// input is cut, and fewer bytes than a key's longest wait; and a byte of printable ASCII after a
+// complete key is never swallowed.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -62,7 +63,11 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     var whole = KeyDecoder()
     let once = whole.decode(bytes) + whole.flush()
     var split = KeyDecoder()
-    let twice = split.decode(bytes[..<cut]) + split.decode(bytes[cut...]) + split.flush()
+    var twice = split.decode(bytes[..<cut])
+    precondition(split.pendingCount < KeyDecoder.longestSequence, "\(split.pendingCount) bytes kept waiting")
+    twice += split.decode(bytes[cut...])
+    precondition(split.pendingCount < KeyDecoder.longestSequence, "\(split.pendingCount) bytes kept waiting")
+    twice += split.flush()
     precondition(once == twice, "keys differ when the input is cut at \(cut)")
     // A byte that starts a UTF-8 character, followed by printable ASCII: the ASCII is typed.
     if let lead = bytes.first, lead >= 0xC0, bytes.count >= 2, (0x21..<0x7F).contains(bytes[1]) {
