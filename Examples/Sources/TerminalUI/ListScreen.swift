@@ -19,6 +19,8 @@ public protocol ListModel: AnyObject, Sendable {
     /// Calls `changed` with each row whose content changed, or `nil` when the list itself did.
     func start(_ changed: @escaping @Sendable (Int?) -> Void)
     /// The list shows `rows`; `resting` when it has not moved for a moment (details load then).
+    /// Keys that wait behind each other (a paste) move the list without it: it is shown at most once
+    /// a frame.
     func show(_ rows: Range<Int>, resting: Bool)
     /// Row `row` as a line `width` columns wide (the screen adds the selection), or `nil` when the
     /// row is not listed yet. `spinner` is the placeholder's frame.
@@ -31,8 +33,8 @@ public protocol ListModel: AnyObject, Sendable {
     var keys: [(key: String, does: String)] { get }
     /// What `/` asks for ("filter", "search"), or `nil` if the list has no input line.
     var inputPrompt: String? { get }
-    /// The input line changed (every keystroke); `committed` when Enter was pressed, `nil` text when
-    /// Esc cancelled it.
+    /// The input line changed: after each keystroke, or once a frame while more keys wait (a
+    /// paste); `committed` when Enter was pressed, `nil` text when Esc cancelled it.
     func input(_ text: String?, committed: Bool, selected: Int) -> ListAction
     /// A key the shared ones do not use (Enter, `n`, `s`, ←/→…), with the selected row.
     func handle(_ key: Key, selected: Int) -> ListAction
@@ -170,6 +172,12 @@ public struct ListScreen: Sendable {
     private var dirty = true
     /// Whether the model was last told the list rests.
     private var toldResting = false
+    /// Whether keys moved the list since the model was last shown its rows.
+    private var passedOver = false
+    /// Whether the input line's text changed since the model was last given it. A paste of
+    /// thousands of characters gives it the text once a frame, not once a character (each is a
+    /// search or a filter of the whole list).
+    private var typedUnseen = false
     /// Whether the last frame drawn showed rows still loading.
     private var drawnPending = false
     /// Whether the first screen was drawn before the model started; `nil` before it was tried.
@@ -183,6 +191,7 @@ public struct ListScreen: Sendable {
         self.trace = trace
         self.nested = nested
         self.backlog = backlog
+        hasColumnHeader = model.columnHeader(width: columns, palette: palette) != nil
     }
 
     /// A screen that has taken the terminal and drawn what its model could show before it starts
@@ -265,10 +274,15 @@ public struct ListScreen: Sendable {
                 lastMove = .now
                 let more = backlog.take()
                 if let exit = await handle(key, events: &events, sink: sink) { return exit }
-                showRows()
+                // Keys that wait behind this one (a paste, a held key on a slow machine) are applied
+                // before the rows are shown and drawn, at most once a frame: each show plans the
+                // prefetch anew, and rows passed over between two frames are never seen.
                 if more, ContinuousClock.now - lastDraw < Self.framePause {
                     dirty = true
+                    passedOver = true
                 } else {
+                    showTyped()
+                    showRows()
                     draw()
                 }
             case .terminal(.resize):
@@ -298,7 +312,11 @@ public struct ListScreen: Sendable {
                 // Until the model has been told the list rests (G's follow may end long after the
                 // last key), it is told again on every frame.
                 let sinceMove = ContinuousClock.now - lastMove
-                if sinceMove < .seconds(1) || !toldResting { showRows() }
+                if typedUnseen {
+                    showTyped()
+                    dirty = true
+                }
+                if sinceMove < .seconds(1) || !toldResting || passedOver { showRows() }
                 trace?.record(hints: model.hints)  // a hint found while the list rests (the next match)
                 let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
                 let pending = visibleRowsPending
@@ -321,12 +339,17 @@ public struct ListScreen: Sendable {
         if drawnEarly == true { draw() }
     }
 
-    private var pageRows: Int { max(1, height - (model.columnHeader(width: columns, palette: palette) == nil ? 2 : 3)) }
+    /// Whether the model draws a column header, taken at each resize: the header is a whole
+    /// formatted line, and the page's height is asked for at every key.
+    private var hasColumnHeader = false
+
+    private var pageRows: Int { max(1, height - (hasColumnHeader ? 3 : 2)) }
 
     private var resting: Bool { ContinuousClock.now - lastMove >= .milliseconds(150) && !followsEnd }
 
     /// Tells the model what the screen shows now.
     private mutating func showRows() {
+        passedOver = false
         let rows = top ..< top + pageRows
         toldResting = resting
         model.show(rows, resting: toldResting)
@@ -394,22 +417,24 @@ public struct ListScreen: Sendable {
         switch key {
         case .escape, .control("c"):
             typing = nil
+            typedUnseen = false
             action = model.input(nil, committed: false, selected: selected)
         case .backspace:
             if typing?.isEmpty == false {
                 typing?.removeLast()
-                action = model.input(typing, committed: false, selected: selected)
+                typedUnseen = true
             }
         case .enter:
             let text = typing
             typing = nil
+            typedUnseen = false
             action = model.input(text, committed: true, selected: selected)
         case .character(let character):
             typing?.append(character)
-            action = model.input(typing, committed: false, selected: selected)
+            typedUnseen = true
         case .space:
             typing?.append(" ")
-            action = model.input(typing, committed: false, selected: selected)
+            typedUnseen = true
         case .up, .down, .pageUp, .pageDown:
             // Moving through the matches while typing (as fzf does); letters stay the text's.
             if let motion = ListCommand(key)?.motion(selected: selected, top: top, pageRows: pageRows) {
@@ -421,6 +446,13 @@ public struct ListScreen: Sendable {
         }
         apply(action)
         return nil
+    }
+
+    /// Gives the model the input line's text as it is now, if it changed since it last did.
+    private mutating func showTyped() {
+        guard typedUnseen else { return }
+        typedUnseen = false
+        apply(model.input(typing, committed: false, selected: selected))
     }
 
     /// A key while `:N` is typed: digits, Backspace, Enter goes, Esc cancels.
@@ -504,6 +536,7 @@ public struct ListScreen: Sendable {
 
     private mutating func resize() {
         if let size = Terminal.size() { (columns, height) = size }
+        hasColumnHeader = model.columnHeader(width: columns, palette: palette) != nil
         move(to: selected)
     }
 
@@ -557,7 +590,7 @@ public struct ListScreen: Sendable {
         // A terminal shorter than the heading, the column titles, a row and the status line: a
         // line more than it holds would scroll the whole screen up at every frame. The heading
         // goes first, then the titles, then the row: the status line stays.
-        var chrome = model.columnHeader(width: columns, palette: palette) == nil ? 1 : 2
+        var chrome = hasColumnHeader ? 2 : 1
         while lines.count > max(1, height) {
             lines.remove(at: chrome > 0 ? 0 : lines.count - 2)
             chrome -= 1

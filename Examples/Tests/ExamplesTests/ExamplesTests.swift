@@ -445,6 +445,70 @@ struct SummariesCacheTests {
     }
 }
 
+/// A paste into a full-screen list. Probe of 2026-11-28: 20,000 `j` pasted into `browse` took
+/// 20.5 s to apply (debug build, as README's command runs it) with `q` stuck behind them; 20,000
+/// characters pasted at `history`'s `/` ran past two minutes. Each key showed the model its rows
+/// (a prefetch plan) and asked for the page's height (the whole column header formatted again),
+/// and each character searched anew. Keys that wait behind others now only move the selection
+/// and edit the text; the model hears of both at most once a frame.
+// In the "Terminal output" suite: it takes the terminal's output too, and suites run side by side.
+extension TerminalOutputTests {
+    final class CountingModel: ListModel, @unchecked Sendable {
+        // @unchecked: `calls` is a Mutex; the rest is immutable.
+        let calls = Mutex((shows: 0, inputs: 0, lastShown: 0 ..< 0, committed: String?.none))
+        /// Called when the input is committed: the test's next keys.
+        let onCommit: @Sendable () -> Void
+
+        init(onCommit: @escaping @Sendable () -> Void) { self.onCommit = onCommit }
+        let heading = "pasted keys"
+        let count = RowCount.exact(100_000)
+        let statusFields: [String] = []
+        let inputPrompt: String? = "search"
+
+        func columnHeader(width: Int, palette: Terminal.Palette) -> String? { "NAME" }
+        func start(_ changed: @escaping @Sendable (Int?) -> Void) {}
+        func show(_ rows: Range<Int>, resting: Bool) { calls.withLock { $0.shows += 1; $0.lastShown = rows } }
+        func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? { "row \(row)" }
+        func isPending(at row: Int) -> Bool { false }
+        func input(_ text: String?, committed: Bool, selected: Int) -> ListAction {
+            calls.withLock {
+                $0.inputs += 1
+                if committed { $0.committed = text }
+            }
+            if committed { onCommit() }
+            return .none
+        }
+        func stop() {}
+    }
+
+    @Test func keysWaitingBehindOthersReachTheModelOnceAFrame() async {
+        Terminal.sink.withLock { $0 = { _ in } }
+        defer { Terminal.sink.withLock { $0 = nil } }
+        let backlog = ListScreen.KeyBacklog()
+        let (events, sink) = AsyncStream<ListScreen.Event>.makeStream()
+        let type = { @Sendable (keys: [Key]) in
+            for key in keys {
+                backlog.add()
+                sink.yield(.terminal(.key(key)))
+            }
+        }
+        // The paste, then (once the model has its search) `q`: the rows after the paste are shown.
+        let model = CountingModel { type([.character("q")]) }
+        var screen = ListScreen(model: model, palette: Terminal.Palette(on: false), trace: nil, nested: false, backlog: backlog)
+        type(Array(repeating: Key.character("j"), count: 5_000) + [.character("/")] + Array(repeating: Key.character("a"), count: 3_000) + [.enter])
+        var iterator = events.makeAsyncIterator()
+        let exit = await screen.loop(&iterator, sink: sink)
+        #expect(exit == .quit)
+        let calls = model.calls.withLock { $0 }
+        // Before: 5,002 shows and 3,001 inputs, one a key. Now one a frame (16 ms) while keys wait,
+        // and one after the last key of each kind.
+        #expect(calls.shows < 500, "\(calls.shows) shows for 5,000 keys")
+        #expect(calls.inputs < 300, "\(calls.inputs) inputs for 3,000 characters")
+        #expect(calls.lastShown.contains(5_000), "the last rows shown: \(calls.lastShown)")
+        #expect(calls.committed == String(repeating: "a", count: 3_000))
+    }
+}
+
 /// What reaches the terminal once the program gave it back.
 @Suite("Terminal output", .serialized)
 struct TerminalOutputTests {
