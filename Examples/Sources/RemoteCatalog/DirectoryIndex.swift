@@ -216,7 +216,11 @@ public enum DirectoryIndex {
     /// port; the folder's path and one more segment): the decoded name, the segment as encoded, and
     /// whether it is a folder.
     static func childName(_ href: String, folder: URL) -> (name: String, encoded: String, isFolder: Bool)? {
-        guard !href.isEmpty, !href.contains("?"), !href.hasPrefix("#"),
+        // A name is at most `longestName` bytes, three times that percent-encoded: a link longer than
+        // that past the folder's own URL names nothing that is kept, and is refused before it is
+        // resolved and decoded (a page of 100 KB links cost both for each).
+        guard href.utf8.count <= folder.absoluteString.utf8.count + 4 * longestName else { return nil }
+        guard !href.isEmpty, !href.utf8.contains(UInt8(ascii: "?")), !href.hasPrefix("#"),
               let resolved = URL(string: href, relativeTo: folder)?.absoluteURL,
               resolved.scheme?.lowercased() == folder.scheme?.lowercased(),
               resolved.host?.lowercased() == folder.host?.lowercased(), resolved.port == folder.port
@@ -228,7 +232,7 @@ public enum DirectoryIndex {
         var segment = path.dropFirst(basePath.count)
         let isFolder = segment.hasSuffix("/")
         if isFolder { segment = segment.dropLast() }
-        guard !segment.contains("/") else { return nil }
+        guard !segment.utf8.contains(UInt8(ascii: "/")) else { return nil }
         let name = String(decoding: percentDecoded(segment), as: UTF8.self)
         guard isChildName(name) else { return nil }
         return (name, String(segment), isFolder)
@@ -236,15 +240,18 @@ public enum DirectoryIndex {
 
     /// The bytes `text` percent-encodes (a `%` not followed by two hex digits stays as it is).
     static func percentDecoded(_ text: Substring) -> [UInt8] {
+        let input = Array(text.utf8)
         var bytes: [UInt8] = []
-        var input = Array(text.utf8)[...]
-        while let first = input.first {
-            input = input.dropFirst()
-            if first == UInt8(ascii: "%"), input.count >= 2, let high = hexValue(input[input.startIndex]), let low = hexValue(input[input.startIndex + 1]) {
+        bytes.reserveCapacity(input.count)
+        var index = 0
+        while index < input.count {
+            let byte = input[index]
+            if byte == UInt8(ascii: "%"), index + 2 < input.count, let high = hexValue(input[index + 1]), let low = hexValue(input[index + 2]) {
                 bytes.append(high << 4 | low)
-                input = input.dropFirst(2)
+                index += 3
             } else {
-                bytes.append(first)
+                bytes.append(byte)
+                index += 1
             }
         }
         return bytes
@@ -261,12 +268,15 @@ public enum DirectoryIndex {
 
     /// A name that stays one segment inside its folder.
     static func isChildName(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.contains("\0") && name.utf8.count <= 1_024
+        !name.isEmpty && name != "." && name != ".." && !name.utf8.contains { $0 == UInt8(ascii: "/") || $0 == 0 } && name.utf8.count <= longestName
     }
+
+    /// The longest name taken, in bytes (file systems keep 255; some servers list longer ones).
+    static let longestName = 1_024
 
     /// The five XML entities and numeric references (`&#39;`, `&#x27;`).
     static func decodeEntities(_ text: Substring) -> String {
-        guard text.contains("&") else { return String(text) }
+        guard text.utf8.contains(UInt8(ascii: "&")) else { return String(text) }
         var result = ""
         var rest = text
         while let amp = rest.firstIndex(of: "&") {

@@ -124,6 +124,24 @@ struct DirectoryIndexTests {
         #expect(try DirectoryIndex.parse(Data(broken.utf8), folder: Self.folder).map(\.name) == ["ok.txt"])
     }
 
+    /// Probe of 2026-11-28: a server listing links of 100 KB (15.6 MB a page) — none of them kept,
+    /// a name being at most 1,024 bytes — held `browse` 5 s a page in its debug build, each link
+    /// resolved as a URL and decoded before it was refused. Such links are now refused by their
+    /// length; every name up to the longest kept still is one, however it is written.
+    @Test func linksLongerThanAnyNameKeptAreRefusedAndTheLongestNamesKept() throws {
+        let folder = URL(string: "http://127.0.0.1:8080/data/")!
+        let longest = ["a", "b", "c"].map { $0 + String(repeating: "n", count: DirectoryIndex.longestName - 5) + ".txt" }
+        let encoded = longest.map { name in name.utf8.map { String(format: "%%%02X", $0) }.joined() }
+        let links = [
+            longest[0], "./" + encoded[1], "http://127.0.0.1:8080/data/" + encoded[2],  // kept, three ways
+            "x" + longest[0],  // one byte too long
+        ] + (0 ..< 150).map { "\($0)" + String(repeating: "y", count: 100_000) }
+        let page = "<html><head><title>Index of /data/</title></head><body><pre>"
+            + links.map { "<a href=\"\($0)\">f</a> 10\n" }.joined() + "</pre></body></html>"
+        let names = try DirectoryIndex.parse(Data(page.utf8), folder: folder).map(\.name)
+        #expect(names == longest, "\(names.count) names: \(names.map { "\($0.prefix(3))… (\($0.utf8.count) bytes)" })")
+    }
+
     @Test func aNameThatIsNotUTF8IsShownWithReplacementAndFetchedByItsBytes() throws {
         let page = "<html><head><title>Index of /</title></head><body><pre><a href=\"caf%E9.txt\">x</a></pre></body></html>"
         let entries = try DirectoryIndex.parse(Data(page.utf8), folder: Self.folder)
