@@ -44,8 +44,9 @@ public struct KeyDecoder: Sendable {
             }
             guard let (key, length) = Self.decodeOne(pending) else { break }  // incomplete: wait for more
             keys.append(key)
-            // An over-long sequence is reported at its first `longestSequence` bytes; the rest goes.
-            discarding = length == Self.longestSequence && Self.isOverLongSequence(pending)
+            // An over-long sequence is reported at its first `longestSequence` bytes, which hold no
+            // final byte (no other key is that long); the rest goes.
+            discarding = length == Self.longestSequence && !Self.isFinal(pending[length - 1])
             pending.removeFirst(length)
         }
         return keys
@@ -104,13 +105,6 @@ public struct KeyDecoder: Sendable {
 
     /// Whether `byte` ends a control sequence (ECMA-48's final bytes).
     static func isFinal(_ byte: UInt8) -> Bool { (0x40...0x7E).contains(byte) }
-
-    /// Whether `bytes` starts with a control sequence with no final byte in its first
-    /// ``longestSequence`` bytes.
-    static func isOverLongSequence(_ bytes: [UInt8]) -> Bool {
-        bytes.count >= longestSequence && bytes[0] == 0x1B && bytes[1] == UInt8(ascii: "[")
-            && !bytes[2..<longestSequence].contains(where: isFinal)
-    }
 
     /// `ESC [ parameters final`: arrows, Home/End and the `~` keys; a sequence with no final byte in
     /// its first ``longestSequence`` bytes is an unknown key of that length (the caller drops the

@@ -172,8 +172,6 @@ public struct ListScreen: Sendable {
     private var dirty = true
     /// Whether the model was last told the list rests.
     private var toldResting = false
-    /// Whether keys moved the list since the model was last shown its rows.
-    private var passedOver = false
     /// Whether the input line's text changed since the model was last given it. A paste of
     /// thousands of characters gives it the text once a frame, not once a character (each is a
     /// search or a filter of the whole list).
@@ -279,7 +277,6 @@ public struct ListScreen: Sendable {
                 // prefetch anew, and rows passed over between two frames are never seen.
                 if more, ContinuousClock.now - lastDraw < Self.framePause {
                     dirty = true
-                    passedOver = true
                 } else {
                     showTyped()
                     showRows()
@@ -312,11 +309,12 @@ public struct ListScreen: Sendable {
                 // Until the model has been told the list rests (G's follow may end long after the
                 // last key), it is told again on every frame.
                 let sinceMove = ContinuousClock.now - lastMove
+                // The last key of a paste gives the model the text; should it not have, a frame does.
                 if typedUnseen {
                     showTyped()
                     dirty = true
                 }
-                if sinceMove < .seconds(1) || !toldResting || passedOver { showRows() }
+                if sinceMove < .seconds(1) || !toldResting { showRows() }
                 trace?.record(hints: model.hints)  // a hint found while the list rests (the next match)
                 let spinnerFrame = Int((ContinuousClock.now - started) / Self.spinnerPause)
                 let pending = visibleRowsPending
@@ -349,7 +347,6 @@ public struct ListScreen: Sendable {
 
     /// Tells the model what the screen shows now.
     private mutating func showRows() {
-        passedOver = false
         let rows = top ..< top + pageRows
         toldResting = resting
         model.show(rows, resting: toldResting)
