@@ -104,6 +104,30 @@ let scenarios: KeyValuePairs<String, Scenario> = [
             check(map.cachedValue(for: operations - 1) == operations - 1, "every miss fetched and stored")
         }
     },
+    "asyncmedia-file": {
+        // A list of small files, each downloaded once through AsyncMedia's whole path — the claim, the
+        // partial file, the transfer and its head, the commit, the answer — from a transport in this
+        // process, so that what is counted is AsyncMedia's own work per file, not a network's or
+        // libcurl's (valgrind 3.19 cannot run media-bench). A transport of one's own also makes
+        // AsyncMedia start each request from a task, which CurlTransport's requests are spared.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("instruction-counts-\(UUID().uuidString)")
+        let media = AsyncMedia(directory: folder, maxConcurrentDownloads: 6, transport: InProcessTransport())
+        // Made here, at n and 2n alike: making a URL costs as much as a fifth of a download.
+        let urls = (0..<20_000).compactMap { URL(string: "http://127.0.0.1:8080/files/f\($0).txt") }
+        return { operations in
+            check(operations <= urls.count, "at most \(urls.count) files")
+            let failed = Atomic<Int>(0)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let left = Atomic<Int>(operations)
+                media.files(for: urls.prefix(operations)) { answer in
+                    if case .failure = answer.result { failed.add(1, ordering: .relaxed) }
+                    if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.resume() }
+                }
+            }
+            check(failed.load(ordering: .relaxed) == 0, "every file downloaded")
+            try? FileManager.default.removeItem(at: folder)
+        }
+    },
     "autoprocessor-claim": {
         return { operations in
             let processor = AutoProcessor<Int, Int> { $0 }
@@ -118,6 +142,52 @@ let scenarios: KeyValuePairs<String, Scenario> = [
         }
     },
 ]
+
+/// Answers each request on a thread of its own, as a network transport's thread would: a 200 with a
+/// 2 KiB body in one piece. It cannot be cancelled (nothing here cancels).
+final class InProcessTransport: DownloadTransport, Sendable {
+    private let queue = Mutex<(sinks: [any DownloadSink], sleeping: Bool)>(([], false))
+    private let wake = DispatchSemaphore(value: 0)
+    private static let body = [UInt8](repeating: 0x61, count: 2_048)
+
+    init() {
+        let thread = Thread { [self] in run() }
+        thread.start()
+    }
+
+    var decodesContentCodings: Bool { false }
+
+    func start(_ request: DownloadRequest, into sink: any DownloadSink) -> DownloadHandle {
+        let sleeping = queue.withLock { state in
+            state.sinks.append(sink)
+            defer { state.sleeping = false }
+            return state.sleeping
+        }
+        if sleeping { wake.signal() }
+        return DownloadHandle {}
+    }
+
+    private func run() {
+        let fields = [HTTPField(name: "Content-Type", value: "text/plain"), HTTPField(name: "Content-Length", value: "\(Self.body.count)")]
+        while true {
+            let taken = queue.withLock { state -> [any DownloadSink] in
+                defer { state.sinks = [] }
+                if state.sinks.isEmpty { state.sleeping = true }
+                return state.sinks
+            }
+            guard !taken.isEmpty else {
+                wake.wait()
+                continue
+            }
+            for sink in taken {
+                if sink.head(status: 200, fields: fields) {
+                    _ = Self.body.withUnsafeBytes { sink.body($0) }
+                }
+                sink.end(nil)
+            }
+        }
+    }
+}
 
 let arguments = CommandLine.arguments.dropFirst()
 guard arguments.count == 2, let name = arguments.first, let operations = arguments.last.flatMap({ Int($0) }),
