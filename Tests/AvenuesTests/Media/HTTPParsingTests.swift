@@ -486,6 +486,22 @@ struct HTTPParsingTests {
         #expect(throws: AsyncMediaError.self) { try short.end(transportError: nil, decodingError: nil).get() }
     }
 
+    /// A transport of one's own that hands over body bytes before the head (DownloadSink's contract
+    /// says it never does): they were counted as no body's and written, and the 100 bytes of the body
+    /// that followed its head of `Content-Length: 100` made a 200-byte file that was cached.
+    @Test func bodyBytesBeforeAnyHeadFailTheTransfer() throws {
+        var early = machine()
+        let refused = early.received(raw: 100)
+        let error = try #require(refused)
+        #expect("\(error)".contains("a body before its head"))
+        guard case .failed = early.head(status: 200, fields: [HTTPField(name: "Content-Length", value: "100")]) else {
+            Issue.record("a head after a body was taken")
+            return
+        }
+        #expect(early.willWrite(100) != nil)
+        #expect(throws: AsyncMediaError.self) { try early.end(transportError: nil, decodingError: nil).get() }
+    }
+
     @Test func aResumeTakesOnlyThe206ItAskedFor() throws {
         var resumed = machine(resumingFrom: 100)
         guard case .readBody(let plan) = resumed.head(status: 206, fields: [HTTPField(name: "Content-Range", value: "bytes 100-199/200")]) else {

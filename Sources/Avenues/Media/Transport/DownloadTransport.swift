@@ -56,7 +56,10 @@ public struct DownloadRequest: Sendable {
 /// Where a transport delivers one response. ``AsyncMedia`` makes one per request; a transport calls
 /// it from one thread at a time, in this order: ``head(status:fields:)`` once (never for a 1xx or a
 /// proxy's `CONNECT` answer), ``body(_:)`` for each piece of the body, then ``end(_:)`` exactly
-/// once — also when the request failed before any head, or was cancelled.
+/// once — also when the request failed before any head, or was cancelled. A transport that breaks
+/// the order fails the download with ``AsyncMediaError/malformedResponse(_:reason:)`` — body bytes
+/// before the head, a second head — and never has what it sent cached; calls after ``end(_:)`` are
+/// ignored. Calls from two threads at once are not defended against.
 public protocol DownloadSink: AnyObject, Sendable {
     /// The final response's head: its status and every header field, in order. `false` asks the
     /// transport to stop (then it calls ``end(_:)`` and nothing else).

@@ -105,8 +105,16 @@ struct TransferStateMachine: Sendable {
     }
 
     /// `count` bytes arrived from the transport (before decoding); an error when there are more
-    /// than the head announced. (The size limit is checked on the decoded bytes, ``willWrite(_:)``.)
+    /// than the head announced, or when no head came first. (The size limit is checked on the
+    /// decoded bytes, ``willWrite(_:)``.)
     mutating func received(raw count: Int) -> (any Error)? {
+        if case .waiting = phase {
+            // A transport of one's own that breaks DownloadSink's order: such bytes belong to no
+            // body, and written they would become the start of the file.
+            let error = AsyncMediaError.malformedResponse(request.url, reason: "a body before its head (the transport broke DownloadSink's order)")
+            fail(error)
+            return error
+        }
         guard case .body(_, _, let rawLength) = phase else { return nil }
         rawReceived = Saturating.add(rawReceived, Int64(count))
         if let rawLength, rawReceived > rawLength {
@@ -119,7 +127,11 @@ struct TransferStateMachine: Sendable {
 
     /// `count` decoded bytes are about to be written; an error when the file would exceed its limit.
     mutating func willWrite(_ count: Int) -> (any Error)? {
-        guard case .body = phase else { return nil }
+        // Nothing is written outside a body: before its head, or after the transfer was decided.
+        guard case .body = phase else {
+            if case .failure(let error) = result { return error }
+            return AsyncMediaError.malformedResponse(request.url, reason: "bytes to write outside a body")
+        }
         let next = Saturating.add(fileSize, Int64(count))
         if let error = checkSize(next) { return error }
         fileSize = next
