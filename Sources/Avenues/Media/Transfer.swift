@@ -304,17 +304,19 @@ extension Result {
 }
 
 /// The file side of a transfer: positions the file, decodes the body and writes it.
-// Safe: only a transport's callbacks touch it (`start`, `write`, `finish`, `close`), and a transport
-// calls a sink from one thread at a time (DownloadSink's contract), each call after the last returned;
-// a transfer that left the gate before it moved closes it once, and no transport ever had it.
-final class Writer: @unchecked Sendable {
+///
+/// A transport calls a sink from one thread at a time (DownloadSink's contract), so its lock is
+/// never contended by ours; it is there for a transport of one's own that breaks the rule: held
+/// through each write, it keeps a body piece from being written into a descriptor being let go, or
+/// two from sharing the decoder.
+final class Writer: Sendable {
     let path: String
     private let file: SharedDescriptor
     private var descriptor: Int32 { file.descriptor }
     private let existing: Int64
     private let writeBytes: @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void
-    private var decoder: ContentDecoder?
-    private var closed = false
+    /// The body's decoder, if it is coded, and whether the file was let go.
+    private let state = Locked<(decoder: ContentDecoder?, closed: Bool)>((nil, false))
 
     init(file: Transfer.FileTarget, writeBytes: @escaping @Sendable (Int32, UnsafeRawBufferPointer, String) throws -> Void) {
         path = file.path
@@ -325,38 +327,46 @@ final class Writer: @unchecked Sendable {
 
     /// Positions the file for `plan` (after what it holds, or emptied) and sets up decoding.
     func start(_ plan: TransferStateMachine.BodyPlan) throws {
-        if plan.append {
-            try FileSystem.seek(descriptor, to: existing, path: path)
-        } else if existing > 0 {
-            try FileSystem.truncate(descriptor, path: path)
+        try state.withLock { state in
+            guard !state.closed else { return }
+            if plan.append {
+                try FileSystem.seek(descriptor, to: existing, path: path)
+            } else if existing > 0 {
+                try FileSystem.truncate(descriptor, path: path)
+            }
+            state.decoder = plan.codings.isEmpty ? nil : ContentDecoder(plan.codings)
         }
-        decoder = plan.codings.isEmpty ? nil : ContentDecoder(plan.codings)
     }
 
     /// Decodes and writes `bytes`; `willWrite` is asked before each write (it returns the error
     /// that stops it: a limit).
     func write(_ bytes: UnsafeRawBufferPointer, willWrite: (Int) -> (any Error)?) throws {
-        guard !closed else { return }
-        func put(_ piece: UnsafeRawBufferPointer) throws {
-            if let error = willWrite(piece.count) { throw error }
-            try writeBytes(descriptor, piece, path)
-        }
-        if let decoder {
-            try decoder.decode(bytes, emit: put)
-        } else {
-            try put(bytes)
+        try state.withLock { state in
+            guard !state.closed else { return }
+            func put(_ piece: UnsafeRawBufferPointer) throws {
+                if let error = willWrite(piece.count) { throw error }
+                try writeBytes(descriptor, piece, path)
+            }
+            if let decoder = state.decoder {
+                try decoder.decode(bytes, emit: put)
+            } else {
+                try put(bytes)
+            }
         }
     }
 
     /// Checks that every coded stream ended.
     func finish() throws {
-        try decoder?.finish()
+        try state.withLock { state throws(ContentDecoder.Failure) in try state.decoder?.finish() }
     }
 
     func close() {
-        guard !closed else { return }
-        closed = true
-        decoder = nil
-        file.release()
+        let release = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.closed = true
+            state.decoder = nil
+            return true
+        }
+        if release { file.release() }
     }
 }

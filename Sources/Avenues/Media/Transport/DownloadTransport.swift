@@ -59,7 +59,8 @@ public struct DownloadRequest: Sendable {
 /// once — also when the request failed before any head, or was cancelled. A transport that breaks
 /// the order fails the download with ``AsyncMediaError/malformedResponse(_:reason:)`` — body bytes
 /// before the head, a second head — and never has what it sent cached; calls after ``end(_:)`` are
-/// ignored. Calls from two threads at once are not defended against.
+/// ignored. Calls from two threads at once are taken one at a time where they touch the file
+/// (the order of such pieces is then the transport's guess).
 public protocol DownloadSink: AnyObject, Sendable {
     /// The final response's head: its status and every header field, in order. `false` asks the
     /// transport to stop (then it calls ``end(_:)`` and nothing else).
