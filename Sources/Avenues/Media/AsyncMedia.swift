@@ -491,6 +491,9 @@ public final class AsyncMedia: SchedulingProcessor {
     /// Whether no download is queued or running (for tests).
     var downloaderIsIdle: Bool { downloader.tableSizes.isIdle }
 
+    /// Downloads prepared and waiting at the gate for a transfer slot (for tests).
+    var transfersWaitingForASlot: Int { slots.waitingCount }
+
     /// Downloads queued and running now: running ones move bytes (at most `maxConcurrentDownloads`);
     /// a download prepared and waiting for a transfer slot counts as queued.
     public var activity: AutoProcessorActivity {

@@ -25,13 +25,25 @@ final class TransferGate: Sendable {
         var nextID: UInt64 = 0
         /// The highest priority of the work the scheduler has queued (not yet prepared).
         var queuedPriority: (@Sendable () -> LoadPriority?)?
+        /// How many times a transfer that moved gave its slot back: which slots a fill may give
+        /// away is said by this count (``FillRequest``).
+        var freed: UInt64 = 0
+    }
+
+    /// What the requests to fill made meanwhile ask: the slots freed up to `givingAwayFreedUpTo` (a
+    /// count of `State.freed`) go to waiting transfers even when queued work outranks them; a slot
+    /// freed later (`nil`: any slot) is kept for that work. An entering transfer or a retiring
+    /// worker gives away the slots free when it asked; a leaving transfer keeps its own, and a
+    /// fill under way when a transfer leaves must not give that slot away for it.
+    private struct FillRequest: Sendable {
+        var givingAwayFreedUpTo: UInt64?
     }
 
     private let state = Locked(State())
     /// One caller fills at a time: a start that ends its transfer at once (a transport that fails
-    /// synchronously) frees a slot from inside the fill, which the fill then takes, instead of
-    /// recursing once per waiting transfer.
-    private let filling = SerialDrain<Bool>()
+    /// synchronously) frees a slot from inside the fill, which the fill then hands on (or keeps,
+    /// as that leave asks), instead of recursing once per waiting transfer.
+    private let filling = SerialDrain<FillRequest>()
 
     init(limit: Int) {
         precondition(limit >= 1, "TransferGate needs at least one slot")
@@ -55,8 +67,11 @@ final class TransferGate: Sendable {
     /// Lets the transfer of `ticket` move: `start` runs now, on this thread, if a slot is free (and
     /// nothing waiting comes first), else later on the thread of the transfer that frees one.
     func enter(_ ticket: UInt64, priority: RunPriority?, start: @escaping @Sendable () -> Void) {
-        state.withLock { $0.waiting.append(Waiting(id: ticket, priority: priority, start: start)) }
-        fill(keepingSlotsForQueuedWork: false)
+        let freed = state.withLock { state in
+            state.waiting.append(Waiting(id: ticket, priority: priority, start: start))
+            return state.freed
+        }
+        fill(givingAwayFreedUpTo: freed)
     }
 
     /// The transfer of `ticket` is over (ended, failed or cancelled): its slot goes to the next, or
@@ -69,16 +84,17 @@ final class TransferGate: Sendable {
                 return true
             }
             state.moving -= 1
+            state.freed &+= 1
             return false
         }
-        if !wasWaiting { fill(keepingSlotsForQueuedWork: true) }
+        if !wasWaiting { fill(givingAwayFreedUpTo: nil) }
         return wasWaiting
     }
 
     /// A worker of the scheduler retired for want of work: a slot kept for queued work that was
     /// cancelled meanwhile goes to a waiting transfer.
     func workerRetired() {
-        fill(keepingSlotsForQueuedWork: false)
+        fill(givingAwayFreedUpTo: state.withLock { $0.freed })
     }
 
     /// Transfers waiting for a slot now.
@@ -87,24 +103,35 @@ final class TransferGate: Sendable {
     /// Transfers moving now.
     var movingCount: Int { state.withLock { $0.moving } }
 
-    /// Starts waiting transfers while slots are free; a slot is kept for queued work only if every
-    /// request to fill made meanwhile said so.
-    private func fill(keepingSlotsForQueuedWork keeping: Bool) {
-        filling.submit({ pending in pending = (pending ?? true) && keeping }, drain: { fillNow(keepingSlotsForQueuedWork: $0) })
+    /// Starts waiting transfers while slots are free; a slot is kept for queued work only if no
+    /// request to fill made meanwhile gives it away (``FillRequest``).
+    private func fill(givingAwayFreedUpTo count: UInt64?) {
+        filling.submit({ pending in
+            // What any of them gives away is given away: `nil` gives nothing, a larger count more.
+            let merged: UInt64? = switch (pending?.givingAwayFreedUpTo, count) {
+            case let (asked?, count?): max(asked, count)
+            case let (asked, count): asked ?? count
+            }
+            pending = FillRequest(givingAwayFreedUpTo: merged)
+        }, drain: { fillNow($0) })
     }
 
-    /// ``fill(keepingSlotsForQueuedWork:)``'s work. Priorities are read outside the lock (each
+    /// ``fill(givingAwayFreedUpTo:)``'s work. Priorities are read outside the lock (each
     /// ``RunPriority`` has a lock of its own), then the choice is taken if it is still there.
-    private func fillNow(keepingSlotsForQueuedWork: Bool) {
+    private func fillNow(_ request: FillRequest) {
         while true {
             var best: UInt64 = 0
             var bestPriority = LoadPriority.visible
             var queued: (@Sendable () -> LoadPriority?)?
+            var keepingSlotsForQueuedWork = true
             do {
                 // The list itself, shared (not a mapped copy: an allocation per transfer); gone at
                 // the end of this block, so removing from it below copies nothing.
                 let snapshot = state.withLock { state -> [Waiting]? in
                     guard state.moving < limit, !state.waiting.isEmpty else { return nil }
+                    // Slots freed since the request (a transport ended a transfer on another
+                    // thread, or inside the start just made) are kept as their leaves asked.
+                    keepingSlotsForQueuedWork = request.givingAwayFreedUpTo.map { state.freed > $0 } ?? true
                     queued = state.queuedPriority
                     return state.waiting
                 }

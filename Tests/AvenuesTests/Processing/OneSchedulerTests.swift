@@ -38,7 +38,11 @@ final class OneSchedulerTests: Sendable {
         }
         for row in 1...20 { avenue.prepareItem(for: key(url(row)), at: row, priority: .prefetch) }
         avenue.prepareItem(for: key(url(21)), at: 21, priority: .visible)
-        await eventually("21 downloads are queued behind it") { media.activity.queued >= 21 }
+        // One of them is prepared and waits at the gate: its worker may take it after all 21 were
+        // claimed (under load), and until then `activity` counts 21 queued too.
+        await eventually("21 downloads are queued behind it, one of them prepared") {
+            media.activity.queued >= 21 && media.transfersWaitingForASlot == 1
+        }
         // Said with what was seen, and ended here: the rest would wait for rows that never run.
         guard media.activity.queued == 21, media.activity.running == 1 else {
             Issue.record("expected row 0 running and 21 queued; activity \(media.activity), server saw \((try? await server.order()) ?? [])")
