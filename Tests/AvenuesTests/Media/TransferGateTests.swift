@@ -73,6 +73,63 @@ struct TransferGateTests {
         #expect(starts.value == [first, visible, prefetch] && gate.movingCount == 1)
     }
 
+    /// Four threads enter transfers at random priorities, end them (some inside their start, as a
+    /// transport that fails at once does) and change what the scheduler has queued, all at once. No
+    /// more than `limit` ever move, and once the queued work is gone and a worker retires, every
+    /// transfer has moved and the slots are whole: no slot is lost or taken twice in a race.
+    @Test(arguments: [1, 2, 3])
+    func enteringAndLeavingOnFourThreadsAtOnceLosesNoSlot(limit: Int) {
+        let gate = TransferGate(limit: limit)
+        let queued = Locked<LoadPriority?>(nil)
+        gate.readQueuedPriority { queued.withLock { $0 } }
+        let movingNow = Atomic<Int>(0), peak = Atomic<Int>(0), started = Atomic<Int>(0)
+        let threads = 4, perThread = 400
+        /// Tickets that moved and are not over yet: each thread ends its own later.
+        let moving = Locked<[Int: [UInt64]]>([:])
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            var random = SplitMix64(seed: UInt64(thread) &+ 11)
+            for step in 0..<perThread {
+                let ticket = gate.ticket()
+                let endsAtStart = Int.random(in: 0..<5, using: &random) == 0
+                let priority = RunPriority(LoadPriority.allCases.randomElement(using: &random) ?? .visible)
+                gate.enter(ticket, priority: priority) {
+                    started.add(1, ordering: .relaxed)
+                    let now = movingNow.add(1, ordering: .relaxed).newValue
+                    peak.max(now, ordering: .relaxed)
+                    if endsAtStart {
+                        movingNow.subtract(1, ordering: .relaxed)
+                        gate.leave(ticket)
+                    } else {
+                        moving.withLock { $0[thread, default: []].append(ticket) }
+                    }
+                }
+                if step % 7 == 0 {
+                    queued.withLock { $0 = Bool.random(using: &random) ? nil : LoadPriority.allCases.randomElement(using: &random) }
+                }
+                if step % 3 == 0, let mine = moving.withLock({ $0[thread]?.popLast() }) {
+                    movingNow.subtract(1, ordering: .relaxed)
+                    gate.leave(mine)
+                }
+                if step % 11 == 0 { gate.workerRetired() }
+            }
+        }
+        // The queued work is gone: the scheduler's workers retire, and the rest move as slots free.
+        queued.withLock { $0 = nil }
+        gate.workerRetired()
+        while true {
+            let next = moving.withLock { all -> UInt64? in
+                for thread in all.keys.sorted() { if let ticket = all[thread]?.popLast() { return ticket } }
+                return nil
+            }
+            guard let next else { break }
+            movingNow.subtract(1, ordering: .relaxed)
+            gate.leave(next)
+        }
+        #expect(started.load(ordering: .relaxed) == threads * perThread)
+        #expect(peak.load(ordering: .relaxed) <= limit)
+        #expect(gate.movingCount == 0 && gate.waitingCount == 0)
+    }
+
     @Test func aTransferLeavingWhileItWaitsGivesUpItsPlaceNotASlot() {
         let gate = TransferGate(limit: 1)
         let starts = Starts()
