@@ -28,6 +28,12 @@ final class TransferGate: Sendable {
         /// How many times a transfer that moved gave its slot back: which slots a fill may give
         /// away is said by this count (``FillRequest``).
         var freed: UInt64 = 0
+        /// The highest priority queued when a transfer gave its slot back, since the last enter or
+        /// retirement: read before the leave returned, when its run could not yet have taken that
+        /// work from the queue. Once the run has, the queue no longer shows it, and a fill under way
+        /// on another thread would give the slot to a lower transfer waiting here. The work the
+        /// run took enters next (or the run retires), which ends the keeping.
+        var keptFor: LoadPriority?
     }
 
     /// What the requests to fill made meanwhile ask: the slots freed up to `givingAwayFreedUpTo` (a
@@ -69,6 +75,7 @@ final class TransferGate: Sendable {
     func enter(_ ticket: UInt64, priority: RunPriority?, start: @escaping @Sendable () -> Void) {
         let freed = state.withLock { state in
             state.waiting.append(Waiting(id: ticket, priority: priority, start: start))
+            state.keptFor = nil
             return state.freed
         }
         fill(givingAwayFreedUpTo: freed)
@@ -78,23 +85,40 @@ final class TransferGate: Sendable {
     /// its place in the line is given up. Returns whether it was still waiting (it never started).
     @discardableResult
     func leave(_ ticket: UInt64) -> Bool {
-        let wasWaiting = state.withLock { state -> Bool in
+        if leaveSlot(ticket) { return true }
+        fill(givingAwayFreedUpTo: nil)
+        return false
+    }
+
+    /// ``leave(_:)`` but its fill: returns whether the transfer was waiting. A slot given back
+    /// records what is queued (`State.keptFor`) if a transfer waits below `.visible`: none other
+    /// can be kept out of a slot, and a list of visible downloads, which leaves at every file's
+    /// end, takes no scheduler lock. A function of its own so that its view of the waiting list is
+    /// gone before the fill removes from that list (a copy of it otherwise).
+    private func leaveSlot(_ ticket: UInt64) -> Bool {
+        let left = state.withLock { state -> (wasWaiting: Bool, waiting: [Waiting], queued: (@Sendable () -> LoadPriority?)?) in
             if let index = state.waiting.firstIndex(where: { $0.id == ticket }) {
                 state.waiting.remove(at: index)
-                return true
+                return (true, [], nil)
             }
             state.moving -= 1
             state.freed &+= 1
-            return false
+            return (false, state.waiting, state.queuedPriority)
         }
-        if !wasWaiting { fill(givingAwayFreedUpTo: nil) }
-        return wasWaiting
+        if left.wasWaiting { return true }
+        if left.waiting.contains(where: { ($0.priority?.value ?? .visible) < .visible }), let queued = left.queued?() {
+            state.withLock { $0.keptFor = Self.larger($0.keptFor, queued) }
+        }
+        return false
     }
 
     /// A worker of the scheduler retired for want of work: a slot kept for queued work that was
     /// cancelled meanwhile goes to a waiting transfer.
     func workerRetired() {
-        fill(givingAwayFreedUpTo: state.withLock { $0.freed })
+        fill(givingAwayFreedUpTo: state.withLock { state in
+            state.keptFor = nil
+            return state.freed
+        })
     }
 
     /// Transfers waiting for a slot now.
@@ -104,16 +128,18 @@ final class TransferGate: Sendable {
     var movingCount: Int { state.withLock { $0.moving } }
 
     /// Starts waiting transfers while slots are free; a slot is kept for queued work only if no
-    /// request to fill made meanwhile gives it away (``FillRequest``).
+    /// request to fill made meanwhile gives it away (``FillRequest``), for work of a higher priority
+    /// than the waiting transfer's, queued now or when the slot was freed (`State.keptFor`).
     private func fill(givingAwayFreedUpTo count: UInt64?) {
         filling.submit({ pending in
             // What any of them gives away is given away: `nil` gives nothing, a larger count more.
-            let merged: UInt64? = switch (pending?.givingAwayFreedUpTo, count) {
-            case let (asked?, count?): max(asked, count)
-            case let (asked, count): asked ?? count
-            }
-            pending = FillRequest(givingAwayFreedUpTo: merged)
+            pending = FillRequest(givingAwayFreedUpTo: Self.larger(pending?.givingAwayFreedUpTo, count))
         }, drain: { fillNow($0) })
+    }
+
+    private static func larger<T: Comparable>(_ a: T?, _ b: T?) -> T? {
+        guard let a, let b else { return a ?? b }
+        return max(a, b)
     }
 
     /// ``fill(givingAwayFreedUpTo:)``'s work. Priorities are read outside the lock (each
@@ -123,15 +149,11 @@ final class TransferGate: Sendable {
             var best: UInt64 = 0
             var bestPriority = LoadPriority.visible
             var queued: (@Sendable () -> LoadPriority?)?
-            var keepingSlotsForQueuedWork = true
             do {
                 // The list itself, shared (not a mapped copy: an allocation per transfer); gone at
                 // the end of this block, so removing from it below copies nothing.
                 let snapshot = state.withLock { state -> [Waiting]? in
                     guard state.moving < limit, !state.waiting.isEmpty else { return nil }
-                    // Slots freed since the request (a transport ended a transfer on another
-                    // thread, or inside the start just made) are kept as their leaves asked.
-                    keepingSlotsForQueuedWork = request.givingAwayFreedUpTo.map { state.freed > $0 } ?? true
                     queued = state.queuedPriority
                     return state.waiting
                 }
@@ -146,17 +168,23 @@ final class TransferGate: Sendable {
             }
             // Nothing queued outranks `.visible`: the scheduler's lock is not taken (a list of
             // visible downloads asks at every transfer's end, on the transport's thread).
-            if keepingSlotsForQueuedWork, bestPriority < .visible, let queued = queued?(), queued > bestPriority { return }
-            enum Taken { case start(@Sendable () -> Void), full, left }
+            let queuedNow = bestPriority < .visible ? queued?() : nil
+            enum Taken { case start(@Sendable () -> Void), full, kept, left }
             let taken = state.withLock { state -> Taken in
                 guard state.moving < limit else { return .full }
+                // Slots freed since the request (a transport ended a transfer on another thread, or
+                // inside the start just made) are kept as their leaves asked. `keptFor` is read here,
+                // after the queue: a leave whose run took its work before the queue was read had
+                // recorded it by then.
+                let keeping = request.givingAwayFreedUpTo.map { state.freed > $0 } ?? true
+                if keeping, let wanted = Self.larger(queuedNow, state.keptFor), wanted > bestPriority { return .kept }
                 guard let index = state.waiting.firstIndex(where: { $0.id == best }) else { return .left }
                 state.moving += 1
                 return .start(state.waiting.remove(at: index).start)
             }
             switch taken {
             case .start(let start): start()
-            case .full: return
+            case .full, .kept: return
             case .left: continue  // it left meanwhile: choose again
             }
         }

@@ -73,6 +73,35 @@ struct TransferGateTests {
         #expect(starts.value == [first, visible, prefetch] && gate.movingCount == 1)
     }
 
+    /// A transfer leaves while another thread's fill is under way, and its run, resumed as the leave
+    /// returns, takes the visible work queued behind (so the scheduler's queue no longer shows it)
+    /// before that fill looks. The slot is still kept for it: the leave read what was queued before
+    /// its run could move on. Before, the fill gave the slot to the prefetch waiting here.
+    @Test func aSlotFreedWhileAnotherThreadFillsIsKeptForTheWorkQueuedWhenItWasFreed() {
+        let gate = TransferGate(limit: 2)
+        let queued = Locked<LoadPriority?>(nil)
+        gate.readQueuedPriority { queued.withLock { $0 } }
+        let starts = Starts()
+        let (x, z, prefetch, entering, visible) = (gate.ticket(), gate.ticket(), gate.ticket(), gate.ticket(), gate.ticket())
+        gate.enter(x, priority: RunPriority(.visible), start: starts.start(x))
+        gate.enter(z, priority: RunPriority(.visible), start: starts.start(z))
+        gate.enter(prefetch, priority: RunPriority(.prefetch), start: starts.start(prefetch))
+        queued.withLock { $0 = .visible }  // a visible row waits in the scheduler
+        gate.leave(z)  // kept for it
+        #expect(starts.value == [x, z] && gate.waitingCount == 1)
+        // Another visible download enters and takes that slot; while its fill runs (inside its
+        // start), x's transport ends x, and x's run takes the queued row: only prefetches are queued.
+        gate.enter(entering, priority: RunPriority(.visible)) {
+            starts.start(entering)()
+            gate.leave(x)
+            queued.withLock { $0 = .prefetch }
+        }
+        #expect(starts.value == [x, z, entering], "x's slot went to the prefetch ahead of the visible row x's run took")
+        gate.enter(visible, priority: RunPriority(.visible), start: starts.start(visible))
+        #expect(starts.value == [x, z, entering, visible])
+        #expect(gate.movingCount == 2 && gate.waitingCount == 1)
+    }
+
     /// Four threads enter transfers at random priorities, end them (some inside their start, as a
     /// transport that fails at once does) and change what the scheduler has queued, all at once. No
     /// more than `limit` ever move, and once the queued work is gone and a worker retires, every
@@ -186,6 +215,13 @@ struct TransferGateTests {
         var started: Set<UInt64> = []
         var endingAtStart: Set<UInt64> = []  // their transport ends them inside `start`
         var keptForQueued = false
+        /// The highest priority queued when a slot was given back with a transfer waiting below
+        /// `.visible`, since the last enter or retirement.
+        var keptFor: LoadPriority?
+        func slotGivenBack() {
+            guard waiting.contains(where: { (priorities[$0]?.value ?? .visible) < .visible }), let now = queued.withLock({ $0 }) else { return }
+            keptFor = max(keptFor ?? now, now)
+        }
         func expectedNext() -> UInt64? {
             waiting.max { lhs, rhs in
                 let (l, r) = (priorities[lhs]?.value ?? .visible, priorities[rhs]?.value ?? .visible)
@@ -196,13 +232,15 @@ struct TransferGateTests {
         func modelFill(keeping: Bool) {
             var keeping = keeping
             while moving.count < limit, let next = expectedNext() {
-                if keeping, let best = queued.withLock({ $0 }), best > (priorities[next]?.value ?? .visible) {
+                let wanted = [queued.withLock({ $0 }), keptFor].compactMap { $0 }.max()
+                if keeping, let wanted, wanted > (priorities[next]?.value ?? .visible) {
                     keptForQueued = true
                     return
                 }
                 waiting.removeAll { $0 == next }
                 started.insert(next)
                 if endingAtStart.contains(next) {
+                    slotGivenBack()
                     keeping = true  // the slot it gives back is kept as its leave asks
                 } else {
                     moving.insert(next)
@@ -228,6 +266,7 @@ struct TransferGateTests {
                 } else {
                     gate.enter(ticket, priority: priority, start: starts.start(ticket))
                 }
+                keptFor = nil
                 modelFill(keeping: false)
             case 4..<7:
                 guard let ticket = (moving.sorted() + waiting).randomElement(using: &random) else { continue }
@@ -235,6 +274,7 @@ struct TransferGateTests {
                 #expect(gate.leave(ticket) == wasWaiting, "step \(step)")
                 if wasWaiting { waiting.removeAll { $0 == ticket } } else {
                     moving.remove(ticket)
+                    slotGivenBack()
                     modelFill(keeping: true)
                 }
             case 7:
@@ -244,6 +284,7 @@ struct TransferGateTests {
                 queued.withLock { $0 = Bool.random(using: &random) ? nil : LoadPriority.allCases.randomElement(using: &random) }
             default:
                 gate.workerRetired()
+                keptFor = nil
                 modelFill(keeping: false)
             }
             #expect(Set(starts.value) == started, "step \(step): started \(Array(starts.value.dropFirst(before)))")
