@@ -341,6 +341,69 @@ struct TransferGateTests {
         for task in [a, b, c] { _ = try await task.value }
     }
 
+    /// 150 downloads claimed at random priorities, a tenth of them cancelled and a tenth raised or
+    /// lowered while others end: whatever slots were kept for queued work, every download settles
+    /// (none waits behind a slot nobody takes), each one not cancelled gets its own bytes, no more
+    /// than the limit ever move, and nothing is left queued or running.
+    @Test(arguments: [1, 2, 3])
+    func downloadsAtMixedPrioritiesCancelledAndRaisedAtRandomAllSettle(limit: Int) async throws {
+        let folder = TemporaryFolder("gate-random-\(limit)")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: limit, transport: transport)
+        var random = SplitMix64(seed: UInt64(limit) &+ 91)
+        let count = 150
+        let settled = Shared(0)
+        var downloads: [(path: String, task: Task<URL, any Error>, priority: RunPriority)] = []
+        var cancelled: Set<Int> = []
+        for index in 0..<count {
+            let path = "/mixed/\(index)"
+            let priority = RunPriority(LoadPriority.allCases.randomElement(using: &random) ?? .visible)
+            let task = Task {
+                defer { settled.withLock { $0 += 1 } }
+                return try await media.file(for: HeldTransport.url(path), priority: priority)
+            }
+            downloads.append((path, task, priority))
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0:
+                let victim = Int.random(in: 0...index, using: &random)
+                downloads[victim].task.cancel()
+                cancelled.insert(victim)
+            case 1:
+                downloads[Int.random(in: 0...index, using: &random)].priority.update(LoadPriority.allCases.randomElement(using: &random) ?? .visible)
+            case 2..<5:
+                if let path = transport.held.first { transport.finish(path) }
+            default:
+                break
+            }
+            if index % 10 == 0 { await Task.yield() }
+        }
+        // Whatever moves is ended, until every download has settled: a slot kept for work that
+        // never comes would leave downloads waiting with nothing held, and time this wait out.
+        func settledCount() -> Int { settled.value }
+        while settledCount() < count {
+            await eventually("a transfer moves, or every download settled", deadline: .seconds(60)) {
+                settled.withLock { $0 } == count || !transport.held.isEmpty
+            }
+            guard settledCount() < count else { break }
+            if transport.held.isEmpty {
+                Issue.record("\(count - settled.withLock { $0 }) downloads wait with nothing moving; activity \(media.activity)")
+                for download in downloads { download.task.cancel() }
+                return
+            }
+            for path in transport.held { transport.finish(path) }
+        }
+        for (index, download) in downloads.enumerated() {
+            switch await download.task.result {
+            case .success(let file):
+                #expect(try Data(contentsOf: file) == HeldTransport.body(download.path))
+            case .failure(let error):
+                #expect(cancelled.contains(index) && error is CancellationError, "\(download.path): \(error)")
+            }
+        }
+        #expect(transport.peak <= limit)
+        await eventually("nothing is queued or running") { media.activity == AutoProcessorActivity(queued: 0, running: 0) }
+    }
+
     @Test func aDownloadCancelledWhileItWaitsClosesItsFileAndLeavesTheSlotsWhole() async throws {
         let folder = TemporaryFolder("gate-cancel")
         let transport = HeldTransport()
@@ -446,6 +509,8 @@ final class HeldTransport: DownloadTransport {
 
     /// Paths of the requests started, in order.
     var started: [String] { state.withLock { $0.started } }
+    /// Paths of the requests started and not yet finished or cancelled, in the order they started.
+    var held: [String] { state.withLock { state in state.started.filter { state.sinks[$0] != nil } } }
     /// The most requests held at once.
     var peak: Int { state.withLock { $0.peak } }
 
