@@ -491,6 +491,9 @@ public final class AsyncMedia: SchedulingProcessor {
     /// Whether no download is queued or running (for tests).
     var downloaderIsIdle: Bool { downloader.tableSizes.isIdle }
 
+    /// Claims waiting on downloads, one per caller (for tests).
+    var downloadClaims: Int { downloader.tableSizes.waiters }
+
     /// Downloads prepared and waiting at the gate for a transfer slot (for tests).
     var transfersWaitingForASlot: Int { slots.waitingCount }
 

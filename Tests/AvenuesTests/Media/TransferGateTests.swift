@@ -404,6 +404,30 @@ struct TransferGateTests {
         await eventually("nothing is queued or running") { media.activity == AutoProcessorActivity(queued: 0, running: 0) }
     }
 
+    /// A prefetch prepared and waiting at the gate is asked for again at `.visible` by another
+    /// caller (a row that scrolled into view in a second list): the one download is now visible
+    /// and, having entered first, moves before the visible download queued after it.
+    @Test func aPreparedPrefetchAskedForAgainAtVisibleMovesAsVisible() async throws {
+        let folder = TemporaryFolder("gate-joined")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
+        let a = Task { try await media.file(for: HeldTransport.url("/a"), priority: RunPriority(.visible)) }
+        await eventually("a moves") { transport.started == ["/a"] }
+        let b = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.prefetch)) }
+        await eventually("b is prepared and waits") { media.transfersWaitingForASlot == 1 }
+        let c = Task { try await media.file(for: HeldTransport.url("/c"), priority: RunPriority(.visible)) }
+        await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
+        let bAgain = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.visible)) }
+        await eventually("b is claimed twice") { media.activity == AutoProcessorActivity(queued: 2, running: 1) && media.downloadClaims == 4 }
+        transport.finish("/a")
+        await eventually("the next moves") { transport.started.count == 2 }
+        transport.finish(try #require(transport.started.dropFirst(1).first))
+        await eventually("the last moves") { transport.started.count == 3 }
+        transport.finish(try #require(transport.started.dropFirst(2).first))
+        #expect(transport.started == ["/a", "/b", "/c"])
+        for task in [a, b, c, bAgain] { _ = try await task.value }
+    }
+
     @Test func aDownloadCancelledWhileItWaitsClosesItsFileAndLeavesTheSlotsWhole() async throws {
         let folder = TemporaryFolder("gate-cancel")
         let transport = HeldTransport()
