@@ -328,7 +328,8 @@ struct TransferGateTests {
         let a = Task { try await media.file(for: HeldTransport.url("/a"), priority: RunPriority(.visible)) }
         await eventually("a moves") { transport.started == ["/a"] }
         let b = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.prefetch)) }
-        await eventually("b is prepared and waits") { media.activity == AutoProcessorActivity(queued: 1, running: 1) }
+        // Prepared, not only claimed: `activity` counts a download waiting for a worker as queued too.
+        await eventually("b is prepared and waits") { media.transfersWaitingForASlot == 1 }
         let c = Task { try await media.file(for: HeldTransport.url("/c"), priority: RunPriority(.visible)) }
         await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
         transport.finish("/a")
