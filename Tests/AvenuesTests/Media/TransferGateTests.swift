@@ -405,6 +405,39 @@ struct TransferGateTests {
         await eventually("nothing is queued or running") { media.activity == AutoProcessorActivity(queued: 0, running: 0) }
     }
 
+    /// The visible download queued behind a prepared prefetch is cancelled, before the slot frees or
+    /// as it frees: whichever way the two fall (the slot kept for it and then given up when its
+    /// worker finds nothing and retires, or never kept, or taken by it and freed by its cancel), the
+    /// prefetch moves. The retirement itself is pinned down without threads in
+    /// `aFreedSlotIsKeptForHigherQueuedWorkUntilItEntersOrAWorkerRetires`.
+    @Test(arguments: [false, true])
+    func aSlotKeptForAVisibleDownloadThatIsCancelledGoesToThePrefetchWaiting(cancelFirst: Bool) async throws {
+        let folder = TemporaryFolder("gate-kept-cancelled-\(cancelFirst)")
+        let transport = HeldTransport()
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
+        let a = Task { try await media.file(for: HeldTransport.url("/a"), priority: RunPriority(.visible)) }
+        await eventually("a moves") { transport.started == ["/a"] }
+        let b = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.prefetch)) }
+        await eventually("b is prepared and waits") { media.transfersWaitingForASlot == 1 }
+        let c = Task { try await media.file(for: HeldTransport.url("/c"), priority: RunPriority(.visible)) }
+        await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
+        if cancelFirst {
+            c.cancel()
+            await eventually("c is withdrawn") { media.activity == AutoProcessorActivity(queued: 1, running: 1) }
+            transport.finish("/a")
+        } else {
+            transport.finish("/a")
+            c.cancel()
+        }
+        await eventually("b moves") { transport.started.contains("/b") }
+        transport.finish("/b")
+        _ = try await a.value
+        _ = try await b.value
+        #expect((try? await c.value) == nil)
+        #expect(!transport.started.contains("/c") || !cancelFirst)
+        await eventually("nothing is queued or running") { media.activity == AutoProcessorActivity(queued: 0, running: 0) }
+    }
+
     /// A prefetch prepared and waiting at the gate is asked for again at `.visible` by another
     /// caller (a row that scrolled into view in a second list): the one download is now visible
     /// and, having entered first, moves before the visible download queued after it.
