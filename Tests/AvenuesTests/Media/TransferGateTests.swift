@@ -322,24 +322,42 @@ struct TransferGateTests {
     /// Before the gate kept a slot for queued work, the prefetch prepared first moved before the
     /// visible download queued behind it.
     @Test func aVisibleDownloadQueuedBehindAPreparedPrefetchMovesFirst() async throws {
-        let folder = TemporaryFolder("gate-order")
+        let line = await PrefetchBehindVisible("gate-order")
+        try await line.finishAllInTheOrderTheyMove()
+        #expect(line.transport.started == ["/a", "/c", "/b"])
+        for task in [line.a, line.b, line.c] { _ = try await task.value }
+    }
+
+    /// One slot: `/a` moves (visible), `/b` is a prefetch prepared and waiting at the gate, `/c` is
+    /// a visible download queued behind it in the scheduler.
+    struct PrefetchBehindVisible {
+        let folder: TemporaryFolder
         let transport = HeldTransport()
-        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
-        let a = Task { try await media.file(for: HeldTransport.url("/a"), priority: RunPriority(.visible)) }
-        await eventually("a moves") { transport.started == ["/a"] }
-        let b = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.prefetch)) }
-        // Prepared, not only claimed: `activity` counts a download waiting for a worker as queued too.
-        await eventually("b is prepared and waits") { media.transfersWaitingForASlot == 1 }
-        let c = Task { try await media.file(for: HeldTransport.url("/c"), priority: RunPriority(.visible)) }
-        await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
-        transport.finish("/a")
-        await eventually("the next moves") { transport.started.count == 2 }
-        // #require, not [i]: a wait that timed out fails this test instead of crashing the run.
-        transport.finish(try #require(transport.started.dropFirst(1).first))
-        await eventually("the last moves") { transport.started.count == 3 }
-        transport.finish(try #require(transport.started.dropFirst(2).first))
-        #expect(transport.started == ["/a", "/c", "/b"])
-        for task in [a, b, c] { _ = try await task.value }
+        let media: AsyncMedia
+        let a, b, c: Task<URL, any Error>
+
+        init(_ name: String) async {
+            folder = TemporaryFolder(name)
+            let (transport, media) = (transport, AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport))
+            self.media = media
+            a = Task { try await media.file(for: HeldTransport.url("/a"), priority: RunPriority(.visible)) }
+            await eventually("a moves") { transport.started == ["/a"] }
+            b = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.prefetch)) }
+            // Prepared, not only claimed: `activity` counts a download waiting for a worker as queued too.
+            await eventually("b is prepared and waits") { media.transfersWaitingForASlot == 1 }
+            c = Task { try await media.file(for: HeldTransport.url("/c"), priority: RunPriority(.visible)) }
+            await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
+        }
+
+        /// Ends `/a`, then each of the other two as it moves.
+        func finishAllInTheOrderTheyMove() async throws {
+            transport.finish("/a")
+            await eventually("the next moves") { transport.started.count == 2 }
+            // #require, not [i]: a wait that timed out fails the test instead of crashing the run.
+            transport.finish(try #require(transport.started.dropFirst(1).first))
+            await eventually("the last moves") { transport.started.count == 3 }
+            transport.finish(try #require(transport.started.dropFirst(2).first))
+        }
     }
 
     /// 150 downloads claimed at random priorities, a tenth of them cancelled and a tenth raised or
@@ -380,14 +398,13 @@ struct TransferGateTests {
         }
         // Whatever moves is ended, until every download has settled: a slot kept for work that
         // never comes would leave downloads waiting with nothing held, and time this wait out.
-        func settledCount() -> Int { settled.value }
-        while settledCount() < count {
+        while settled.value < count {
             await eventually("a transfer moves, or every download settled", deadline: .seconds(60)) {
-                settled.withLock { $0 } == count || !transport.held.isEmpty
+                settled.value == count || !transport.held.isEmpty
             }
-            guard settledCount() < count else { break }
+            guard settled.value < count else { break }
             if transport.held.isEmpty {
-                Issue.record("\(count - settled.withLock { $0 }) downloads wait with nothing moving; activity \(media.activity)")
+                Issue.record("\(count - settled.value) downloads wait with nothing moving; activity \(media.activity)")
                 for download in downloads { download.task.cancel() }
                 return
             }
@@ -412,15 +429,8 @@ struct TransferGateTests {
     /// `aFreedSlotIsKeptForHigherQueuedWorkUntilItEntersOrAWorkerRetires`.
     @Test(arguments: [false, true])
     func aSlotKeptForAVisibleDownloadThatIsCancelledGoesToThePrefetchWaiting(cancelFirst: Bool) async throws {
-        let folder = TemporaryFolder("gate-kept-cancelled-\(cancelFirst)")
-        let transport = HeldTransport()
-        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
-        let a = Task { try await media.file(for: HeldTransport.url("/a"), priority: RunPriority(.visible)) }
-        await eventually("a moves") { transport.started == ["/a"] }
-        let b = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.prefetch)) }
-        await eventually("b is prepared and waits") { media.transfersWaitingForASlot == 1 }
-        let c = Task { try await media.file(for: HeldTransport.url("/c"), priority: RunPriority(.visible)) }
-        await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
+        let line = await PrefetchBehindVisible("gate-kept-cancelled-\(cancelFirst)")
+        let (transport, media, a, b, c) = (line.transport, line.media, line.a, line.b, line.c)
         if cancelFirst {
             c.cancel()
             await eventually("c is withdrawn") { media.activity == AutoProcessorActivity(queued: 1, running: 1) }
@@ -442,24 +452,13 @@ struct TransferGateTests {
     /// caller (a row that scrolled into view in a second list): the one download is now visible
     /// and, having entered first, moves before the visible download queued after it.
     @Test func aPreparedPrefetchAskedForAgainAtVisibleMovesAsVisible() async throws {
-        let folder = TemporaryFolder("gate-joined")
-        let transport = HeldTransport()
-        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 1, transport: transport)
-        let a = Task { try await media.file(for: HeldTransport.url("/a"), priority: RunPriority(.visible)) }
-        await eventually("a moves") { transport.started == ["/a"] }
-        let b = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.prefetch)) }
-        await eventually("b is prepared and waits") { media.transfersWaitingForASlot == 1 }
-        let c = Task { try await media.file(for: HeldTransport.url("/c"), priority: RunPriority(.visible)) }
-        await eventually("c is queued") { media.activity == AutoProcessorActivity(queued: 2, running: 1) }
+        let line = await PrefetchBehindVisible("gate-joined")
+        let media = line.media
         let bAgain = Task { try await media.file(for: HeldTransport.url("/b"), priority: RunPriority(.visible)) }
         await eventually("b is claimed twice") { media.activity == AutoProcessorActivity(queued: 2, running: 1) && media.downloadClaims == 4 }
-        transport.finish("/a")
-        await eventually("the next moves") { transport.started.count == 2 }
-        transport.finish(try #require(transport.started.dropFirst(1).first))
-        await eventually("the last moves") { transport.started.count == 3 }
-        transport.finish(try #require(transport.started.dropFirst(2).first))
-        #expect(transport.started == ["/a", "/b", "/c"])
-        for task in [a, b, c, bAgain] { _ = try await task.value }
+        try await line.finishAllInTheOrderTheyMove()
+        #expect(line.transport.started == ["/a", "/b", "/c"])
+        for task in [line.a, line.b, line.c, bAgain] { _ = try await task.value }
     }
 
     @Test func aDownloadCancelledWhileItWaitsClosesItsFileAndLeavesTheSlotsWhole() async throws {
