@@ -13,6 +13,10 @@ public final class HistoryRows: Sendable {
     public let commits: PagedRows<GitLog>
     /// Each row's diff stat.
     public let stats: Avenue<Int, String, DiffStat>
+    /// The diff stats of a filter's matches (``filter(maxResident:)``), by their row among the
+    /// matches: the storage and processor of ``stats``, so a stat loaded for one shows in the other,
+    /// and one git process answers both.
+    public let matchStats: Avenue<Int, String, DiffStat>
     private let diskHits = HitCounter()
     private let statsCache: SQLiteStorage<String>?
 
@@ -49,6 +53,7 @@ public final class HistoryRows: Sendable {
             source = AutoProcessor(maxConcurrent: 64, processor)
         }
         stats = Avenue(storage: memory, processor: source)
+        matchStats = Avenue(storage: memory, processor: source)
     }
 
     /// Commits the diff stats still waiting for their batch (before the tool ends).
@@ -110,7 +115,7 @@ public final class HistoryRows: Sendable {
 
     /// Page loads and diff stats in flight.
     public var loadsInFlight: Int {
-        commits.pages.statistics.loadsInFlight + stats.statistics.loadsInFlight
+        commits.pages.statistics.loadsInFlight + stats.statistics.loadsInFlight + matchStats.statistics.loadsInFlight
     }
 
     /// Prints every commit in order, as the rows arrive, holding at most `ahead` rows beyond the one

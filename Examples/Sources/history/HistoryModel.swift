@@ -13,6 +13,8 @@ final class HistoryModel: ListModel {
     let spoolFolder: URL
     /// The visible rows' diff stats, loaded where the list rests.
     let stats: RestingPrefetcher<String, DiffStat>
+    /// The same for the filter's matches, by their row among the matches.
+    let matchStats: RestingPrefetcher<String, DiffStat>
     /// The commits that match the filter, over the whole log.
     let filtered: FilteredRows<Commit>
     private let state = Mutex(State())
@@ -46,7 +48,9 @@ final class HistoryModel: ListModel {
         self.title = title
         self.spoolFolder = spoolFolder
         stats = RestingPrefetcher(avenue: rows.stats, ahead: 0) { [rows] row in rows.statKey(at: row) }
-        filtered = rows.filter()
+        let filtered = rows.filter()
+        self.filtered = filtered
+        matchStats = RestingPrefetcher(avenue: rows.matchStats, ahead: 0) { row in filtered.item(at: row)?.hash }
     }
 
     var heading: String {
@@ -65,6 +69,7 @@ final class HistoryModel: ListModel {
             changed(nil)
         }
         rows.stats.onStateChange = { row in changed(row) }
+        rows.matchStats.onStateChange = { row in changed(row) }
         // git's progress moves the count: the heading follows it while git reads.
         let watching = Task { [rows] in
             var watch = LogProgressWatch()
@@ -83,6 +88,7 @@ final class HistoryModel: ListModel {
             for await _ in filtered.subscribe() {
                 guard let self else { return }
                 self.keepAnchor()
+                self.matchStats.refresh()  // the rows shown may hold other matches now, or their first
                 changed(nil)
             }
         }
@@ -104,6 +110,7 @@ final class HistoryModel: ListModel {
     func show(_ rows: Range<Int>, resting: Bool) {
         if isFiltering {
             filtered.show(rows)
+            matchStats.show(rows, resting: resting)
             return
         }
         self.rows.commits.show(rows)
@@ -132,21 +139,24 @@ final class HistoryModel: ListModel {
     func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
         if isFiltering {
             guard let commit = filtered.item(at: row) else { return nil }
-            // A match's diff stat shows if the whole log's rows loaded it; the filter loads none.
-            let stat = filtered.row(at: row).flatMap { rows.stats.item(at: $0)?.description } ?? ""
-            return line(commit, stat: stat, width: width, palette: palette)
+            // Until the row is moved to this match (the filter changed a moment ago), it shows another.
+            let current = rows.matchStats.key(at: row) == commit.hash
+            return line(commit, stat: current ? stat(rows.matchStats, at: row, spinner: spinner) : spinner, width: width, palette: palette)
         }
         guard let commit = rows.commits.item(at: row) else {
             if let error = rows.commits.state(at: row).error { return palette.paint(TextWidth.fit(" \(error)", width), palette.failure) }
             return nil
         }
-        let stat: String
-        switch rows.stats.state(at: row) {
-        case .loaded, .stale: stat = rows.stats.item(at: row)?.description ?? ""
-        case .failed: stat = "no stat"
-        default: stat = spinner
+        return line(commit, stat: stat(rows.stats, at: row, spinner: spinner), width: width, palette: palette)
+    }
+
+    /// Row `row`'s diff stat as its column shows it.
+    private func stat(_ stats: Avenue<Int, String, DiffStat>, at row: Int, spinner: String) -> String {
+        switch stats.state(at: row) {
+        case .loaded, .stale: stats.item(at: row)?.description ?? ""
+        case .failed: "no stat"
+        default: spinner
         }
-        return line(commit, stat: stat, width: width, palette: palette)
     }
 
     /// A commit's row, `width` columns wide: hash, date, author, refs, subject and stat. On a narrow
@@ -188,8 +198,15 @@ final class HistoryModel: ListModel {
     }
 
     func isPending(at row: Int) -> Bool {
-        if isFiltering { return filtered.item(at: row) == nil }
-        return rows.commits.item(at: row) == nil || !rows.stats.state(at: row).hasValue && rows.stats.state(at: row).error == nil
+        if isFiltering {
+            guard let commit = filtered.item(at: row) else { return true }
+            return rows.matchStats.key(at: row) != commit.hash || Self.isLoading(rows.matchStats.state(at: row))
+        }
+        return rows.commits.item(at: row) == nil || Self.isLoading(rows.stats.state(at: row))
+    }
+
+    private static func isLoading(_ state: ItemState) -> Bool {
+        !state.hasValue && state.error == nil
     }
 
     var statusFields: [String] {
@@ -221,6 +238,7 @@ final class HistoryModel: ListModel {
         let sourceRow = sourceRow(of: selected)
         guard let text, !text.isEmpty else {
             filtered.filter(nil)
+            matchStats.stop()  // the matches' rows are gone; their stats stay in memory
             let wasFiltering = state.withLock { state -> Bool in
                 defer { state.filter = nil; state.anchor = nil }
                 return state.filter != nil
@@ -391,6 +409,7 @@ final class HistoryModel: ListModel {
         cancelSearch()
         state.withLock { $0.lookAhead }?.cancel()
         filtered.stop()
+        matchStats.stop()
         state.withLock { $0.listening }?.cancel()
         state.withLock { $0.watching }?.cancel()
         stats.stop()
