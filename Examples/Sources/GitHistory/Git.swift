@@ -14,6 +14,9 @@ public enum Git {
         case notARepository(String)
         /// git ran and failed.
         case failed(arguments: [String], status: Int32, message: String)
+        /// git does not take the paths given after `--` (a path outside the repository, a bad
+        /// pathspec): its message.
+        case badPaths(message: String)
 
         /// One line for the user.
         public var description: String {
@@ -24,9 +27,16 @@ public enum Git {
                 "\(path) is not a folder; give the path of a repository (history PATH)."
             case .notARepository(let path):
                 "\(path) is not in a git repository; give the path of one (history PATH)."
+            case .badPaths(let message):
+                "git log does not take the paths after --: \(Self.oneLine(message)); give paths inside the repository, or pathspecs git log takes."
             case .failed(let arguments, let status, let message):
-                "git \(arguments.joined(separator: " ")) failed (status \(status)): \(message.trimmingCharacters(in: .whitespacesAndNewlines))"
+                "git \(arguments.joined(separator: " ")) failed (status \(status)): \(Self.oneLine(message))"
             }
+        }
+
+        /// git's message of several lines (`error: …` then `fatal: …`) as one.
+        private static func oneLine(_ message: String) -> String {
+            message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
         }
     }
 

@@ -121,13 +121,23 @@ public final class GitLog: OffsetPageSource {
         }
     }
 
-    /// Checks that git runs and `repository` is a repository; throws ``Git/Failure`` otherwise.
+    /// Checks that git runs, `repository` is a repository and git log takes ``paths``; throws
+    /// ``Git/Failure`` otherwise.
     public func check() async throws {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: repository, isDirectory: &isFolder), isFolder.boolValue else {
             throw Git.Failure.notAFolder(repository)
         }
         _ = try await Git.run(["rev-parse", "--git-dir"], in: repository)
+        guard !paths.isEmpty else { return }
+        // git parses the paths before it walks any commit, so this ends at once either way. A path
+        // git refuses failed only the spool's git, after the screen was up: every row said so, and
+        // the status line still said it was reading.
+        do {
+            _ = try await Git.run(["log", "--max-count=0", "--"] + paths, in: repository)
+        } catch Git.Failure.failed(_, _, let message) {
+            throw Git.Failure.badPaths(message: message)
+        }
     }
 
     /// Starts reading the log (if it is not read already); pages wait for it as far as they need.
@@ -151,23 +161,32 @@ public final class GitLog: OffsetPageSource {
     /// The number of commits, once git finished.
     public var knownTotal: Int? { spool.withLock { $0?.total } }
 
-    /// Commits read from git so far, and whether it finished.
+    /// Commits read from git so far, and whether it ended (read all, or failed: ``failure``).
     public var progress: (read: Int, finished: Bool) {
-        spool.withLock { spool in spool.map { ($0.written, $0.total != nil) } ?? (0, false) }
+        spool.withLock { spool in spool.map { ($0.written, $0.total != nil || $0.failure != nil) } ?? (0, false) }
     }
+
+    /// Why git stopped before the end of the log, if it did.
+    public var failure: Git.Failure? { spool.withLock { $0?.failure } }
 
     /// `size` commits from `offset`, newest first.
     public func page(at offset: Int, size: Int) async throws -> Page<Int, Commit> {
         let spool = try await readingSpool()
         let (sum, overflow) = offset.addingReportingOverflow(max(0, size))
         let end = overflow ? Int.max : sum
-        try await spool.wait(for: end)
+        do {
+            try await spool.wait(for: end)
+        } catch let failure as Git.Failure {
+            // git failed after the commits it wrote: the list ends with them (the failure is
+            // ``failure``). A page cannot end in a failure: the paged rows would drop it whole.
+            guard offset < spool.written else { throw failure }
+        }
         let lines = try spool.lines(offset ..< end)
         // Every line is a commit, however long: a record cut to what a line keeps dropped out and
         // the rows after it moved up one (the last shown twice; seen with 5,000 tags on a commit).
         let commits = lines.map { Self.commit(fromSpooled: $0, spool: spool) }
-        let total = spool.total
         let last = max(0, offset) + commits.count  // no commit is before 0
+        let total = spool.total ?? (spool.failure == nil ? nil : spool.written)
         let more = total.map { last < $0 } ?? (commits.count == size)
         return Page(items: commits, cursorAfter: more ? last : nil, itemsAfter: total.map { max(0, $0 - last) })
     }
@@ -387,6 +406,7 @@ final class LogSpool: Sendable {
 
     var written: Int { state.withLock { $0.written } }
     var total: Int? { state.withLock { $0.total } }
+    var failure: Git.Failure? { state.withLock { $0.failure } }
 
     private func progressed(_ count: Int, done: Bool) {
         _ = file.checkForChanges()

@@ -121,11 +121,14 @@ public final class HistoryRows: Sendable {
     /// Prints every commit in order, as the rows arrive, holding at most `ahead` rows beyond the one
     /// to print: the whole log streams in bounded memory through the same paged rows. A commit
     /// whose record the rows hold cut (a subject past 64 KiB) is read whole just before it is
-    /// emitted: what is printed is git's bytes, one long record in memory at a time.
-    public func printAll(ahead: Int = 400, emit: (Commit) -> Void) async {
+    /// emitted: what is printed is git's bytes, one long record in memory at a time. Returns why
+    /// the log ended before its last commit (git failed after the commits printed), if it did.
+    @discardableResult
+    public func printAll(ahead: Int = 400, emit: (Commit) -> Void) async -> (any Error)? {
         let changes = commits.subscribe()
         var iterator = changes.makeAsyncIterator()
         var next = 0
+        var failure: (any Error)?
         while true {
             commits.show(next ..< next + ahead)
             while let commit = commits.item(at: next) {
@@ -135,10 +138,14 @@ public final class HistoryRows: Sendable {
             }
             let count = commits.count
             if count.isExact, next >= count.value { break }
-            if case .failed = commits.state(at: next) { break }
+            if case .failed(let error, _) = commits.state(at: next) {
+                failure = error
+                break
+            }
             guard await iterator.next() != nil else { break }
         }
         commits.stop()
+        return failure ?? log.failure
     }
 }
 

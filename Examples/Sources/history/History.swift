@@ -66,7 +66,7 @@ struct History: Tool {
         guard interactive else {
             let output = FileHandle.standardOutput
             var buffer: [UInt8] = []
-            await rows.printAll { commit in
+            let failure = await rows.printAll { commit in
                 buffer += commit.line + [0x0A]
                 if buffer.count > 64 * 1024 {
                     output.write(Data(buffer))
@@ -74,7 +74,7 @@ struct History: Tool {
                 }
             }
             output.write(Data(buffer))
-            if case .failed(let error, _) = rows.commits.state(at: rows.commits.count.value) { Self.fail("\(error)") }
+            if let failure { Self.fail("\(failure)") }
             return
         }
         let title = URL(fileURLWithPath: repository).standardizedFileURL.path

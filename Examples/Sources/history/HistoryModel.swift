@@ -144,8 +144,10 @@ final class HistoryModel: ListModel {
             return line(commit, stat: current ? stat(rows.matchStats, at: row, spinner: spinner) : spinner, width: width, palette: palette)
         }
         guard let commit = rows.commits.item(at: row) else {
-            if let error = rows.commits.state(at: row).error { return palette.paint(TextWidth.fit(" \(error)", width), palette.failure) }
-            return nil
+            guard let error = rows.commits.state(at: row).error else { return nil }
+            // Said once, on the first row that failed: the rows below failed with it.
+            if row > 0, rows.commits.item(at: row - 1) == nil, rows.commits.state(at: row - 1).error != nil { return "" }
+            return palette.paint(TextWidth.fit(" \(error)", width), palette.failure)
         }
         return line(commit, stat: stat(rows.stats, at: row, spinner: spinner), width: width, palette: palette)
     }
@@ -212,7 +214,11 @@ final class HistoryModel: ListModel {
     var statusFields: [String] {
         var fields: [String] = []
         let progress = rows.log.progress
-        if !progress.finished { fields.append("reading git log: \(progress.read) commits") }
+        if let failure = rows.log.failure {
+            fields.append("\(failure)")
+        } else if !progress.finished {
+            fields.append("reading git log: \(progress.read) commits")
+        }
         let (query, searching, scanned, filter) = state.withLock { ($0.query, $0.search != nil, $0.scanned, $0.filter) }
         if let filter {
             let progress = filtered.progress

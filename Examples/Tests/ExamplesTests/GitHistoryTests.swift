@@ -267,6 +267,56 @@ struct GitLogTests {
         #expect(!expected.isEmpty && page.items == expected)
     }
 
+    /// Seen 2026-11-29: `history REPO -- ':(bad'` and `-- ../x` drew the whole screen, every row
+    /// the same git error and the status line "reading git log: 0 commits" for ever.
+    @Test func pathsGitLogRefusesAreARefusalBeforeAnyScreen() async throws {
+        let repository = try TestRepository(commits: 3)
+        defer { repository.remove() }
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        for paths in [[":(bad"], ["../outside"], ["notes.txt", ":(bad"]] {
+            let error = await #expect(throws: Git.Failure.self) { try await GitLog(repository: repository.path, paths: paths, spoolFolder: spool).check() }
+            guard case .badPaths(let message)? = error else {
+                Issue.record("\(paths): \(String(describing: error))")
+                continue
+            }
+            #expect(message.contains("fatal:") && "\(error!)".contains("give paths inside the repository"), "\(message)")
+        }
+        // Paths git takes, matched by no commit or by some, pass.
+        try await GitLog(repository: repository.path, paths: ["no-such-file"], spoolFolder: spool).check()
+        try await GitLog(repository: repository.path, paths: ["notes.txt", "*.bin"], spoolFolder: spool).check()
+    }
+
+    /// Seen 2026-11-29 on a repository with a missing commit object, 150 commits down: git log
+    /// wrote 149 commits and failed. The page of paged rows holding the 149th failed whole, so the
+    /// screen showed rows 100–148 empty and `history | cat` printed 100 commits and exited 0.
+    @Test func aLogGitCannotFinishShowsEveryCommitItWroteAndSaysWhy() async throws {
+        let repository = try TestRepository(commits: 120)
+        defer { repository.remove() }
+        let expected = try await repository.log()
+        // git writes the 69 commits before the one whose parent is lost, then fails.
+        try await repository.loseCommit(expected[70].hash)
+        let written = Array(expected[..<69])
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+
+        let log = GitLog(repository: repository.path, spoolFolder: spool)
+        try await log.check()
+        let page = try await log.page(at: 50, size: 50)
+        #expect(page.items == Array(written[50...]) && page.cursorAfter == nil && page.itemsAfter == 0)
+        await #expect(throws: Git.Failure.self) { try await log.page(at: 69, size: 50) }
+        #expect(log.progress.read == 69 && log.progress.finished)
+        #expect(log.failure.map { "\($0)".contains("git log failed") } == true)
+
+        // Pages of 16 end between the commits written (64 and 69): each is shown and printed.
+        let rows = HistoryRows(log: GitLog(repository: repository.path, spoolFolder: spool), pageSize: 16, statsFolder: nil)
+        var printed: [Commit] = []
+        let failure = await rows.printAll(ahead: 32) { printed.append($0) }
+        #expect(printed.map(\.hash) == written.map(\.hash))
+        #expect(failure.map { "\($0)".contains("git log failed") } == true)
+        #expect(rows.count == .exact(69))
+    }
+
     @Test func historyRowsPrintTheWholeLogInOrderWithBoundedLookAhead() async throws {
         let repository = try TestRepository(commits: 250)
         defer { repository.remove() }
@@ -275,8 +325,8 @@ struct GitLogTests {
         defer { try? FileManager.default.removeItem(at: spool) }
         let rows = HistoryRows(log: GitLog(repository: repository.path, spoolFolder: spool), pageSize: 16, statsFolder: nil)
         var printed: [Commit] = []
-        await rows.printAll(ahead: 32) { printed.append($0) }
-        #expect(printed == expected)
+        let failure = await rows.printAll(ahead: 32) { printed.append($0) }
+        #expect(printed == expected && failure == nil)
         #expect(rows.commits.count == .exact(250))
     }
 
@@ -381,6 +431,19 @@ struct TestRepository {
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: path) }
+
+    /// Deletes commit `hash`'s object (the pack unpacked first), as a damaged repository lacks it.
+    func loseCommit(_ hash: String) async throws {
+        let packs = URL(fileURLWithPath: path).appendingPathComponent(".git/objects/pack")
+        for pack in try FileManager.default.contentsOfDirectory(atPath: packs.path) where pack.hasSuffix(".pack") {
+            let moved = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).pack")
+            try FileManager.default.moveItem(at: packs.appendingPathComponent(pack), to: moved)
+            defer { try? FileManager.default.removeItem(at: moved) }
+            try Self.git(["-C", path, "unpack-objects", "-q"], in: try Data(contentsOf: moved))
+        }
+        let object = URL(fileURLWithPath: path).appendingPathComponent(".git/objects/\(hash.prefix(2))/\(hash.dropFirst(2))")
+        try FileManager.default.removeItem(at: object)
+    }
 
     private static func git(_ arguments: [String], in input: Data?) throws {
         let process = Process()

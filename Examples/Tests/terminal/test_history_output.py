@@ -9,7 +9,10 @@ Usage: test_history_output.py BIN_DIR   (the folder holding the built `history`)
 - hostile commits — an author with 0x1F (seen 2026-11-23 to shift the columns), a Latin-1 author
   byte (seen printed as U+FFFD), tabs, escape sequences, a 10,000-line subject and one of 124 KB — are printed
   byte for byte as git prints them too;
-- a folder that is not a repository, and git missing from PATH, are one line on stderr and exit 1.
+- a folder that is not a repository, git missing from PATH, and a path git log refuses are one line
+  on stderr and exit 1;
+- a damaged repository (a commit lost): the commits git log prints before it fails, then one line
+  on stderr and exit 1.
 """
 import os
 import shutil
@@ -75,12 +78,33 @@ def main():
         not_repo = subprocess.run([history, empty, *cache], capture_output=True, timeout=60)
         no_git = subprocess.run([history, repository, *cache], capture_output=True, timeout=60,
                                 env=dict(os.environ, PATH=os.path.join(work, "no-such-folder")))
+        # Seen 2026-11-29: a path git refuses drew the full screen with git's error on every row.
+        bad_path = subprocess.run([history, repository, *cache, "--", ":(bad"], capture_output=True, timeout=60)
         for label, result, expected in [("not a repository", not_repo, "is not in a git repository"),
-                                        ("git missing", no_git, "git was not found on PATH")]:
+                                        ("git missing", no_git, "git was not found on PATH"),
+                                        ("a path git refuses", bad_path, "git log does not take the paths after --")]:
             lines = result.stderr.decode(errors="replace").splitlines()
             if result.returncode != 1 or len(lines) != 1 or expected not in lines[0] or result.stdout:
                 fail(f"{label}: expected one line saying '{expected}' and exit status 1, got {result.returncode}: {lines}")
             print(f"ok: {label}: {lines[0]}")
+
+        # A damaged repository (a commit's object lost, 20 commits down): git log prints the commits
+        # before it and fails. history prints the same, then says why and exits 1 (seen 2026-11-29:
+        # the page holding the failure was dropped, 100 of 149 commits printed, exit status 0).
+        damaged = os.path.join(work, "damaged")
+        env = dict(os.environ, GIT_AUTHOR_NAME="a", GIT_AUTHOR_EMAIL="a@example.com", GIT_COMMITTER_NAME="c", GIT_COMMITTER_EMAIL="c@example.com")
+        subprocess.run(["git", "init", "-q", damaged], check=True)
+        for n in range(60):
+            subprocess.run(["git", "-C", damaged, "commit", "-q", "--allow-empty", "-m", f"commit {n}"], check=True, env=env)
+        lost = subprocess.run(["git", "-C", damaged, "rev-parse", "HEAD~20"], check=True, capture_output=True, text=True).stdout.strip()
+        os.remove(os.path.join(damaged, ".git", "objects", lost[:2], lost[2:]))
+        want = subprocess.run(["git", "-C", damaged, "log", "--format=%h%x09%ad%x09%an%x09%s", "--date=short"], capture_output=True).stdout
+        got = subprocess.run([history, damaged, *cache], capture_output=True, timeout=60)
+        lines = got.stderr.decode(errors="replace").splitlines()
+        printed, wanted = got.stdout.count(b"\n"), want.count(b"\n")
+        if got.returncode != 1 or got.stdout != want or len(lines) != 1 or "git log failed" not in lines[0] or wanted != 19:
+            fail(f"damaged repository: exit {got.returncode}, {printed} lines printed (git log printed {wanted}), stderr {lines}")
+        print(f"ok: a damaged repository: the {wanted} commits git printed, then: {lines[0][:100]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("history output test passed")
