@@ -139,9 +139,11 @@ final class HistoryModel: ListModel {
     func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
         if isFiltering {
             guard let commit = filtered.item(at: row) else { return nil }
-            // Until the row is moved to this match (the filter changed a moment ago), it shows another.
-            let current = rows.matchStats.key(at: row) == commit.hash
-            return line(commit, stat: current ? stat(rows.matchStats, at: row, spinner: spinner) : spinner, width: width, palette: palette)
+            // Until the row is moved to this match (the filter changed a moment ago), it shows
+            // another: the whole log's row may have the stat meanwhile.
+            let stat = rows.matchStats.key(at: row) == commit.hash ? stat(rows.matchStats, at: row, spinner: spinner)
+                : filtered.row(at: row).flatMap { rows.stats.item(at: $0)?.description } ?? spinner
+            return line(commit, stat: stat, width: width, palette: palette)
         }
         guard let commit = rows.commits.item(at: row) else {
             guard let error = rows.commits.state(at: row).error else { return nil }
