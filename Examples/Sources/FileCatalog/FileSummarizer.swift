@@ -68,16 +68,19 @@ public struct FileSummarizer: Processor {
     /// Summarizes what `handle` reads, to its end.
     static func summarize(reading handle: FileHandle, path: String) throws -> FileSummary {
         var summary = Summarizing()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 1)
+        defer { buffer.deallocate() }
         while true {
             try Task.checkCancellation()
-            let chunk: Data
-            do {
-                chunk = try handle.read(upToCount: Self.chunkSize) ?? Data()
-            } catch {
-                throw SummaryError(path: path, reason: "cannot be read: \(error.localizedDescription)")
+            // read(2), not FileHandle: its error for a file that opens but cannot be read (/proc's
+            // EINVAL, a folder's EISDIR) said "The operation could not be completed", not why.
+            let count = read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SummaryError(path: path, reason: "cannot be read (\(String(cString: strerror(errno))))")
             }
-            if chunk.isEmpty { break }
-            chunk.withUnsafeBytes { summary.add($0) }
+            if count == 0 { break }
+            summary.add(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
         return summary.result
     }

@@ -235,6 +235,19 @@ struct FileSummaryTests {
         }
     }
 
+    /// Seen 2026-11-29 in `browse /proc`: a file that opens but cannot be read (`attr/current`:
+    /// EINVAL; here a folder: EISDIR) said "cannot be read: The operation could not be completed.
+    /// (NSCocoaErrorDomain …)", where an open's failure gives the system's reason.
+    @Test func aFileThatOpensButCannotBeReadSaysTheSystemsReason() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("unreadable-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let error = await #expect(throws: FileSummarizer.SummaryError.self) {
+            try await FileSummarizer().process(FileRef(path: folder.path, size: 0, modified: 0))
+        }
+        #expect(error?.reason == "cannot be read (\(String(cString: strerror(EISDIR))))")
+    }
+
     @Test func sizesAreHumanReadable() {
         #expect(ByteSize.text(999) == "999 B")
         #expect(ByteSize.text(1_536) == "1.5 KiB")
