@@ -498,11 +498,16 @@ public final class AsyncMedia: SchedulingProcessor {
     var transfersWaitingForASlot: Int { slots.waitingCount }
 
     /// Downloads queued and running now: running ones move bytes (at most `maxConcurrentDownloads`);
-    /// a download prepared and waiting for a transfer slot counts as queued.
+    /// a download being prepared, or prepared and waiting for a transfer slot, counts as queued.
     public var activity: AutoProcessorActivity {
+        // Running: the transfers holding a slot, as the gate counts them (never more than the
+        // limit). The scheduler's own running count also holds the downloads being prepared and
+        // those waiting at the gate; taking those out by the gate's waiting count, read under
+        // another lock, counted 4 running with a limit of 2.
         let scheduled = downloader.activity
-        let waiting = min(slots.waitingCount, scheduled.running)
-        return AutoProcessorActivity(queued: scheduled.queued + waiting, running: scheduled.running - waiting)
+        let total = scheduled.queued + scheduled.running
+        let running = min(slots.movingCount, total)
+        return AutoProcessorActivity(queued: total - running, running: running)
     }
 
     // MARK: Downloading

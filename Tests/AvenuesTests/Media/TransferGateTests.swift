@@ -540,6 +540,39 @@ struct TransferGateTests {
         #expect(gate.movingCount == 0)
         transfer.end(CancellationError())  // as its transport would: the file is closed
     }
+
+    /// `activity.running` is the downloads moving bytes: never more than `maxConcurrentDownloads`.
+    /// It was the scheduler's running count less those waiting at the gate, so a download being
+    /// prepared (claimed by a worker, its file opened, not yet at the gate) counted as running, and
+    /// a read between the two locks could count one twice: 3 or 4 running with a limit of 2.
+    @Test func activityNeverCountsMoreRunningThanTheLimit() async throws {
+        let folder = TemporaryFolder("activity-limit")
+        let media = AsyncMedia(directory: folder.url, maxConcurrentDownloads: 2, transport: CountingTransport())
+        let list = (0..<400).map { HeldTransport.url("/activity\($0)") }
+        let answered = Locked(0)
+        let sampling = Locked(true)
+        let observed = Locked((peak: 0, samples: 0, total: 0))
+        DispatchQueue.global().async {
+            while sampling.withLock({ $0 }) {
+                let activity = media.activity
+                observed.withLock { observed in
+                    observed.peak = max(observed.peak, activity.running)
+                    observed.samples += 1
+                    observed.total = max(observed.total, activity.queued + activity.running)
+                }
+            }
+            observed.withLock { $0.samples = -$0.samples }  // negative: the sampler has stopped
+        }
+        media.files(for: list) { _ in answered.withLock { $0 += 1 } }
+        await eventually("every URL is answered") { answered.withLock { $0 } == list.count }
+        await eventually("nothing is queued or running") { media.activity == AutoProcessorActivity(queued: 0, running: 0) }
+        sampling.withLock { $0 = false }
+        await eventually("the sampler stopped") { observed.withLock { $0.samples } < 0 }
+        let (peak, samples, total) = observed.withLock { $0 }
+        #expect(-samples > 100, "too few samples to see anything")
+        #expect(total > 2, "the list never queued behind the moving downloads")
+        #expect(peak <= 2, "\(peak) running with a limit of 2 (\(-samples) samples)")
+    }
 }
 
 /// A transport that holds every request until the test answers it, and counts how many it holds.
