@@ -220,7 +220,10 @@ public final class FilteredRows<Item: Sendable>: Sendable {
 
     private static func progress(of machine: RowFilterStateMachine, total: RowCount) -> FilterProgress {
         let complete = !machine.isScanning
-        return FilterProgress(scanned: complete ? max(machine.scanned, total.value) : machine.scanned, total: total, isComplete: complete)
+        // The scan reads the source itself: a count known apart from it (a paged list's, the rows
+        // the list loaded) can be below what it read ("3000 of ≥ 0 scanned"). It is at least that.
+        let known = total.isExact || total.value >= machine.scanned ? total : .atLeast(machine.scanned)
+        return FilterProgress(scanned: complete ? max(machine.scanned, known.value) : machine.scanned, total: known, isComplete: complete)
     }
 
     /// Why the scan stopped early, if a read failed.

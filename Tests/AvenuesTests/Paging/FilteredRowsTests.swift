@@ -438,6 +438,54 @@ struct FilteredRowsTests {
         #expect(filtered.count == .exact(14_286) && filtered.row(at: 1) == 7)
     }
 
+    /// A scan reads the source itself, past the rows its list loaded, and a list's count is only
+    /// the rows it loaded while the source does not say: `progress` said "3000 of ≥ 0 scanned" (its
+    /// total below what it had read).
+    @Test func theTotalIsNeverBelowWhatTheScanRead() async throws {
+        final class Gate: Sendable {
+            private let state = Locked((open: false, waiting: [CheckedContinuation<Void, Never>]()))
+            func pass() async {
+                await withCheckedContinuation { continuation in
+                    let open = state.withLock { state -> Bool in
+                        if !state.open { state.waiting.append(continuation) }
+                        return state.open
+                    }
+                    if open { continuation.resume() }
+                }
+            }
+            func open() {
+                for continuation in state.withLock({ state in
+                    state.open = true
+                    defer { state.waiting = [] }
+                    return state.waiting
+                }) { continuation.resume() }
+            }
+        }
+        struct Unsaid: OffsetPageSource {  // 5,000 rows; it never says how many, and rows from 3,000 on wait for the gate
+            typealias Cursor = Int
+            typealias Item = String
+            let gate: Gate
+            func page(at offset: Int, size: Int) async throws -> Page<Int, String> {
+                if offset + size > 3_000 { await gate.pass() }
+                let end = min(offset + size, 5_000)
+                return Page(items: (offset ..< max(offset, end)).map { "number \($0)" }, cursorAfter: end < 5_000 ? end : nil)
+            }
+        }
+        let gate = Gate()
+        let rows = PagedRows(source: Unsaid(gate: gate))
+        let filtered = FilteredRows(rows: rows) { row, query in query.matches(row) }
+        filtered.filter(TextQuery("99"))
+        await eventually("the scan waits at row 3,000") { filtered.progress.scanned == 3_000 }
+        let waiting = filtered.progress
+        #expect(!waiting.isComplete && !waiting.total.isExact)
+        #expect(waiting.total.value >= waiting.scanned, "\(waiting)")
+        gate.open()
+        await finished(filtered)
+        let done = filtered.progress
+        #expect(done.isComplete && done.scanned == 5_000 && done.total.value >= 5_000, "\(done)")
+        #expect(filtered.count == .exact((0 ..< 5_000).filter { String($0).contains("99") }.count))
+    }
+
     @Test func overPagedRowsAndInMemory() async throws {
         struct Numbers: OffsetPageSource {
             typealias Cursor = Int
