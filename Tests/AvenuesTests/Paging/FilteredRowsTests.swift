@@ -401,14 +401,29 @@ struct FilteredRowsTests {
     }
 
     @Test func aFilterDroppedWhileItScansStopsScanning() async throws {
+        // The filter's end is awaited through a value only it holds, not by polling a weak
+        // reference: each look at one holds the filter for a moment, and a look that overlapped
+        // the scan letting go of it kept the filter alive for one more read (1 run in ~600 under
+        // a full ThreadSanitizer run, 2026-11-29).
+        final class Sentinel: Sendable {
+            let gone: AsyncStream<Void>.Continuation
+            init(_ gone: AsyncStream<Void>.Continuation) { self.gone = gone }
+            deinit { gone.finish() }
+        }
+        let (gone, signal) = AsyncStream<Void>.makeStream()
         let source = GatedSource(Self.words(10_000))
-        var filtered: FilteredRows<String>? = source.filtered(chunk: 100)
-        weak let dropped = filtered
+        var filtered: FilteredRows<String>? = {
+            let sentinel = Sentinel(signal)
+            return FilteredRows(chunk: 100, count: { [rows = source.rows] in .exact(rows.count) }, read: { try await source.read($0) }) { row, query in
+                _ = sentinel
+                return query.matches(row)
+            }
+        }()
         filtered?.filter(TextQuery("fix"))
         await eventually("the first read waits") { source.waiting == 1 }
         filtered = nil
         source.allow()  // the read in flight ends; the scan holds the filter no longer
-        await eventually("the filter is gone") { dropped == nil }
+        for await _ in gone {}  // the filter is gone (deinitialized) once the sentinel is
         #expect(source.reads.count == 1)  // no read after the one in flight
     }
 
