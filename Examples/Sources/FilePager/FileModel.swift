@@ -277,10 +277,15 @@ public final class FileModel: ListModel {
         case .left, .right, .character("<"), .character(">"):
             let step = max(8, state.withLock { $0.width } / 2)
             let right = key == .right || key == .character(">")
-            // Only what a Line keeps can be shown: no further than that.
+            // Only what a Line keeps can be shown: no further than that, and a step that would
+            // pass it says so (the screen past a long line's kept start is blank, its … still there).
             let farthest = file.bytesKeptPerLine
-            state.withLock { $0.column = max(0, right ? min(farthest, $0.column + step) : $0.column - step) }
-            return .none
+            let stopped = state.withLock { state -> Bool in
+                let stopped = right && state.column + step > farthest
+                state.column = max(0, right ? min(farthest, state.column + step) : state.column - step)
+                return stopped
+            }
+            return stopped ? .message("a line is shown to its first \(ByteSize.text(Int64(farthest))): no further right") : .none
         case .character("F"):
             input?.want(beyond: file.progress.size, by: Self.readAtTheEnd)
             return .follow

@@ -613,7 +613,11 @@ public struct ListScreen: Sendable {
         keys += [("?", "these keys (any key closes)"), (nested ? "q  Esc" : "q  Ctrl-C", nested ? "back" : "quit")]
         var lines = [TextWidth.fit("", columns), TextWidth.fit("  Keys", columns)]
         for (key, does) in keys {
-            lines.append(palette.paint(TextWidth.fit("    " + key, 26), palette.header) + TextWidth.fit(does, max(0, columns - 26)))
+            // A long description goes on below its key (it was cut: "search the lines (… (↑ ↓ PgU…").
+            for (index, part) in TextWidth.wrap(does, max(1, columns - 26)).enumerated() {
+                let key = index == 0 ? TextWidth.fit("    " + key, 26) : TextWidth.spaces(26)
+                lines.append(palette.paint(key, palette.header) + TextWidth.fit(part, max(0, columns - 26)))
+            }
         }
         while lines.count < pageRows { lines.append(TextWidth.fit("", columns)) }
         return Array(lines.prefix(pageRows))

@@ -139,6 +139,30 @@ public enum TextWidth {
         return (String(kept), count)
     }
 
+    /// `text` in lines of at most `width` columns, broken at spaces (a word wider than a line is
+    /// a line of its own, for ``fit(_:_:alignRight:keepEnd:)`` to cut). At least one line.
+    public static func wrap(_ text: String, _ width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        var lineColumns = 0
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            let wordColumns = columns(word)
+            if !line.isEmpty, lineColumns + 1 + wordColumns > width {
+                lines.append(line)
+                line = ""
+                lineColumns = 0
+            }
+            if !line.isEmpty {
+                line += " "
+                lineColumns += 1
+            }
+            line += word
+            lineColumns += wordColumns
+        }
+        lines.append(line)
+        return lines
+    }
+
     /// `count` spaces (none for a count below 1), written as bytes: `String(repeating:count:)` appends
     /// them one at a time.
     public static func spaces(_ count: Int) -> String {

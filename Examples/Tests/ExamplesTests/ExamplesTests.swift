@@ -105,6 +105,16 @@ struct TextWidthTests {
         #expect(TextWidth.columns(TextWidth.fit("日本語のファイル名", 7)) == 7)
     }
 
+    @Test func wrapBreaksAtSpacesIntoLinesOfTheWidth() {
+        #expect(TextWidth.wrap("search the lines (case-insensitive)", 20) == ["search the lines", "(case-insensitive)"])
+        #expect(TextWidth.wrap("a b c", 3) == ["a b", "c"])
+        #expect(TextWidth.wrap("日本 語", 4) == ["日本", "語"])
+        #expect(TextWidth.wrap("averyveryverylongword x", 5) == ["averyveryverylongword", "x"])  // cut later by fit
+        #expect(TextWidth.wrap("", 10) == [""])
+        #expect(TextWidth.wrap("  spaced   out  ", 40) == ["spaced out"])
+        #expect(TextWidth.wrap("a b", 0) == ["a", "b"])
+    }
+
     /// Found by ScreenTextFuzzer: a character's columns were its first scalar's, so a row padded
     /// after a prepended mark (U+0605 joins the space after it), or a `?` shown for a control
     /// before a spacing mark (U+093E joins it), took one column less than its width.

@@ -388,7 +388,13 @@ struct FileModelTests {
         _ = model.handle(.right, selected: 0)  // half a screen to the right
         #expect(model.line(at: 0, width: 12, spinner: "", palette: off) == "    1       ")
         #expect(model.statusFields.contains("column 9"))
-        for _ in 0 ..< 10_000 { _ = model.handle(.right, selected: 0) }  // no further than what is kept
+        for _ in 0 ..< 2_047 {
+            if case .message(let text) = model.handle(.right, selected: 0) { Issue.record("a message before the end: \(text)") }
+        }
+        #expect(model.statusFields.contains("column \(16 * 1024 + 1)"))
+        // No further than what is kept, and a step that would pass it says why nothing more shows.
+        guard case .message(let why) = model.handle(.right, selected: 0) else { Issue.record("no message at the end of what is kept"); return }
+        #expect(why == "a line is shown to its first 16.0 KiB: no further right")
         #expect(model.statusFields.contains("column \(16 * 1024 + 1)"))
         _ = model.handle(.left, selected: 0)
         _ = model.handle(.character("<"), selected: 0)
