@@ -47,6 +47,8 @@ public final class FileModel: ListModel {
         var column = 0
         var query: String?
         var search: Task<Void, Never>?
+        /// Which search is the running one: a search ends only its own.
+        var searchID: UInt64 = 0
         /// Bytes the running search has reached.
         var searchedTo: Int64 = 0
         var found: ListAction?
@@ -75,8 +77,8 @@ public final class FileModel: ListModel {
     }
 
     /// Pages standard input, as `input` copies it.
-    public convenience init(input: InputSpool, watchInterval: Duration = .milliseconds(200)) throws(LineFileError) {
-        try self.init(path: input.path, shownAs: Self.standardInputName, input: input, watchInterval: watchInterval, bytesKeptPerLine: 16 * 1024)
+    public convenience init(input: InputSpool, shownAs: String = FileModel.standardInputName, watchInterval: Duration = .milliseconds(200)) throws(LineFileError) {
+        try self.init(path: input.path, shownAs: shownAs, input: input, watchInterval: watchInterval, bytesKeptPerLine: 16 * 1024)
     }
 
     /// What the heading calls standard input.
@@ -247,7 +249,7 @@ public final class FileModel: ListModel {
             if let problem = status.problem {
                 fields.append(problem)
             } else if !status.ended {
-                fields.append("standard input: \(ByteSize.text(status.copied)) read, more as you go (G: all)")
+                fields.append("\(input.name): \(ByteSize.text(status.copied)) read, more as you go (G: all)")
             }
         }
         fields.append("pages resident \(existingRows?.resident.pages ?? 0)")
@@ -328,43 +330,49 @@ public final class FileModel: ListModel {
         guard let text = state.withLock({ $0.query }) else { return }
         let query = SearchText(text)
         let file = file
-        let task = Task(priority: .userInitiated) { [weak self] in
-            let hit: Int?
-            do {
-                if forward {
-                    let progress: @Sendable (Int64) -> Void = { [weak self] offset in
-                        let changed = self?.state.withLock { state in
-                            state.searchedTo = offset
-                            return state.changed
+        // Made and recorded under the lock: a search that ends at once (from the last line) finds
+        // itself recorded, and ends the record (it ended first, and stayed shown as running).
+        state.withLock { state in
+            state.searchID &+= 1
+            let id = state.searchID
+            state.searchedTo = 0
+            state.search = Task(priority: .userInitiated) { [weak self] in
+                let hit: Int?
+                do {
+                    if forward {
+                        let progress: @Sendable (Int64) -> Void = { [weak self] offset in
+                            let changed = self?.state.withLock { state -> (@Sendable (Int?) -> Void)? in
+                                guard state.searchID == id else { return nil }
+                                state.searchedTo = offset
+                                return state.changed
+                            }
+                            changed?(nil)
                         }
-                        changed??(nil)
+                        hit = try await file.firstLine(containing: Array(query.text.utf8), from: row, ignoringCase: !query.caseSensitive, progress: progress)
+                    } else {
+                        hit = try await file.lastLine(containing: Array(query.text.utf8), before: row, ignoringCase: !query.caseSensitive)
                     }
-                    hit = try await file.firstLine(containing: Array(query.text.utf8), from: row, ignoringCase: !query.caseSensitive, progress: progress)
-                } else {
-                    hit = try await file.lastLine(containing: Array(query.text.utf8), before: row, ignoringCase: !query.caseSensitive)
+                } catch is CancellationError {
+                    return
+                } catch {
+                    self?.finishSearch(id, .message("search failed: \(error)"))
+                    return
                 }
-            } catch is CancellationError {
-                return
-            } catch {
-                self?.finishSearch(.message("search failed: \(error)"))
-                return
+                guard !Task.isCancelled else { return }
+                if let hit {
+                    self?.finishSearch(id, .select(hit, message: "“\(text)” at line \(hit + 1)"))
+                } else {
+                    let unread = self?.input.flatMap { $0.status.ended ? nil : $0.name }
+                    self?.finishSearch(id, .message("“\(text)” not found " + (forward ? "after" : "before") + " this line" + (unread.map { " in what \($0) gave so far" } ?? "")))
+                }
             }
-            guard !Task.isCancelled else { return }
-            if let hit {
-                self?.finishSearch(.select(hit, message: "“\(text)” at line \(hit + 1)"))
-            } else {
-                let unread = self?.input.map { !$0.status.ended } ?? false
-                self?.finishSearch(.message("“\(text)” not found " + (forward ? "after" : "before") + " this line" + (unread ? " in what standard input gave so far" : "")))
-            }
-        }
-        state.withLock {
-            $0.search = task
-            $0.searchedTo = 0
         }
     }
 
-    private func finishSearch(_ outcome: ListAction) {
-        let changed = state.withLock { state in
+    /// Search `id` ended with `outcome`, unless another search replaced it meanwhile.
+    private func finishSearch(_ id: UInt64, _ outcome: ListAction) {
+        let changed = state.withLock { state -> (@Sendable (Int?) -> Void)? in
+            guard state.searchID == id else { return nil }
             state.search = nil
             state.found = outcome
             return state.changed

@@ -44,6 +44,8 @@ public final class InputSpool: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let changed = Mutex<(@Sendable () -> Void)?>(nil)
     private let keptFree: Int64
+    /// What messages call the source ("standard input", a named pipe's path).
+    public let name: String
 
     /// What has been copied, whether the input ended, and why copying stopped if it did.
     public var status: (copied: Int64, ended: Bool, problem: String?) {
@@ -58,16 +60,20 @@ public final class InputSpool: Sendable {
 
     /// Starts copying `source` (a descriptor this takes over) into a new file in `folder`, pausing
     /// while its file system has less than `keptFree` bytes free (``InputSpool/keptFree``).
+    /// `name` is what messages call the source: "standard input", or a named pipe's path.
     /// - Throws: ``Failure`` if the file cannot be made.
-    public init(source: Int32, folder: URL = FileManager.default.temporaryDirectory, keptFree: Int64 = InputSpool.keptFree) throws(Failure) {
+    public init(
+        source: Int32, name: String = "standard input", folder: URL = FileManager.default.temporaryDirectory, keptFree: Int64 = InputSpool.keptFree
+    ) throws(Failure) {
         self.keptFree = keptFree
+        self.name = name
         Self.removeAbandoned(in: folder)
         path = folder.appendingPathComponent("pages-input.\(getpid()).\(UUID().uuidString)").path
         let spool = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard spool >= 0 else {
             let reason = String(cString: strerror(errno))
             close(source)
-            throw Failure(description: "standard input cannot be kept in \(folder.path) (\(reason)); set TMPDIR to a folder that can be written")
+            throw Failure(description: "\(name) cannot be kept in \(folder.path) (\(reason)); set TMPDIR to a folder that can be written")
         }
         let thread = Thread { [self] in copy(from: source, to: spool) }
         thread.name = "pages.input"
@@ -145,13 +151,13 @@ public final class InputSpool: Sendable {
                 continue
             }
             if let free = Self.freeBytes(spool), free < keptFree {
-                stop(with: "stopped reading standard input: \(ByteSize.text(free)) left on the disk that keeps it")
+                stop(with: "stopped reading \(name): \(ByteSize.text(free)) left on the disk that keeps it")
                 return
             }
             let count = read(source, buffer, Int(min(Int64(size), room)))
             if count < 0, errno == EINTR { continue }
             if count < 0 {
-                stop(with: "standard input could not be read: \(String(cString: strerror(errno)))")
+                stop(with: "\(name) could not be read: \(String(cString: strerror(errno)))")
                 return
             }
             if count == 0 {
@@ -164,7 +170,7 @@ public final class InputSpool: Sendable {
                 let done = write(spool, buffer + written, count - written)
                 if done < 0, errno == EINTR { continue }
                 if done < 0 {
-                    stop(with: "standard input could not be kept: \(String(cString: strerror(errno)))")
+                    stop(with: "\(name) could not be kept: \(String(cString: strerror(errno)))")
                     return
                 }
                 written += done

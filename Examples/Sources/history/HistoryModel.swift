@@ -27,6 +27,8 @@ final class HistoryModel: ListModel {
         var listening: Task<Void, Never>?
         var query: String?
         var search: Task<Void, Never>?
+        /// Which search is the running one: a search ends only its own.
+        var searchID: UInt64 = 0
         /// How far the search got, and its outcome for the screen.
         var scanned = 0
         var found: ListAction?
@@ -324,41 +326,44 @@ final class HistoryModel: ListModel {
         guard let text = state.withLock({ $0.query }) else { return }
         let query = SearchQuery(text)
         let log = rows.log
-        let task = Task { [weak self] in
-            var hit: Int?
-            do {
-                if forward {
-                    try await log.scan(from: row) { number, commit in
-                        if query.matches(commit) {
-                            hit = number
-                            return false
+        // Made and recorded under the lock: a search that ends at once finds itself recorded
+        // (one that ended first stayed recorded, shown as running until the next).
+        state.withLock { state in
+            state.searchID &+= 1
+            let id = state.searchID
+            state.scanned = row
+            state.search = Task { [weak self] in
+                var hit: Int?
+                do {
+                    if forward {
+                        try await log.scan(from: row) { number, commit in
+                            if query.matches(commit) {
+                                hit = number
+                                return false
+                            }
+                            if number.isMultiple(of: 5_000) { self?.state.withLock { if $0.searchID == id { $0.scanned = number } } }
+                            return true
                         }
-                        if number.isMultiple(of: 5_000) { self?.state.withLock { $0.scanned = number } }
-                        return true
+                    } else {
+                        // Backwards: the rows before `row`, newest match nearest to it.
+                        try await log.scan(from: 0) { number, commit in
+                            guard number <= row else { return false }
+                            if query.matches(commit) { hit = number }
+                            return true
+                        }
                     }
-                } else {
-                    // Backwards: the rows before `row`, newest match nearest to it.
-                    try await log.scan(from: 0) { number, commit in
-                        guard number <= row else { return false }
-                        if query.matches(commit) { hit = number }
-                        return true
-                    }
+                } catch {
+                    self?.finishSearch(id, .message("search failed: \(error)"))
+                    return
                 }
-            } catch {
-                self?.finishSearch(.message("search failed: \(error)"))
-                return
+                guard !Task.isCancelled else { return }
+                if let hit {
+                    self?.found(hit, query: text)
+                    self?.finishSearch(id, .select(hit, message: "“\(text)” at \(hit + 1)"))
+                } else {
+                    self?.finishSearch(id, .message("“\(text)” not found " + (forward ? "after" : "before") + " this row"))
+                }
             }
-            guard !Task.isCancelled else { return }
-            if let hit {
-                self?.found(hit, query: text)
-                self?.finishSearch(.select(hit, message: "“\(text)” at \(hit + 1)"))
-            } else {
-                self?.finishSearch(.message("“\(text)” not found " + (forward ? "after" : "before") + " this row"))
-            }
-        }
-        state.withLock {
-            $0.search = task
-            $0.scanned = row
         }
     }
 
@@ -396,8 +401,10 @@ final class HistoryModel: ListModel {
         stats.hint(wantedHints())
     }
 
-    private func finishSearch(_ outcome: ListAction) {
+    /// Search `id` ended with `outcome`, unless another search replaced it meanwhile.
+    private func finishSearch(_ id: UInt64, _ outcome: ListAction) {
         state.withLock { state in
+            guard state.searchID == id else { return }
             state.search = nil
             state.found = outcome
         }

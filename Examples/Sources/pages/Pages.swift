@@ -18,7 +18,7 @@ struct Pages: Tool {
             ↑/↓/PgUp/PgDn/g/G move, :N goes to line N, / searches (n/N: the next and previous hit), ←/→ \
             scroll sideways, F follows the end as the file grows, ? lists every key, q quits. Piped, the \
             file is copied to the output as it is. `cmd | pages` (or `pages -`) pages standard input, read \
-            as far as you go (G reads on to its end).
+            as far as you go (G reads on to its end); `pages <(cmd)` and `pages FIFO` page a named pipe so.
 
             With a folder: \
             On a terminal: a screen at a time, the next one loading while you read; space or PgDn for the next \
@@ -172,6 +172,16 @@ struct Pages: Tool {
             copy(path, filter: filter)
             return
         }
+        // A named pipe — `pages <(cmd)`'s /dev/fd/63, a FIFO — is read as it comes, as standard
+        // input is (it cannot be read twice nor seeked in). Opening one waits for its writer, as
+        // `less` and `cat` do.
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFIFO {
+            let text = open(path, O_RDONLY | O_CLOEXEC)
+            guard text >= 0 else { Self.fail("\(path) cannot be opened (\(String(cString: strerror(errno)))); check that it can be read") }
+            try await page(stream: text, named: path, shownAs: path, filter: filter)
+            return
+        }
         let model: FileModel
         do {
             model = try FileModel(path: path)
@@ -246,11 +256,17 @@ struct Pages: Tool {
             close(text)
             return
         }
+        try await page(stream: text, named: "standard input", shownAs: FileModel.standardInputName, filter: filter)
+    }
+
+    /// Pages what comes through `text` (a descriptor this takes over), kept as it is read
+    /// (``InputSpool``); `name` is what messages call it.
+    @MainActor static func page(stream text: Int32, named name: String, shownAs: String, filter: TextQuery?) async throws {
         let input: InputSpool
         let model: FileModel
         do {
-            input = try InputSpool(source: text)
-            model = try FileModel(input: input)
+            input = try InputSpool(source: text, name: name)
+            model = try FileModel(input: input, shownAs: shownAs)
         } catch {
             Self.fail("\(error)")
         }

@@ -311,6 +311,34 @@ struct FileModelTests {
         #expect(model.endPreview(rows: 2, width: 20, palette: off) == [" 4999 line 4999     ", " 5000 line 5000     "])
     }
 
+    /// A search that ends at once (nothing after the last line) could end before its task was
+    /// recorded as the running search: the record then stayed, and the status line said
+    /// "searching “zzz”… 0 %" beside "not found" until the next search (seen on `pages <(seq …)`).
+    @Test func aSearchThatEndsAtOnceLeavesNoSearchRunning() async throws {
+        let model = try FileModel(path: write(Array("a\nb\n".utf8)))
+        defer { model.stop() }
+        let events = started(model)
+        await until(events) { model.count == .exact(2) }
+        for round in 0 ..< 300 {
+            _ = model.input("zzz", committed: true, selected: 1)
+            var outcome: String?
+            await until(events) {
+                if case .message(let message) = model.poll() { outcome = message }
+                return outcome != nil
+            }
+            #expect(outcome == "“zzz” not found after this line")
+            let fields = model.statusFields
+            guard !fields.contains(where: { $0.hasPrefix("searching") }) else {
+                Issue.record("round \(round): a search still shown as running: \(fields)")
+                return
+            }
+            if case .message(let message) = model.handle(.escape, selected: 1) {
+                Issue.record("round \(round): Esc found a search to cancel: \(message)")
+                return
+            }
+        }
+    }
+
     @Test func searchFindsTheNextAndThePreviousLineInEitherCase() async throws {
         var lines = (0 ..< 30_000).map { "row \($0)" }
         lines[12_345] = "the Needle here"

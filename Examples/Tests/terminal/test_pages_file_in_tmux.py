@@ -19,13 +19,16 @@ Usage: test_pages_file_in_tmux.py BIN_DIR   (the folder holding the built `pages
   at most 5 MB of it before G, which reads it to its end; `yes | pages` shows its first screen and
   keeps 4 MiB; the copy in TMPDIR is deleted on q; `pages -` piped prints standard input as it is;
   `pages < FILE` pages the file in place (no copy, counted exactly); one read partly is paged from
-  where it is; a file that is one 100 GB line shows its start at once and quits at once after G.
+  where it is; `pages <(cmd)` and `pages FIFO` page the named pipe as it comes, under its name; a
+  file that is one 100 GB line shows its start at once and quits at once after G.
 """
+import errno
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 
 from tmuxlib import Tmux, exited, fail, terminal_is_sane
 
@@ -128,6 +131,37 @@ def main():
             fail(f"pages < FILE copied the file to TMPDIR: {spool_sizes()} bytes", tmux.screen("redirected"))
         tmux.keys("redirected", "q")
         terminal_is_sane(tmux, "redirected", tmux.wait("redirected", "pages < FILE exits", exited), "pages")
+        # A named pipe — `pages <(cmd)`'s /dev/fd/63, a FIFO — is paged as it comes, as standard
+        # input is, under its name (it said "/dev/fd/63 is not a regular file", where less pages it).
+        tmux.start("substituted", f"bash -c \"TMPDIR='{spools}' '{pages}' <(cat '{path}'); echo EXIT=\\$?; stty -a; sleep 120\"")
+        tmux.wait("substituted", "pages <(cmd) shows the first screen under its /dev/fd name",
+                  lambda s: numbers(s)[:1] == [1] and len(numbers(s)) == 38 and "/dev/fd/" in s[0] and " of ≥ " in s[-1])
+        tmux.keys("substituted", "G")
+        tmux.wait("substituted", f"G on pages <(cmd) reads it to line {LINES}", lambda s: numbers(s)[-1:] == [LINES] and f"of {LINES} " in s[-1])
+        tmux.keys("substituted", "q")
+        terminal_is_sane(tmux, "substituted", tmux.wait("substituted", "pages <(cmd) exits", exited), "pages")
+        if spool_sizes():
+            fail(f"the copy of a named pipe was left in TMPDIR: {os.listdir(spools)}")
+        fifo = os.path.join(work, "named.fifo")
+        os.mkfifo(fifo)
+        tmux.start("fifo", f"TMPDIR='{spools}' '{pages}' '{fifo}'; echo EXIT=$?; stty -a; sleep 120")
+        # pages waits for a writer, as less does; the writer waits (a bounded time) for pages.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as error:
+                if error.errno != errno.ENXIO or time.monotonic() > deadline:
+                    fail(f"pages FIFO never opened the pipe for reading ({error})", tmux.screen("fifo"))
+                time.sleep(0.05)
+        os.set_blocking(writer, True)
+        os.write(writer, "".join(f"piped {n}\n" for n in range(1, 101)).encode())
+        os.close(writer)
+        tmux.wait("fifo", "pages FIFO shows what its writer wrote, counted once it closed",
+                  lambda s: len(s) > 2 and "piped 1" in s[1] and "named.fifo" in s[0] and " of 100 " in s[-1])
+        tmux.keys("fifo", "q")
+        terminal_is_sane(tmux, "fifo", tmux.wait("fifo", "pages FIFO exits", exited), "pages")
         # A file read partly before pages starts is paged from where it is (a copy of the rest).
         tmux.start("partly", f"(read first; TMPDIR='{spools}' '{pages}') < '{path}'; echo EXIT=$?; stty -a; sleep 120")
         tmux.wait("partly", "a file read partly is paged from its second line",
@@ -161,7 +195,7 @@ def main():
         tmux.start("tty", f"'{pages}' -; echo EXIT=$?; sleep 120")
         tmux.wait("tty", "pages - on a terminal says what to do and exits 1",
                   lambda s: any("pipe a command into pages" in line for line in s) and any(line.startswith("EXIT=1") for line in s))
-        print(f"ok: cmd | pages pages standard input (G reads it to line {LINES}); pages < FILE pages it in place; yes | pages keeps 4 MiB; the copy is deleted; pages - at a terminal says what to do")
+        print(f"ok: cmd | pages pages standard input (G reads it to line {LINES}); pages < FILE pages it in place; pages <(cmd) and pages FIFO page the pipe; yes | pages keeps 4 MiB; the copy is deleted; pages - at a terminal says what to do")
 
         name = "pages"
         tmux.start(name, f"'{pages}' '{path}'; echo EXIT=$?; stty -a; sleep 120")

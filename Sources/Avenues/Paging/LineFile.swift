@@ -166,9 +166,14 @@ public final class LineFile: OffsetPageSource {
             throw LineFileError(path: path, reason: "cannot be opened (\(FileSystem.message(for: error.code)))")
         }
         let box = Descriptor(descriptor)
-        guard let info = try? FileSystem.status(of: descriptor, path: path), info.isRegularFile else {
-            throw LineFileError(path: path, reason: "is not a regular file")
+        let info: FileSystem.FileInfo
+        do {
+            info = try FileSystem.status(of: descriptor, path: path)
+        } catch {
+            throw LineFileError(path: path, reason: "cannot be read (\(FileSystem.message(for: error.code)))")
         }
+        // What it is, so the caller can say what to do instead (a pipe can be read as a stream).
+        guard info.isRegularFile else { throw LineFileError(path: path, reason: "is \(info.kind), not a regular file") }
         return (box, info)
     }
 

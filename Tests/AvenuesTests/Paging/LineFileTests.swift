@@ -230,6 +230,23 @@ struct LineFileTests {
         #expect(throws: LineFileError.self) { try LineFile(path: path) }
     }
 
+    /// What a path that is not a regular file is, so a caller can say what to do instead (pages
+    /// reads a named pipe as a stream): it said only "is not a regular file".
+    @Test func aPathThatIsNoRegularFileSaysWhatItIs() throws {
+        let folder = self.folder.child("inner")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let fifo = self.folder.child("pipe").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for (path, kind) in [(folder.path, "a folder"), (fifo, "a named pipe"), ("/dev/null", "a character device")] {
+            do {
+                _ = try LineFile(path: path)  // the pipe opens at once (non-blocking) and is refused
+                Issue.record("\(path) was opened as lines")
+            } catch {
+                #expect(error.description == "\(path) is \(kind), not a regular file")
+            }
+        }
+    }
+
     @Test func pagedRowsOverALineFileJumpAnywhere() async throws {
         let text = (0..<100_000).map { "entry \($0)" }.joined(separator: "\n") + "\n"
         let file = try LineFile(path: write(Array(text.utf8)), checkpointInterval: 500)

@@ -1,0 +1,47 @@
+import Avenues
+import Foundation
+@testable import GitHistory
+@testable import history
+import Testing
+import TerminalUI
+
+@Suite("history's screen model", .enabled(if: Git.executable != nil, "needs git"), .timeLimit(.minutes(2)))
+struct HistoryModelTests {
+    /// A search that ends at once (nothing after the last commit) could end before its task was
+    /// recorded as the running search: the record then stayed, and the status line said
+    /// "searching “Commit”… 5 of 5" beside "not found" until the next search.
+    @Test func aSearchThatEndsAtOnceLeavesNoSearchRunning() async throws {
+        let repository = try TestRepository(commits: 5)
+        defer { repository.remove() }
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("history-model-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let log = GitLog(repository: repository.path, spoolFolder: spool)
+        try await log.start()
+        let model = HistoryModel(rows: HistoryRows(log: log, statsFolder: nil), title: "test", spoolFolder: spool)
+        let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        model.start { _ in sink.yield() }
+        defer { model.stop() }
+        model.show(0 ..< 5, resting: true)
+        for await _ in events where model.count == .exact(5) { break }
+        // The query for n/N: typed, then the filter cleared.
+        _ = model.input("zzz", committed: true, selected: 0)
+        _ = model.input(nil, committed: false, selected: 0)
+        for round in 0 ..< 3_000 {  // the race is lost in about 1 round of 1,000
+            _ = model.handle(.character("n"), selected: 4)
+            var outcome: String?
+            while outcome == nil {
+                if case .message(let message) = model.poll() { outcome = message } else { await Task.yield() }
+            }
+            #expect(outcome == "“zzz” not found after this row")
+            let fields = model.statusFields
+            guard !fields.contains(where: { $0.hasPrefix("searching") }) else {
+                Issue.record("round \(round): a search still shown as running: \(fields)")
+                return
+            }
+            if case .message(let message) = model.handle(.escape, selected: 4) {
+                Issue.record("round \(round): Esc found a search to cancel: \(message)")
+                return
+            }
+        }
+    }
+}
