@@ -142,8 +142,12 @@ public final class FileModel: ListModel {
             try? await file.scan()
             self?.state.withLock { $0.changed }?(nil)
         }
-        state.withLock { $0.scanning }?.cancel()
-        state.withLock { $0.scanning = task }
+        // One look at the lock: two scans started at once each cancel what the other stored.
+        let old = state.withLock { state -> Task<Void, Never>? in
+            defer { state.scanning = task }
+            return state.scanning
+        }
+        old?.cancel()
     }
 
     /// Looks at the file on disk and follows what happened to it.

@@ -268,8 +268,14 @@ public final class FilteredRows<Item: Sendable>: Sendable {
             guard let self else { return }
             await self.load(missing)
         }
-        state.withLock { $0.loading }?.cancel()
-        state.withLock { $0.loading = task }
+        // Swapped in one look at the lock (two screens shown at once each cancel the other's
+        // load, none is left running unseen); cancelled outside it: cancelling runs the read's
+        // cancellation handlers, user code.
+        let old = state.withLock { state -> Task<Void, Never>? in
+            defer { state.loading = task }
+            return state.loading
+        }
+        old?.cancel()
     }
 
     // MARK: Changes
