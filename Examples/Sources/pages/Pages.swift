@@ -177,7 +177,8 @@ struct Pages: Tool {
         // `less` and `cat` do.
         var info = stat()
         if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFIFO {
-            let text = open(path, O_RDONLY | O_CLOEXEC)
+            var text: Int32
+            repeat { text = open(path, O_RDONLY | O_CLOEXEC) } while text < 0 && errno == EINTR  // a signal while it waits
             guard text >= 0 else { Self.fail("\(path) cannot be opened (\(String(cString: strerror(errno)))); check that it can be read") }
             try await page(stream: text, named: path, shownAs: path, filter: filter)
             return
