@@ -19,6 +19,8 @@ public final class HistoryRows: Sendable {
     public let matchStats: Avenue<Int, String, DiffStat>
     private let diskHits = HitCounter()
     private let statsCache: SQLiteStorage<String>?
+    /// What computes (or reads from disk) the stats of both avenues: its work is counted once.
+    private let statsProcessor: AutoProcessor<String, DiffStat>
 
     /// Sets up the rows of `log`. Which rows' stats load is up to the screen (a row's key is
     /// ``statKey(at:)``): `history` asks for them where the list rests.
@@ -52,6 +54,7 @@ public final class HistoryRows: Sendable {
             statsCache = nil
             source = AutoProcessor(maxConcurrent: 64, processor)
         }
+        statsProcessor = source
         stats = Avenue(storage: memory, processor: source)
         matchStats = Avenue(storage: memory, processor: source)
     }
@@ -113,9 +116,12 @@ public final class HistoryRows: Sendable {
     /// Diff stats read from the disk cache instead of computed.
     public var cacheHits: Int { diskHits.value }
 
-    /// Page loads and diff stats in flight.
+    /// Page loads and diff stats in flight. A stat is counted once, by the processor the two
+    /// avenues share: a commit shown in the whole log and among a filter's matches is one load (the
+    /// two avenues' counts made it two).
     public var loadsInFlight: Int {
-        commits.pages.statistics.loadsInFlight + stats.statistics.loadsInFlight + matchStats.statistics.loadsInFlight
+        let stats = statsProcessor.activity
+        return commits.pages.statistics.loadsInFlight + stats.queued + stats.running
     }
 
     /// Prints every commit in order, as the rows arrive, holding at most `ahead` rows beyond the one

@@ -44,4 +44,28 @@ struct HistoryModelTests {
             }
         }
     }
+
+    /// One commit's stat asked for by the whole log's rows and by a filter's matches is one load:
+    /// the processor the two avenues share runs it once. The status line counted it once per avenue.
+    @Test func aStatAskedForByBothAvenuesIsOneLoadInFlight() async throws {
+        let repository = try TestRepository(commits: 5)
+        defer { repository.remove() }
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("history-rows-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let log = GitLog(repository: repository.path, spoolFolder: spool)
+        try await log.start()
+        let rows = HistoryRows(log: log, statsFolder: nil)
+        rows.commits.show(0 ..< 5)
+        while rows.statKey(at: 0) == nil { await Task.yield() }  // the suite's time limit ends a wait that never does
+        let hash = try #require(rows.statKey(at: 0))
+        while rows.loadsInFlight != 0 { await Task.yield() }  // the page's load ends just after its rows show
+        rows.stats.prepareItem(for: hash, at: 0)
+        rows.matchStats.prepareItem(for: hash, at: 3)
+        // One git process answers both: 1 while it runs (0 if it already ended: a test thread held
+        // up for that long); the two avenues' counts said 2.
+        #expect(rows.loadsInFlight <= 1)
+        while rows.stats.item(at: 0) == nil || rows.matchStats.item(at: 3) == nil { await Task.yield() }
+        #expect(rows.stats.item(at: 0) == rows.matchStats.item(at: 3))
+        while rows.loadsInFlight != 0 { await Task.yield() }  // the processor's bookkeeping ends just after
+    }
 }
