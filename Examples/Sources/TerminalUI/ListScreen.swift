@@ -623,10 +623,18 @@ public struct ListScreen: Sendable {
         return Array(lines.prefix(pageRows))
     }
 
+    /// What was typed, its end kept when it is wider than `width` columns: the caret and the last
+    /// keys stay in sight (a long text showed its start, and what was being typed was cut off).
+    /// The status line gives it its width less 4: the prompt's two columns, the caret and the `…`
+    /// that cuts the hint after it.
+    static func typed(_ text: String, _ width: Int) -> String {
+        TextWidth.columns(text) > width ? TextWidth.fit(text, max(1, width), keepEnd: true) : text
+    }
+
     /// The position, the model's fields, a message, then what fits of the extras.
     private func statusLine() -> String {
-        if let typing, typingRow { return " :" + typing + "▏  (go to \(model.rowName) N; Enter goes, Esc cancels)" }
-        if let typing, let prompt = model.inputPrompt { return " /" + typing + "▏  (\(prompt); Enter keeps it, Esc clears it)" }
+        if let typing, typingRow { return " :" + Self.typed(typing, columns - 4) + "▏  (go to \(model.rowName) N; Enter goes, Esc cancels)" }
+        if let typing, let prompt = model.inputPrompt { return " /" + Self.typed(typing, columns - 4) + "▏  (\(prompt); Enter keeps it, Esc clears it)" }
         let count = model.count
         // A window past the rows known so far (`:50` in a file whose first line is still being
         // read) shows its own rows, pending: it said "50–1 of ≥ 1".

@@ -105,6 +105,15 @@ struct TextWidthTests {
         #expect(TextWidth.columns(TextWidth.fit("日本語のファイル名", 7)) == 7)
     }
 
+    /// A long text typed at `/` showed its start, and the caret and the last keys were cut off.
+    @Test func aLongTypedTextKeepsItsEndInSight() {
+        let typed = String(repeating: "abcdefghij", count: 30) + "END"
+        let shown = ListScreen.typed(typed, 40)
+        #expect(TextWidth.columns(shown) == 40 && shown.hasPrefix("…") && shown.hasSuffix("hijEND"))
+        #expect(ListScreen.typed("short", 40) == "short")
+        #expect(ListScreen.typed("日本語の検索", 5) == "…検索")  // 1 + 2 + 2 columns
+    }
+
     @Test func wrapBreaksAtSpacesIntoLinesOfTheWidth() {
         #expect(TextWidth.wrap("search the lines (case-insensitive)", 20) == ["search the lines", "(case-insensitive)"])
         #expect(TextWidth.wrap("a b c", 3) == ["a b", "c"])
