@@ -268,8 +268,8 @@ public final class FilteredRows<Item: Sendable>: Sendable {
             guard let self else { return }
             await self.load(missing)
         }
-        // Swapped in one look at the lock (two screens shown at once each cancel the other's
-        // load, none is left running unseen); cancelled outside it: cancelling runs the read's
+        // Swapped in one look at the lock, so of two screens shown at once the load swapped out is
+        // cancelled and none runs on unseen; cancelled outside it: cancelling runs the read's
         // cancellation handlers, user code.
         let old = state.withLock { state -> Task<Void, Never>? in
             defer { state.loading = task }
