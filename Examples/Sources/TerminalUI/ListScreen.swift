@@ -613,8 +613,10 @@ public struct ListScreen: Sendable {
         keys += [("?", "these keys (any key closes)"), (nested ? "q  Esc" : "q  Ctrl-C", nested ? "back" : "quit")]
         var lines = [TextWidth.fit("", columns), TextWidth.fit("  Keys", columns)]
         for (key, does) in keys {
-            // A long description goes on below its key (it was cut: "search the lines (… (↑ ↓ PgU…").
-            for (index, part) in TextWidth.wrap(does, max(1, columns - 26)).enumerated() {
+            // A long description goes on below its key (it was cut: "search the lines (… (↑ ↓ PgU…"),
+            // unless the terminal is too narrow for that to read as text (a word a line): then cut.
+            let room = columns - 26
+            for (index, part) in (room >= 20 ? TextWidth.wrap(does, room) : [does]).enumerated() {
                 let key = index == 0 ? TextWidth.fit("    " + key, 26) : TextWidth.spaces(26)
                 lines.append(palette.paint(key, palette.header) + TextWidth.fit(part, max(0, columns - 26)))
             }
