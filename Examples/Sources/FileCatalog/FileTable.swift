@@ -35,7 +35,7 @@ public final class FileTable: Sendable {
             let counter = DiskHitCounter(disk.codable(FileSummary.self))
             diskCache = disk
             diskHits = counter
-            processor = AutoProcessor(maxConcurrent: maxConcurrent, summarizer.cached(in: counter))
+            processor = AutoProcessor(maxConcurrent: maxConcurrent, UnlessEmpty(cached: summarizer.cached(in: counter), direct: summarizer))
         } else {
             diskCache = nil
             diskHits = nil
@@ -129,4 +129,19 @@ final class DiskHitCounter: Storage {
     func set(_ value: FileSummary, for key: FileRef) { base.set(value, for: key) }
     func removeValue(for key: FileRef) { base.removeValue(for: key) }
     func removeAll() { base.removeAll() }
+}
+
+/// Summaries from the disk cache, except for files that say they are empty: procfs and sysfs files
+/// say 0 bytes and keep one modification time while what they hold changes (`/proc/meminfo`,
+/// `/proc/sys/kernel/random/uuid`), so their cache key never changed and a second run showed the
+/// first run's content. An empty file costs nothing to read again.
+struct UnlessEmpty<Cached: Processor<FileRef, FileSummary>, Direct: Processor<FileRef, FileSummary>>: Processor {
+    let cached: Cached
+    let direct: Direct
+
+    func process(_ file: FileRef) async throws -> FileSummary {
+        file.size == 0 ? try await direct.process(file) : try await cached.process(file)
+    }
+
+    func isAvailableOffline(_ file: FileRef) -> Bool { file.size == 0 || cached.isAvailableOffline(file) }
 }

@@ -15,7 +15,7 @@ struct Browse: Tool {
             Keys: ↑/↓ or j/k move, PgUp/PgDn or b/space page, g/G or Home/End jump, Enter opens the file in a \
             pager, s sorts by path, size or lines, ? shows every key, q or Ctrl-C quits.
 
-            Summaries are cached on disk by path, size and modification time, so a second run shows them at once. \
+            Summaries are cached on disk by path, size and modification time, so a second run shows them at once (a file that says it is empty, as /proc's do, is read every time). \
             When standard output is not a terminal, the table is printed as plain text.
 
             With an http:// or https:// URL of a folder index (nginx autoindex, Apache, lighttpd, python3 -m \

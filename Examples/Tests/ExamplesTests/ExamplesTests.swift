@@ -454,6 +454,27 @@ struct FolderListingTests {
 
 @Suite("Summaries cache")
 struct SummariesCacheTests {
+    #if os(Linux)
+    /// Probe of 2026-11-29: a second `browse /proc/sys/kernel/random` showed the first run's `uuid`.
+    /// procfs says 0 bytes and keeps one time for a file whose content changes, so the cache key
+    /// (path, size, time) never changed. A file that says it is empty is read every time.
+    @Test func aFileThatSaysItIsEmptyIsReadEveryTime() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("summaries-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let entries = try FileListing.list("/proc/sys/kernel/random").filter { $0.path == "uuid" }
+        #expect(entries.count == 1 && entries.first?.ref.size == 0)
+        var previews: [String] = []
+        for _ in 0 ..< 2 {  // two runs, one cache
+            let table = FileTable(entries: entries, cacheFolder: folder)
+            await streamRowsInOrder(of: table, ahead: 1) { _, content in
+                if case .loaded(let summary) = content { previews.append(summary.preview) }
+            }
+            table.flush()
+        }
+        #expect(previews.count == 2 && previews[0] != previews[1], "\(previews)")  // a new uuid each read
+    }
+    #endif
+
     /// Earlier versions kept a file per summary (DiskStorage); the SQLite cache that replaced it
     /// deletes those files once, and nothing else in the folder.
     @Test func theFilePerEntryCacheOfEarlierVersionsIsDeletedAndNothingElse() async throws {
