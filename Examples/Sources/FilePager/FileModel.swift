@@ -47,7 +47,7 @@ public final class FileModel: ListModel {
         var column = 0
         var query: String?
         var search: Task<Void, Never>?
-        /// Which search is the running one: a search ends only its own.
+        /// Which search is the running one: a search ends only its own, and a cancel ends the number.
         var searchID: UInt64 = 0
         /// Bytes the running search has reached.
         var searchedTo: Int64 = 0
@@ -373,7 +373,7 @@ public final class FileModel: ListModel {
         }
     }
 
-    /// Search `id` ended with `outcome`, unless another search replaced it meanwhile.
+    /// Search `id` ended with `outcome`, unless it was cancelled or replaced meanwhile.
     private func finishSearch(_ id: UInt64, _ outcome: ListAction) {
         let changed = state.withLock { state -> (@Sendable (Int?) -> Void)? in
             guard state.searchID == id else { return nil }
@@ -386,8 +386,13 @@ public final class FileModel: ListModel {
 
     @discardableResult
     private func cancelSearch() -> Bool {
+        // The number moves on too: a cancelled search past its last look at cancellation ends no
+        // record, and posts no outcome after Esc said it was cancelled.
         let task = state.withLock { state -> Task<Void, Never>? in
-            defer { state.search = nil }
+            defer {
+                state.search = nil
+                state.searchID &+= 1
+            }
             return state.search
         }
         task?.cancel()

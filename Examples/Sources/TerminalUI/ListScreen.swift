@@ -618,7 +618,7 @@ public struct ListScreen: Sendable {
             let room = columns - 26
             for (index, part) in (room >= 20 ? TextWidth.wrap(does, room) : [does]).enumerated() {
                 let key = index == 0 ? TextWidth.fit("    " + key, 26) : TextWidth.spaces(26)
-                lines.append(palette.paint(key, palette.header) + TextWidth.fit(part, max(0, columns - 26)))
+                lines.append(palette.paint(key, palette.header) + TextWidth.fit(part, max(0, room)))
             }
         }
         while lines.count < pageRows { lines.append(TextWidth.fit("", columns)) }

@@ -27,7 +27,7 @@ final class HistoryModel: ListModel {
         var listening: Task<Void, Never>?
         var query: String?
         var search: Task<Void, Never>?
-        /// Which search is the running one: a search ends only its own.
+        /// Which search is the running one: a search ends only its own, and a cancel ends the number.
         var searchID: UInt64 = 0
         /// How far the search got, and its outcome for the screen.
         var scanned = 0
@@ -358,6 +358,8 @@ final class HistoryModel: ListModel {
                 }
                 guard !Task.isCancelled else { return }
                 if let hit {
+                    // Only the current search moves the hits n/N go from.
+                    guard self?.state.withLock({ $0.searchID == id }) == true else { return }
                     self?.found(hit, query: text)
                     self?.finishSearch(id, .select(hit, message: "“\(text)” at \(hit + 1)"))
                 } else {
@@ -401,7 +403,7 @@ final class HistoryModel: ListModel {
         stats.hint(wantedHints())
     }
 
-    /// Search `id` ended with `outcome`, unless another search replaced it meanwhile.
+    /// Search `id` ended with `outcome`, unless it was cancelled or replaced meanwhile.
     private func finishSearch(_ id: UInt64, _ outcome: ListAction) {
         state.withLock { state in
             guard state.searchID == id else { return }
@@ -412,8 +414,13 @@ final class HistoryModel: ListModel {
 
     @discardableResult
     private func cancelSearch() -> Bool {
+        // The number moves on too: a cancelled search past its last look at cancellation ends no
+        // record, and posts no outcome after Esc said it was cancelled.
         let task = state.withLock { state -> Task<Void, Never>? in
-            defer { state.search = nil }
+            defer {
+                state.search = nil
+                state.searchID &+= 1
+            }
             return state.search
         }
         task?.cancel()

@@ -319,23 +319,8 @@ struct FileModelTests {
         defer { model.stop() }
         let events = started(model)
         await until(events) { model.count == .exact(2) }
-        for round in 0 ..< 300 {
+        await expectSearchesEndingAtOnceLeaveNoneRunning(model, rounds: 300, selected: 1, outcome: "“zzz” not found after this line") {
             _ = model.input("zzz", committed: true, selected: 1)
-            var outcome: String?
-            await until(events) {
-                if case .message(let message) = model.poll() { outcome = message }
-                return outcome != nil
-            }
-            #expect(outcome == "“zzz” not found after this line")
-            let fields = model.statusFields
-            guard !fields.contains(where: { $0.hasPrefix("searching") }) else {
-                Issue.record("round \(round): a search still shown as running: \(fields)")
-                return
-            }
-            if case .message(let message) = model.handle(.escape, selected: 1) {
-                Issue.record("round \(round): Esc found a search to cancel: \(message)")
-                return
-            }
         }
     }
 

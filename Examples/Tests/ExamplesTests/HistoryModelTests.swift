@@ -7,40 +7,34 @@ import TerminalUI
 
 @Suite("history's screen model", .enabled(if: Git.executable != nil, "needs git"), .timeLimit(.minutes(2)))
 struct HistoryModelTests {
-    /// A search that ends at once (nothing after the last commit) could end before its task was
-    /// recorded as the running search: the record then stayed, and the status line said
-    /// "searching “Commit”… 5 of 5" beside "not found" until the next search.
-    @Test func aSearchThatEndsAtOnceLeavesNoSearchRunning() async throws {
-        let repository = try TestRepository(commits: 5)
+    /// A repository of `commits` commits and its log, started; both removed after `body`.
+    func withLog(commits: Int, _ body: (GitLog, URL) async throws -> Void) async throws {
+        let repository = try TestRepository(commits: commits)
         defer { repository.remove() }
         let spool = FileManager.default.temporaryDirectory.appendingPathComponent("history-model-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: spool) }
         let log = GitLog(repository: repository.path, spoolFolder: spool)
         try await log.start()
-        let model = HistoryModel(rows: HistoryRows(log: log, statsFolder: nil), title: "test", spoolFolder: spool)
-        let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        model.start { _ in sink.yield() }
-        defer { model.stop() }
-        model.show(0 ..< 5, resting: true)
-        for await _ in events where model.count == .exact(5) { break }
-        // The query for n/N: typed, then the filter cleared.
-        _ = model.input("zzz", committed: true, selected: 0)
-        _ = model.input(nil, committed: false, selected: 0)
-        for round in 0 ..< 3_000 {  // the race is lost in about 1 round of 1,000
-            _ = model.handle(.character("n"), selected: 4)
-            var outcome: String?
-            while outcome == nil {
-                if case .message(let message) = model.poll() { outcome = message } else { await Task.yield() }
-            }
-            #expect(outcome == "“zzz” not found after this row")
-            let fields = model.statusFields
-            guard !fields.contains(where: { $0.hasPrefix("searching") }) else {
-                Issue.record("round \(round): a search still shown as running: \(fields)")
-                return
-            }
-            if case .message(let message) = model.handle(.escape, selected: 4) {
-                Issue.record("round \(round): Esc found a search to cancel: \(message)")
-                return
+        try await body(log, spool)
+    }
+
+    /// A search that ends at once (nothing after the last commit) could end before its task was
+    /// recorded as the running search: the record then stayed, and the status line said
+    /// "searching “Commit”… 5 of 5" beside "not found" until the next search.
+    @Test func aSearchThatEndsAtOnceLeavesNoSearchRunning() async throws {
+        try await withLog(commits: 5) { log, spool in
+            let model = HistoryModel(rows: HistoryRows(log: log, statsFolder: nil), title: "test", spoolFolder: spool)
+            let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            model.start { _ in sink.yield() }
+            defer { model.stop() }
+            model.show(0 ..< 5, resting: true)
+            for await _ in events where model.count == .exact(5) { break }
+            // The query for n/N: typed, then the filter cleared.
+            _ = model.input("zzz", committed: true, selected: 0)
+            _ = model.input(nil, committed: false, selected: 0)
+            // The race was lost in about 1 round of 1,000.
+            await expectSearchesEndingAtOnceLeaveNoneRunning(model, rounds: 3_000, selected: 4, outcome: "“zzz” not found after this row") {
+                _ = model.handle(.character("n"), selected: 4)
             }
         }
     }
@@ -48,24 +42,20 @@ struct HistoryModelTests {
     /// One commit's stat asked for by the whole log's rows and by a filter's matches is one load:
     /// the processor the two avenues share runs it once. The status line counted it once per avenue.
     @Test func aStatAskedForByBothAvenuesIsOneLoadInFlight() async throws {
-        let repository = try TestRepository(commits: 5)
-        defer { repository.remove() }
-        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("history-rows-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: spool) }
-        let log = GitLog(repository: repository.path, spoolFolder: spool)
-        try await log.start()
-        let rows = HistoryRows(log: log, statsFolder: nil)
-        rows.commits.show(0 ..< 5)
-        while rows.statKey(at: 0) == nil { await Task.yield() }  // the suite's time limit ends a wait that never does
-        let hash = try #require(rows.statKey(at: 0))
-        while rows.loadsInFlight != 0 { await Task.yield() }  // the page's load ends just after its rows show
-        rows.stats.prepareItem(for: hash, at: 0)
-        rows.matchStats.prepareItem(for: hash, at: 3)
-        // One git process answers both: 1 while it runs (0 if it already ended: a test thread held
-        // up for that long); the two avenues' counts said 2.
-        #expect(rows.loadsInFlight <= 1)
-        while rows.stats.item(at: 0) == nil || rows.matchStats.item(at: 3) == nil { await Task.yield() }
-        #expect(rows.stats.item(at: 0) == rows.matchStats.item(at: 3))
-        while rows.loadsInFlight != 0 { await Task.yield() }  // the processor's bookkeeping ends just after
+        try await withLog(commits: 5) { log, _ in
+            let rows = HistoryRows(log: log, statsFolder: nil)
+            rows.commits.show(0 ..< 5)
+            while rows.statKey(at: 0) == nil { await Task.yield() }  // the suite's time limit ends a wait that never does
+            let hash = try #require(rows.statKey(at: 0))
+            while rows.loadsInFlight != 0 { await Task.yield() }  // the page's load ends just after its rows show
+            rows.stats.prepareItem(for: hash, at: 0)
+            rows.matchStats.prepareItem(for: hash, at: 3)
+            // One git process answers both: 1 while it runs (0 if it already ended: a test thread held
+            // up for that long); the two avenues' counts said 2.
+            #expect(rows.loadsInFlight <= 1)
+            while rows.stats.item(at: 0) == nil || rows.matchStats.item(at: 3) == nil { await Task.yield() }
+            #expect(rows.stats.item(at: 0) == rows.matchStats.item(at: 3))
+            while rows.loadsInFlight != 0 { await Task.yield() }  // the processor's bookkeeping ends just after
+        }
     }
 }

@@ -81,8 +81,21 @@ enum FileSystem {
         let permissions: UInt32
         /// Hard links to the file; 0 once it was deleted (seen through a descriptor).
         let links: UInt64
+        /// The file's type bits (`st_mode & S_IFMT`).
+        let type: mode_t
+
         /// What it is, for a message: "a folder", "a named pipe"… ("a file" for a regular one).
-        var kind: String = "a file"
+        var kind: String {
+            switch type {
+            case S_IFDIR: "a folder"
+            case S_IFIFO: "a named pipe"
+            case S_IFSOCK: "a socket"
+            case S_IFCHR: "a character device"
+            case S_IFBLK: "a block device"
+            case S_IFLNK: "a symbolic link"
+            default: "a file"
+            }
+        }
 
         /// Which file this is (two paths or descriptors with one identity are one file).
         var identity: Identity { Identity(device: device, inode: inode) }
@@ -398,17 +411,9 @@ extension FileSystem.FileInfo {
             inode: UInt64(truncatingIfNeeded: info.st_ino),
             owner: UInt32(truncatingIfNeeded: info.st_uid),
             permissions: UInt32(truncatingIfNeeded: info.st_mode) & 0o7777,
-            links: UInt64(truncatingIfNeeded: info.st_nlink)
+            links: UInt64(truncatingIfNeeded: info.st_nlink),
+            type: type
         )
-        kind = switch type {
-        case S_IFDIR: "a folder"
-        case S_IFIFO: "a named pipe"
-        case S_IFSOCK: "a socket"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFLNK: "a symbolic link"
-        default: "a file"
-        }
     }
 }
 
