@@ -63,7 +63,7 @@ public final class LocalRows: ListModel {
         let kinds = table.kinds
         let (sort, filter, shown) = sorting.state.withLock { ($0.sort, $0.filter, $0.order.count) }
         let matches = filter.map { "  ·  “\($0.text)”: \(shown) of \(table.entries.count)" } ?? ""
-        return "\(tool)  \(title)  ·  \(kinds.files) files, \(kinds.folders) folders" + matches + (sort == .path ? "" : "  ·  by \(sort.rawValue)")
+        return "\(tool)  \(title)  ·  \(counted(kinds.files, "file")), \(counted(kinds.folders, "folder"))" + matches + (sort == .path ? "" : "  ·  by \(sort.rawValue)")
     }
 
     public func columnHeader(width: Int, palette: Terminal.Palette) -> String? { TableLayout(width: width).header(palette: palette) }

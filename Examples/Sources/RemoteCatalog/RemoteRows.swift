@@ -32,7 +32,7 @@ public final class RemoteRows: ListModel {
 
     public var heading: String {
         let count = table.files.count
-        let rows = "browse  \(RemoteTable.shown(table.root))  ·  \(count) rows" + (count.isExact ? "" : " (listing…)")
+        let rows = "browse  \(RemoteTable.shown(table.root))  ·  \(counted(count, "row"))" + (count.isExact ? "" : " (listing…)")
         guard let filter = state.withLock({ $0.filter }) else { return rows }
         return "browse  \(RemoteTable.shown(table.root))  ·  “\(filter)”: \(table.filtered.count) of \(table.filtered.progress.total)"
     }

@@ -57,8 +57,8 @@ final class HistoryModel: ListModel {
 
     var heading: String {
         let paths = rows.log.paths.isEmpty ? "" : " -- " + rows.log.paths.joined(separator: " ")
-        if isFiltering { return "history  \(title)\(paths)  ·  \(filtered.count) of \(rows.count) commits" }
-        return "history  \(title)\(paths)  ·  \(count) commits"
+        if isFiltering { return "history  \(title)\(paths)  ·  \(filtered.count) of \(counted(rows.count, "commit"))" }
+        return "history  \(title)\(paths)  ·  \(counted(count, "commit"))"
     }
 
     var count: RowCount { isFiltering ? filtered.count : rows.count }

@@ -381,6 +381,21 @@ struct HostileTextTests {
         #expect(TerminalSafe.clean(hostile) == "x?]2;PWNED??[2J??31mtxt.exe")
     }
 
+    /// Seen 2026-11-29: `browse` of a folder holding one folder said "1 folders".
+    @Test func aCountOfOneTakesTheSingular() throws {
+        #expect(counted(1, "folder") == "1 folder")
+        #expect(counted(0, "folder") == "0 folders")
+        #expect(counted(11, "file") == "11 files")
+        #expect(counted(RowCount.exact(1), "row") == "1 row")
+        #expect(counted(RowCount.atLeast(1), "row") == "≥ 1 rows")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("one-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("inner"), withIntermediateDirectories: true)
+        try Data("x\n".utf8).write(to: folder.appendingPathComponent("file.txt"))
+        let rows = LocalRows(table: FileTable(entries: try FileListing.list(folder.path), cacheFolder: nil), title: "t", ahead: 1)
+        #expect(rows.heading == "browse  t  ·  1 file, 1 folder")
+    }
+
     /// Seen 2026-11-23: a 10,000-line subject took 4 s to draw each frame.
     @Test func fittingAHugeStringReadsOnlyAScreensWidth() {
         let huge = String(repeating: "subject line\n", count: 100_000)

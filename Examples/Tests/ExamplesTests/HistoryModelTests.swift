@@ -18,6 +18,19 @@ struct HistoryModelTests {
         try await body(log, spool)
     }
 
+    /// A repository of one commit was "1 commits".
+    @Test func oneCommitIsCountedInTheSingular() async throws {
+        try await withLog(commits: 1) { log, spool in
+            let model = HistoryModel(rows: HistoryRows(log: log, statsFolder: nil), title: "test", spoolFolder: spool)
+            let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            model.start { _ in sink.yield() }
+            defer { model.stop() }
+            model.show(0 ..< 1, resting: true)
+            for await _ in events where model.count == .exact(1) { break }
+            #expect(model.heading == "history  test  ·  1 commit")
+        }
+    }
+
     /// A search that ends at once (nothing after the last commit) could end before its task was
     /// recorded as the running search: the record then stayed, and the status line said
     /// "searching “Commit”… 5 of 5" beside "not found" until the next search.
