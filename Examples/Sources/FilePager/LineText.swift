@@ -25,6 +25,9 @@ public enum LineText {
         let reach = min(line.bytes.count, Int(clamping: (Int64(column) + Int64(width)) * 8 + 64))
         var end = reach
         if reach == line.bytes.count, !line.isCut, end > 0, line.bytes[end - 1] == 0x0D { end -= 1 }
+        // Cut inside a character (by the reach, or by what the line keeps), the bytes would end
+        // with a replacement character the file does not have: seen after 330 combining marks.
+        if reach < line.bytes.count || line.isCut { end = Line.wholeScalarsEnd(line.bytes, before: end) }
         if asciiFastPath, let text = printableASCII(line.bytes, end: end, from: column, width: width, more: line.isCut || reach < line.bytes.count) {
             return text
         }

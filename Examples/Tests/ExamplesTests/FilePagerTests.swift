@@ -81,6 +81,19 @@ struct LineTextTests {
         }
     }
 
+    /// Seen 2026-11-29: "a" and 100,000 combining marks drew as "á́́…" and a replacement character:
+    /// the bytes read for a screen's width ended inside a mark.
+    @Test func bytesReadForTheScreenEndOnAWholeCharacter() {
+        let zalgo = "a" + String(repeating: "\u{301}", count: 100_000) + "b"
+        #expect(!visible(zalgo, width: 75).contains("\u{FFFD}"))
+        #expect(visible(zalgo, width: 75).hasSuffix("…"))
+        for tail in ["中", "😀", "é"] {
+            let kept = Array((String(repeating: "\u{301}", count: 40) + tail).utf8).dropLast()  // cut inside `tail`
+            let shown = LineText.visible(line(Array(kept), length: 1_000), from: 0, width: 10)
+            #expect(!shown.contains("\u{FFFD}"), "\(tail)")
+        }
+    }
+
     @Test func aLineCutToWhatIsKeptSaysSo() {
         // 100 MB long, 16 bytes kept: the last column says more follows, wherever the view is.
         let cut = line(Array("0123456789abcdef".utf8), length: 100 << 20)

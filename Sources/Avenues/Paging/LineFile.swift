@@ -21,11 +21,28 @@ public struct Line: Sendable, Hashable {
     public var isCut: Bool { Int64(bytes.count) < length }
 
     /// The line as text: bytes that are not UTF-8 as replacement characters, a final `\r` (of a
-    /// CRLF file) dropped. Not cleaned for a terminal.
+    /// CRLF file) dropped. Not cleaned for a terminal. A cut line ends with its last whole
+    /// character: the cut, not the file, split the one after.
     public var text: String {
         var end = bytes.count
         if !isCut, end > 0, bytes[end - 1] == 0x0D { end -= 1 }
+        if isCut { end = Self.wholeScalarsEnd(bytes, before: end) }
         return String(decoding: bytes[0..<end], as: UTF8.self)
+    }
+
+    /// `end`, or the start of the UTF-8 sequence that `end` cuts short: where the bytes before
+    /// `end` stop being whole characters. Bytes that are not UTF-8 are left as they are.
+    ///
+    /// For code that draws part of ``bytes`` (a screen's width of a long line): decoding up to a
+    /// cut inside a character gives a replacement character that is not in the file.
+    public static func wholeScalarsEnd(_ bytes: [UInt8], before end: Int) -> Int {
+        var start = end - 1
+        // At most three continuation bytes follow a lead byte.
+        while start >= 0, start > end - 4, bytes[start] & 0xC0 == 0x80 { start -= 1 }
+        guard start >= 0 else { return end }
+        let lead = bytes[start]
+        let length = lead >= 0xF8 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+        return start + length > end ? start : end
     }
 }
 

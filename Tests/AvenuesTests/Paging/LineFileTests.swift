@@ -82,6 +82,26 @@ struct LineFileTests {
         #expect(lines[0].text.contains("\u{FFFD}"))
     }
 
+    /// Seen 2026-11-29: a line of "中" cut to what is kept ended inside a character, and its text
+    /// ended with a replacement character the file does not have.
+    @Test func aCutLinesTextEndsWithItsLastWholeCharacter() throws {
+        let kept = LineFile.keptBytes
+        for tail in ["中", "é", "😀", "\u{301}"] {
+            // The kept bytes end 1, 2 or 3 bytes into `tail`'s encoding.
+            for into in 1 ..< tail.utf8.count {
+                let padding = [UInt8](repeating: UInt8(ascii: "a"), count: kept - into)
+                let bytes = padding + Array(String(repeating: tail, count: 10).utf8) + Array("\n".utf8)
+                let line = try #require(try LineFile(path: write(bytes)).lines(0 ..< 1).first)
+                #expect(line.isCut && line.bytes.count == kept)
+                #expect(line.text == String(repeating: "a", count: kept - into), "\(tail.debugDescription), \(into) bytes in")
+            }
+        }
+        // A line kept whole keeps its invalid bytes as they are, and a cut one those before its end.
+        #expect(Line(number: 0, offset: 0, length: 2, bytes: [0x61, 0xE4]).text == "a\u{FFFD}")
+        #expect(Line(number: 0, offset: 0, length: 9, bytes: [0xFF, 0x61, 0xE4]).text == "\u{FFFD}a")
+        #expect(Line(number: 0, offset: 0, length: 9, bytes: [0x61, 0xBF, 0xBF, 0xBF, 0xBF]).text == "a\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}")
+    }
+
     @Test func aHundredMegabyteLineIsKeptToItsStartAndTheLinesAfterItAreFound() throws {
         var bytes = Array("before\n".utf8)
         bytes += [UInt8](repeating: UInt8(ascii: "x"), count: 20 << 20)  // 20 MiB here; the benchmark uses 100 MB
