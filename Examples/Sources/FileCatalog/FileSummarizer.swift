@@ -203,7 +203,10 @@ public struct FileSummarizer: Processor {
 
         var result: FileSummary {
             let binary = isBinary
-            let preview = binary ? Sparkline.render(histogram) : TextCleaning.printable(firstLine)
+            // Cut at the limit, the line may end inside a character: that is not a byte of the file
+            // that is not UTF-8, so it must not show as one.
+            let kept = firstLine.count < FileSummarizer.previewLimit ? firstLine[...] : firstLine[..<Line.wholeScalarsEnd(firstLine, before: firstLine.count)]
+            let preview = binary ? Sparkline.render(histogram) : TextCleaning.printable(Array(kept))
             return FileSummary(lines: lines, crc32: crc.value, isBinary: binary, preview: preview)
         }
     }

@@ -214,6 +214,20 @@ struct FileSummaryTests {
         #expect(summary.preview == "first line")
     }
 
+    /// Seen 2026-11-29: a first line longer than the preview keeps, cut inside a character, showed
+    /// a replacement character at the cut.
+    @Test func aPreviewCutInsideACharacterEndsBeforeIt() {
+        // Each first line's 400th byte is inside a character.
+        for (start, character, count) in [("xx", "中", 134), ("x", "é", 200), ("x", "\u{301}", 250), ("x", "😀", 100)] {
+            let summary = FileSummarizer.summarize(Data((start + String(repeating: character, count: count) + "\n").utf8))
+            #expect(!summary.preview.contains("\u{FFFD}"), "\(character.debugDescription)")
+            #expect(summary.preview.utf8.count >= FileSummarizer.previewLimit - 3)
+        }
+        // A byte that is not UTF-8 before the cut is still shown as one.
+        let bees = String(repeating: "b", count: 40)
+        #expect(FileSummarizer.summarize(Data([0x61, 0xFF] + Array(bees.utf8) + [0x0A])).preview == "a\u{FFFD}" + bees)
+    }
+
     @Test func binaryFilesShowAByteHistogramSparkline() {
         let bytes = Data((0..<4_096).map { UInt8(truncatingIfNeeded: $0 % 64) })
         let summary = FileSummarizer.summarize(bytes)
