@@ -29,9 +29,14 @@ public struct Commit: Sendable, Hashable {
     /// The author's name as text (replacement characters for bytes that are not UTF-8).
     public var author: String { String(decoding: authorBytes, as: UTF8.self) }
 
-    /// The subject as text, cut at ``shownSubjectBytes`` bytes: what a screen shows and a search
-    /// reads (a 10,000-line first paragraph is joined into one subject by git).
-    public var subject: String { String(decoding: subjectBytes.prefix(Self.shownSubjectBytes), as: UTF8.self) }
+    /// The subject as text, cut at ``shownSubjectBytes`` bytes (at the last whole character
+    /// before): what a screen shows and a search reads (a 10,000-line first paragraph is joined
+    /// into one subject by git).
+    public var subject: String {
+        guard subjectBytes.count > Self.shownSubjectBytes else { return String(decoding: subjectBytes, as: UTF8.self) }
+        let end = Line.wholeScalarsEnd(subjectBytes, before: Self.shownSubjectBytes)
+        return String(decoding: subjectBytes[..<end], as: UTF8.self)
+    }
 
     /// The most bytes of a subject shown or searched.
     public static let shownSubjectBytes = 4_096

@@ -37,6 +37,9 @@ struct GitParsingTests {
         let commit = Commit(hash: "h", shortHash: "h", date: "d", author: [], subject: long)
         #expect(commit.subject.utf8.count == Commit.shownSubjectBytes)
         #expect(commit.line.count == 500_000 + 5)
+        // Cut inside a character, the subject ends before it, not on a replacement character.
+        let wide = Commit(hash: "h", shortHash: "h", date: "d", author: [], subject: Array(("xx" + String(repeating: "中", count: 2_000)).utf8))
+        #expect(!wide.subject.contains("\u{FFFD}") && wide.subject.utf8.count == Commit.shownSubjectBytes - 2)
     }
 
     /// Probe of 2026-11-26: `history --page-size 9223372036854775807` trapped (two pages' worth of
