@@ -188,7 +188,9 @@ final class HistoryModel: ListModel {
         var line = " " + palette.paint(commit.shortHash, palette.hash) + "  "
         if showsDate { line += palette.paint(commit.date, palette.date) + "  " }
         if showsAuthor { line += palette.paint(TextWidth.fit(commit.author, authorWidth), palette.author) + "  " }
-        if refsWidth > 0 { line += palette.paint(TextWidth.fit(refs, refsWidth), palette.ref) }
+        // Cut, the refs keep their space before the subject ("(HEAD -> ma… subject", not "ma…subject").
+        let shownRefs = refsWidth >= TextWidth.columns(refs) ? refs : TextWidth.fit(String(refs.dropLast()), refsWidth - 1) + " "
+        if refsWidth > 0 { line += palette.paint(shownRefs, palette.ref) }
         line += shownSubject
         if showsStat { line += " " + TextWidth.fit(stat, statWidth, alignRight: true) }
         return line

@@ -31,6 +31,30 @@ struct HistoryModelTests {
         }
     }
 
+    /// Seen 2026-11-29: refs cut to their share of the row ran into the subject, "(HEAD -> ma…esc".
+    @Test func refsCutToTheirShareKeepTheirSpaceBeforeTheSubject() async throws {
+        let repository = try TestRepository(commits: 1, subjects: [1: "Subject"], tags: 3, taggedCommits: [1])
+        defer { repository.remove() }
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("history-model-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let log = GitLog(repository: repository.path, spoolFolder: spool)
+        try await log.start()
+        let model = HistoryModel(rows: HistoryRows(log: log, statsFolder: nil), title: "test", spoolFolder: spool)
+        let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        model.start { _ in sink.yield() }
+        defer { model.stop() }
+        model.show(0 ..< 1, resting: true)
+        let plain = Terminal.Palette(on: false)
+        for await _ in events where model.line(at: 0, width: 200, spinner: "", palette: plain)?.contains("Subject") == true { break }
+        var cut = 0
+        for width in stride(from: 40, through: 300, by: 7) {
+            let line = try #require(model.line(at: 0, width: width, spinner: "", palette: plain))
+            #expect(line.contains(") Subject") || line.contains("… Subject"), "\(width): \(line)")
+            if line.contains("… Subject") { cut += 1 }
+        }
+        #expect(cut > 0)  // some widths cut the refs
+    }
+
     /// A search that ends at once (nothing after the last commit) could end before its task was
     /// recorded as the running search: the record then stayed, and the status line said
     /// "searching “Commit”… 5 of 5" beside "not found" until the next search.
