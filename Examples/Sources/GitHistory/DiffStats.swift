@@ -46,15 +46,21 @@ public struct DiffStat: Sendable, Hashable, Codable {
 public final class DiffStats: Processor {
     /// The repository.
     public let repository: String
+    /// The paths the stats count (`history -- PATH`), as `git log --stat -- PATH` counts them;
+    /// every file when empty.
+    public let paths: [String]
     private let batcher: Batcher<String, DiffStat>
 
-    /// A processor for the repository at `repository`; at most `maxBatch` commits per git process.
-    public init(repository: String, maxBatch: Int = 64) {
+    /// A processor for the repository at `repository`, counting the changes to `paths` (all when
+    /// empty); at most `maxBatch` commits per git process.
+    public init(repository: String, paths: [String] = [], maxBatch: Int = 64) {
         self.repository = repository
+        self.paths = paths
+        let limit = paths.isEmpty ? [] : ["--"] + paths
         batcher = Batcher(maxBatch: maxBatch) { hashes in
             // Each commit's numstat follows a NUL and its hash, so the output splits by commit.
             // git's defaults (renames detected), so the stat is what `git show --stat` says.
-            let output = try await Git.run(["show", "--numstat", "--format=%x00%H"] + hashes, in: repository)
+            let output = try await Git.run(["show", "--numstat", "--format=%x00%H"] + hashes + limit, in: repository)
             var stats: [String: DiffStat] = [:]
             for record in output.split(separator: 0) {
                 guard let newline = record.firstIndex(of: 0x0A) else {

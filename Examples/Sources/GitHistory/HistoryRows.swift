@@ -33,7 +33,8 @@ public final class HistoryRows: Sendable {
         commits = PagedRows(source: log, configuration: Self.configuration(pageSize: pageSize))
         let memory = MemoryStorage<String, DiffStat>(countLimit: 2_000)
         // A screen's rows all ask at once, so DiffStats answers them with one git process.
-        let processor = DiffStats(repository: log.repository)
+        // Under `-- PATHS` a commit's stat counts those paths only, as `git log --stat -- PATHS` does.
+        let processor = DiffStats(repository: log.repository, paths: log.paths)
         let source: AutoProcessor<String, DiffStat>
         if let statsFolder {
             // Earlier versions kept a file per stat here (a DiskStorage, whose lock file marks it):
@@ -47,7 +48,11 @@ public final class HistoryRows: Sendable {
             }
             let database = SQLiteStorage<String>(file: statsFolder.appendingPathComponent("stats.sqlite"), sizeLimit: 64 << 20)
             statsCache = database
-            let disk = database.codable(DiffStat.self)
+            // One database for every run: a stat limited to paths is kept under its hash and paths.
+            let paths = log.paths
+            let disk = database.codable(DiffStat.self).mapKeys { (hash: String) in
+                paths.isEmpty ? hash : ([hash, "--"] + paths).joined(separator: "\u{0}")
+            }
             let hits = diskHits
             source = AutoProcessor(maxConcurrent: 64, processor.cached(in: CountingStorage(disk) { hits.count() }))
         } else {

@@ -353,6 +353,32 @@ struct GitLogTests {
         #expect(batched[commits[7].hash] == DiffStat(files: 2, added: 5, removed: 4))  // commit 5: a binary blob too
     }
 
+    /// Seen 2026-11-29: under `history -- blob.bin` a commit's stat counted every file it changed,
+    /// where `git log --stat -- blob.bin` counts that one.
+    @Test func underPathsAStatCountsThosePathsAndIsKeptApartFromTheWholeCommits() async throws {
+        let repository = try TestRepository(commits: 12)
+        defer { repository.remove() }
+        let commits = try await repository.log()
+        let tenth = commits[2].hash  // commit 10 changes notes.txt and blob.bin
+        #expect(try await DiffStats(repository: repository.path, paths: ["blob.bin"]).process(tenth) == DiffStat(files: 1, added: 0, removed: 0))
+        #expect(try await DiffStats(repository: repository.path).process(tenth).files == 2)
+        // Through the rows, over one stats database: the stat under paths, then the whole one.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stats-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (paths, files) in [(["blob.bin"], 1), ([], 2), (["blob.bin"], 1)] {
+            let log = GitLog(repository: repository.path, paths: paths, spoolFolder: folder.appendingPathComponent("spool"))
+            try await log.start()
+            let rows = HistoryRows(log: log, statsFolder: folder)
+            let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            let observation = rows.stats.observe { _ in sink.yield() }
+            rows.stats.prepareItem(for: tenth, at: 0)
+            for await _ in events where rows.stats.item(at: 0) != nil { break }
+            #expect(rows.stats.item(at: 0)?.files == files, "\(paths)")
+            observation.cancel()
+            rows.flush()
+        }
+    }
+
     /// Seen 2026-11-23 on git/git's 7422200bfa: "4 files +65 −65" (`--no-renames`) where `git show
     /// --stat` says "3 files +2 −2".
     @Test func aRenamedFileCountsAsGitShowStatCountsIt() async throws {
