@@ -157,6 +157,8 @@ public struct ListScreen: Sendable {
     private var frame = 0
     private var message: String?
     private var showsHelp = false
+    /// The first line of the keys shown, when they do not fit the screen and are scrolled.
+    private var helpTop = 0
     /// The input line's text while it is typed.
     private var typing: String?
     /// Whether the input line is `:N` (go to a row) rather than the model's.
@@ -358,6 +360,11 @@ public struct ListScreen: Sendable {
     private mutating func handle(_ key: Key, events: inout AsyncStream<Event>.Iterator, sink: AsyncStream<Event>.Continuation) async -> Exit? {
         if typing != nil { return type(key) }
         if showsHelp {
+            // Keys that do not fit the screen scroll with the keys that move; any other key closes.
+            if let top = Self.helpScroll(key, top: helpTop, lines: keyLines().count, rows: pageRows) {
+                helpTop = top
+                return nil
+            }
             showsHelp = false
             if key == .escape || key == .character("?") || key == .character("q") { return nil }
         }
@@ -368,6 +375,7 @@ public struct ListScreen: Sendable {
         switch key {
         case .character("?"):
             showsHelp = true
+            helpTop = 0
             return nil
         case .character("/") where model.inputPrompt != nil:
             typing = ""
@@ -603,7 +611,46 @@ public struct ListScreen: Sendable {
         Terminal.write(output)
     }
 
+    /// The keys as many rows as `pageRows` holds: all of them, or those from ``helpTop`` with a
+    /// last line that says how to see the rest (on a short terminal the last keys, quit among them,
+    /// were cut with no sign that there were more).
     private func helpLines() -> [String] {
+        var lines = keyLines()
+        if lines.count <= pageRows {
+            while lines.count < pageRows { lines.append(TextWidth.fit("", columns)) }
+            return lines
+        }
+        guard pageRows > 1 else { return [Self.moreKeysLine(top: 0, shown: 0, of: lines.count, columns: columns)] }
+        let top = min(helpTop, lines.count - (pageRows - 1))
+        return Array(lines[top ..< top + pageRows - 1]) + [Self.moreKeysLine(top: top, shown: pageRows - 1, of: lines.count, columns: columns)]
+    }
+
+    /// The help's last row when the keys do not fit: which lines show and how to see the others.
+    static func moreKeysLine(top: Int, shown: Int, of total: Int, columns: Int) -> String {
+        TextWidth.fit("  keys \(top + 1)–\(top + shown) of \(total) lines: ↑ ↓ PgUp PgDn for more, any other key closes", columns)
+    }
+
+    /// Where the keys start after `key`, when they take `lines` lines and `rows` rows show them
+    /// (one is the line that says there are more); `nil` when the key closes the help (every key
+    /// does when they fit).
+    static func helpScroll(_ key: Key, top: Int, lines: Int, rows: Int) -> Int? {
+        let shown = rows - 1
+        guard lines > rows, shown > 0 else { return nil }
+        let last = lines - shown
+        let top = min(top, last)
+        switch key {
+        case .down, .character("j"): return min(top + 1, last)
+        case .up, .character("k"): return max(top - 1, 0)
+        case .pageDown, .space: return min(top + shown, last)
+        case .pageUp, .character("b"): return max(top - shown, 0)
+        case .home, .character("g"): return 0
+        case .end, .character("G"): return last
+        default: return nil
+        }
+    }
+
+    /// Every line of the keys, the two that head them included.
+    private func keyLines() -> [String] {
         var keys: [(key: String, does: String)] = [
             ("↑ ↓  j k", "move one row"), ("PgUp PgDn  b space", "move one screen"), ("g G  Home End", "the first or the last row"),
         ]
@@ -621,8 +668,7 @@ public struct ListScreen: Sendable {
                 lines.append(palette.paint(key, palette.header) + TextWidth.fit(part, max(0, room)))
             }
         }
-        while lines.count < pageRows { lines.append(TextWidth.fit("", columns)) }
-        return Array(lines.prefix(pageRows))
+        return lines
     }
 
     /// What was typed, its end kept when it is wider than `width` columns: the caret and the last

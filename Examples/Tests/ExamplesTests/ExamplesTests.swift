@@ -114,6 +114,27 @@ struct TextWidthTests {
         #expect(ListScreen.typed("日本語の検索", 5) == "…検索")  // 1 + 2 + 2 columns
     }
 
+    /// Seen 2026-11-29: on a 9-row terminal `?` showed 5 of the 13 keys, quit not among them, and
+    /// nothing said there were more. Keys that do not fit scroll, and their last row says so.
+    @Test func keysThatDoNotFitScrollAndSaySo() {
+        // 14 lines in 6 rows: 5 show, the sixth says there are more.
+        #expect(ListScreen.helpScroll(.down, top: 0, lines: 14, rows: 6) == 1)
+        #expect(ListScreen.helpScroll(.character("j"), top: 9, lines: 14, rows: 6) == 9)  // the last 5 show
+        #expect(ListScreen.helpScroll(.space, top: 0, lines: 14, rows: 6) == 5)
+        #expect(ListScreen.helpScroll(.pageDown, top: 5, lines: 14, rows: 6) == 9)
+        #expect(ListScreen.helpScroll(.up, top: 0, lines: 14, rows: 6) == 0)
+        #expect(ListScreen.helpScroll(.character("b"), top: 9, lines: 14, rows: 6) == 4)
+        #expect(ListScreen.helpScroll(.end, top: 0, lines: 14, rows: 6) == 9)
+        #expect(ListScreen.helpScroll(.home, top: 7, lines: 14, rows: 6) == 0)
+        // Any other key closes; every key closes keys that fit, and a screen of one row.
+        #expect(ListScreen.helpScroll(.character("x"), top: 0, lines: 14, rows: 6) == nil)
+        #expect(ListScreen.helpScroll(.escape, top: 0, lines: 14, rows: 6) == nil)
+        #expect(ListScreen.helpScroll(.down, top: 0, lines: 14, rows: 14) == nil)
+        #expect(ListScreen.helpScroll(.down, top: 0, lines: 14, rows: 1) == nil)
+        let line = ListScreen.moreKeysLine(top: 5, shown: 5, of: 14, columns: 80)
+        #expect(TextWidth.columns(line) == 80 && line.contains("6–10 of 14"))
+    }
+
     @Test func wrapBreaksAtSpacesIntoLinesOfTheWidth() {
         #expect(TextWidth.wrap("search the lines (case-insensitive)", 20) == ["search the lines", "(case-insensitive)"])
         #expect(TextWidth.wrap("a b c", 3) == ["a b", "c"])

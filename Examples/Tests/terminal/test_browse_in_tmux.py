@@ -9,7 +9,7 @@ Usage: test_browse_in_tmux.py BIN_DIR   (the folder holding the built `browse`)
 - after PgDn x5, G and g, the visible rows show values; after G the status line counts cancellations;
 - `?` shows the keys and any key closes them; `s` sorts by size (largest first) and back by path;
 - q exits with status 0, Ctrl-C with 130 (as shells expect of an interrupted command), both leave the terminal sane (icanon, echo, isig; cursor shown;
-  main screen); a resize redraws at the new size, at 30 and 8 columns no row wraps, and 2 rows show a row and the status line;
+  main screen); a resize redraws at the new size, at 30 and 8 columns no row wraps (and at 30x12 the keys scroll), and 2 rows show a row and the status line;
 - every signal that ends the process (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE)
   leaves the terminal sane too;
 - a folder whose name holds escape sequences (`ESC]2;PWNED BEL`, `ESC[2J`) neither retitles nor
@@ -145,6 +145,14 @@ def main():
                            and s[-1].lstrip().startswith("1–9 ") and any(re.search(r"\d B$|KiB$", line) for line in s[2:-1]))
         if any(len(line) > 30 for line in screen):
             fail("a line is wider than the 30-column terminal", screen)
+        # The keys do not fit 9 rows (seen 2026-11-29: quit was cut, with no sign of more): they
+        # scroll, their last row says so, and any other key closes them.
+        tmux.keys("b", "?")
+        tmux.wait("b", "? on 9 rows shows the first keys and says there are more", lambda s: any(line.startswith("  keys 1–") for line in s))
+        tmux.keys("b", "G")
+        tmux.wait("b", "G shows the last keys, quit among them", lambda s: any("quit" in line for line in s[2:-1]) and any(line.startswith("  keys ") for line in s))
+        tmux.keys("b", "x")
+        tmux.wait("b", "x closes the keys", lambda s: not any(line.startswith("  keys ") for line in s) and any(re.search(r"\d B$|KiB$", line) for line in s[2:-1]))
         tmux.run("resize-window", "-t", "b", "-x", "8", "-y", "6")
         tmux.wait("b", "the screen is redrawn at 8x6, every line cut", lambda s: len(s) == 6 and s[0].startswith(" brow") and s[-1].startswith(" 1–"))
         # Shorter than heading, titles, a row and the status line: a frame of more lines than the
