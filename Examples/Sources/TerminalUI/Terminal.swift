@@ -149,15 +149,8 @@ public enum Terminal {
             sink(Array(text.utf8))
             return
         }
-        var remaining = Array(text.utf8)[...]
-        while !remaining.isEmpty {
-            let written = remaining.withUnsafeBytes { systemWrite(STDOUT_FILENO, $0.baseAddress, $0.count) }
-            if written <= 0 {
-                if errno == EINTR { continue }
-                return  // the terminal is gone; nothing useful to do
-            }
-            remaining = remaining.dropFirst(written)
-        }
+        var text = text
+        text.withUTF8 { _ = writeAll(STDOUT_FILENO, UnsafeRawBufferPointer($0)) }  // a failure: the terminal is gone, nothing to do
     }
 
     // MARK: Interactive mode
@@ -323,7 +316,7 @@ public enum Terminal {
 }
 
 /// `write(2)`, under a name that `Terminal.write(_:)` does not shadow.
-private func systemWrite(_ descriptor: Int32, _ pointer: UnsafeRawPointer?, _ count: Int) -> Int {
+func systemWrite(_ descriptor: Int32, _ pointer: UnsafeRawPointer?, _ count: Int) -> Int {
     write(descriptor, pointer, count)
 }
 

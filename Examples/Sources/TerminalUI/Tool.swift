@@ -15,8 +15,23 @@ extension Tool {
         await parseAndRun()
     }
 
+    /// A tool's faster path for its commonest call, without ArgumentParser: as ``parseAndRun()``
+    /// runs the tool, output checked and written at the end; an error thrown (`ExitCode(130)`
+    /// after ^C) is the exit status.
+    @MainActor public static func runWithoutParsing(_ body: @MainActor () async throws -> Void) async {
+        StandardOutput.failure.withLock { $0 = { message in Self.fail(message) } }
+        do {
+            try await body()
+            StandardOutput.flush()
+        } catch {
+            StandardOutput.flush()
+            exit(withError: error)
+        }
+    }
+
     /// What ``main()`` does; a tool with a faster path for its commonest call falls back to it.
     public static func parseAndRun() async {
+        StandardOutput.failure.withLock { $0 = { message in Self.fail(message) } }
         do {
             var command = try parseAsRoot()
             if var asynchronous = command as? any AsyncParsableCommand {
@@ -24,7 +39,9 @@ extension Tool {
             } else {
                 try command.run()
             }
+            StandardOutput.flush()
         } catch {
+            StandardOutput.flush()  // what was printed before the error, then the message
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) }  // help, version: ArgumentParser prints them
             if error is ExitCode { exit(withError: error) }  // a status of its own (130 after ^C), nothing to say
@@ -52,10 +69,17 @@ extension Tool {
     /// `TOOL: message` on standard error (cleaned of control characters: it may quote outside
     /// text), and exit status 1.
     public static func fail(_ message: String) -> Never {
+        StandardOutput.flush()  // what was printed comes before the message (a failed flush ends here)
+        warn(message)
+        Foundation.exit(1)
+    }
+
+    /// `TOOL: message` on standard error, as ``fail(_:)`` writes it, without ending the tool.
+    public static func warn(_ message: String) {
         var line = TerminalSafe.clean(message.trimmingCharacters(in: .whitespacesAndNewlines))
         while line.hasSuffix(".") { line.removeLast() }  // one style: no sentence period
-        FileHandle.standardError.write(Data((toolName + ": " + line + "\n").utf8))
-        Foundation.exit(1)
+        // Not FileHandle.write(_:): it traps when standard error cannot be written (a full disk).
+        Array((toolName + ": " + line + "\n").utf8).withUnsafeBytes { _ = writeAll(STDERR_FILENO, $0) }
     }
 
     private static func isArgumentError(_ error: any Error) -> Bool {

@@ -102,9 +102,9 @@ struct Browse: Tool {
 
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             let layout = TableLayout(width: Terminal.plainTextWidth(width))
-            print(layout.header)
+            StandardOutput.line(layout.header)
             await streamRowsInOrder(of: table, ahead: streamedAhead) { index, content in
-                print(layout.row(entries[index], content))
+                StandardOutput.line(layout.row(entries[index], content))
             }
             table.flush()
             return
@@ -128,9 +128,9 @@ struct Browse: Tool {
         }
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             let layout = TableLayout(width: Terminal.plainTextWidth(width))
-            print(layout.header)
+            StandardOutput.line(layout.header)
             await table.streamInOrder(ahead: streamedAhead) { file, size, content in
-                print(layout.row(path: file.path, size: size, content))
+                StandardOutput.line(layout.row(path: file.path, size: size, content))
             }
             return
         }

@@ -64,16 +64,7 @@ struct History: Tool {
         let rows = HistoryRows(log: log, pageSize: pageSize, statsFolder: statsFolder)
 
         guard interactive else {
-            let output = FileHandle.standardOutput
-            var buffer: [UInt8] = []
-            let failure = await rows.printAll { commit in
-                buffer += commit.line + [0x0A]
-                if buffer.count > 64 * 1024 {
-                    output.write(Data(buffer))
-                    buffer = []
-                }
-            }
-            output.write(Data(buffer))
+            let failure = await rows.printAll { commit in StandardOutput.write(commit.line + [0x0A]) }
             if let failure { Self.fail("\(failure)") }
             return
         }

@@ -80,21 +80,13 @@ struct Pages: Tool {
         let arguments = CommandLine.arguments.dropFirst()
         // `cmd | pages` (nothing named, a pipe or a file for input) and `pages -`: standard input.
         if (arguments.isEmpty && Self.inputIsPipeOrFile) || Array(arguments) == ["-"] {
-            do {
-                try await pageStandardInput(filter: nil)
-            } catch {
-                exit(withError: error)  // ^C: status 130
-            }
+            await runWithoutParsing { try await pageStandardInput(filter: nil) }
             return
         }
         if arguments.count == 1, let path = arguments.first, !path.hasPrefix("-"), RemoteTable.remoteURL(path) == nil {
             var isFolder: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue {
-                do {
-                    try await page(file: path, filter: nil)
-                } catch {
-                    exit(withError: error)  // ^C: status 130
-                }
+                await runWithoutParsing { try await page(file: path, filter: nil) }
                 return
             }
         }
@@ -196,21 +188,29 @@ struct Pages: Tool {
     /// Copies the file at `path` to standard output, a megabyte at a time; with `filter`, only the
     /// lines that contain it, in order, as they are read.
     static func copy(_ path: String, filter: TextQuery?) {
-        guard let input = FileHandle(forReadingAtPath: path) else { Self.fail("\(path) cannot be opened; check that it can be read") }
+        var input: Int32
+        repeat { input = open(path, O_RDONLY | O_CLOEXEC) } while input < 0 && errno == EINTR
+        guard input >= 0 else { Self.fail("\(path) cannot be opened (\(String(cString: strerror(errno)))); check that it can be read") }
         copy(input, named: path, filter: filter)
+        close(input)
     }
 
-    /// ``copy(_:filter:)`` from an open file.
-    static func copy(_ input: FileHandle, named name: String, filter: TextQuery?) {
+    /// ``copy(_:filter:)`` from an open descriptor. With read(2), not FileHandle: its errors said
+    /// "The operation could not be completed. (NSCocoaErrorDomain error 256.)" for /proc/self/mem's
+    /// EIO, and blamed the input for a full disk on the output.
+    static func copy(_ input: Int32, named name: String, filter: TextQuery?) {
         var lines = LineFilter(filter)
-        do {
-            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
-                try FileHandle.standardOutput.write(contentsOf: lines.take(chunk))
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                Self.fail("\(name) could not be read (\(String(cString: strerror(errno))))")
             }
-            try FileHandle.standardOutput.write(contentsOf: lines.finish())
-        } catch {
-            Self.fail("\(name) could not be copied (\(error.localizedDescription))")
+            if count == 0 { break }
+            StandardOutput.write(lines.take(Data(buffer[..<count])))
         }
+        StandardOutput.write(lines.finish())
     }
 
     /// Whether standard input is a pipe (or a socket) or a file (`cmd | pages`, `pages < file`), not
@@ -231,7 +231,7 @@ struct Pages: Tool {
             Self.fail("standard input is the terminal, which gives keys, not text to page; pipe a command into pages (cmd | pages) or give a file")
         }
         guard Terminal.isTerminal(STDOUT_FILENO) else {
-            copy(FileHandle.standardInput, named: "standard input", filter: filter)
+            copy(STDIN_FILENO, named: "standard input", filter: filter)
             return
         }
         // The text comes on standard input; the keys come from the terminal, put in its place so
@@ -274,7 +274,7 @@ struct Pages: Tool {
         defer { input.remove() }
         if let filter { _ = model.input(filter.text, committed: true, selected: -1) }
         try await ListScreen.run(ListScreen.open(model))
-        if let problem = input.status.problem { FileHandle.standardError.write(Data("pages: \(problem)\n".utf8)) }
+        if let problem = input.status.problem { Self.warn(problem) }
     }
 
     /// A path that opens the regular file open as `descriptor`, if it is one and is read from its
@@ -332,17 +332,17 @@ struct Renderer: Sendable {
 
     func printHeader() {
         switch format {
-        case .table: Swift.print(layout.header)
-        case .tsv: Swift.print(["path", "bytes", "lines", "crc32", "preview"].joined(separator: "\t"))
+        case .table: StandardOutput.line(layout.header)
+        case .tsv: StandardOutput.line(["path", "bytes", "lines", "crc32", "preview"].joined(separator: "\t"))
         }
     }
 
     func print(_ entry: FileEntry, _ content: RowContent) {
-        Swift.print(line(path: entry.path, size: entry.isFolder ? nil : entry.size, content))
+        StandardOutput.line(line(path: entry.path, size: entry.isFolder ? nil : entry.size, content))
     }
 
     func print(path: String, size: Int64?, _ content: RowContent) {
-        Swift.print(line(path: path, size: size, content))
+        StandardOutput.line(line(path: path, size: size, content))
     }
 
     /// A row; `size` `nil` when nobody could say (a remote file that failed to download).

@@ -135,6 +135,28 @@ struct TextWidthTests {
         #expect(TextWidth.columns(line) == 80 && line.contains("6–10 of 14"))
     }
 
+    /// What the tools print off the terminal goes out in order, 4 KiB at a time, a large piece at
+    /// once; what is left when the tool ends is written by the flush (which ends the tool with a
+    /// message when a write fails: test_output_errors.py).
+    @Test func printedOutputIsBufferedAndKeepsItsOrder() {
+        let written = Mutex<[[UInt8]]>([])
+        StandardOutput.sink.withLock { $0 = { bytes in written.withLock { $0.append(Array(bytes)) }; return 0 } }
+        defer { StandardOutput.sink.withLock { $0 = nil } }
+        StandardOutput.line("first")
+        StandardOutput.write(Array("second\n".utf8))
+        #expect(written.withLock { $0.isEmpty })  // kept: under 4 KiB
+        let large = [UInt8](repeating: UInt8(ascii: "x"), count: 10_000)
+        StandardOutput.write(large)
+        #expect(written.withLock { $0.map(\.count) } == [13, 10_000])  // what was kept, then the piece
+        StandardOutput.write(Data("last\n".utf8))
+        StandardOutput.flush()
+        let all: [UInt8] = written.withLock { Array($0.joined()) }
+        var expected: [UInt8] = Array("first\nsecond\n".utf8)
+        expected += large
+        expected += Array("last\n".utf8)
+        #expect(all == expected)
+    }
+
     @Test func wrapBreaksAtSpacesIntoLinesOfTheWidth() {
         #expect(TextWidth.wrap("search the lines (case-insensitive)", 20) == ["search the lines", "(case-insensitive)"])
         #expect(TextWidth.wrap("a b c", 3) == ["a b", "c"])
