@@ -17,6 +17,9 @@ public enum Git {
         /// git does not take the paths given after `--` (a path outside the repository, a bad
         /// pathspec): its message.
         case badPaths(message: String)
+        /// git's log could not be copied into the spool file at `path` (a full disk, a file size
+        /// limit): the system's reason.
+        case spoolNotWritten(path: String, reason: String)
 
         /// One line for the user.
         public var description: String {
@@ -29,6 +32,8 @@ public enum Git {
                 "\(path) is not in a git repository; give the path of one (history PATH)."
             case .badPaths(let message):
                 "git log does not take the paths after --: \(Self.oneLine(message)); give paths inside the repository, or pathspecs git log takes."
+            case .spoolNotWritten(let path, let reason):
+                "git log's output could not be written to \(path) (\(reason)); free some space, or give another folder with --cache (or --no-cache)."
             case .failed(let arguments, let status, let message):
                 "git \(arguments.joined(separator: " ")) failed (status \(status)): \(Self.oneLine(message))"
             }
@@ -37,6 +42,34 @@ public enum Git {
         /// git's message of several lines (`error: …` then `fatal: …`) as one.
         private static func oneLine(_ message: String) -> String {
             message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
+        }
+    }
+
+    /// Reads what `descriptor` has into `buffer`, again after a signal: the count (0 at the end),
+    /// or `nil` on an error (its `errno` is left as it is).
+    static func read(_ descriptor: Int32, into buffer: inout [UInt8]) -> Int? {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, $0.count) }
+            if count >= 0 { return count }
+            if errno != EINTR { return nil }
+        }
+    }
+
+    /// Writes all of `bytes` to `descriptor`, again after a signal and after a partial write:
+    /// `errno` of the write that failed, or 0.
+    static func write(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32 {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = systemWrite(descriptor, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                if written == 0 { return EIO }
+                offset += written
+            }
+            return 0
         }
     }
 
@@ -96,7 +129,12 @@ final class PipeReader: @unchecked Sendable {
 
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
+            // read(2), not readDataToEndOfFile(): Foundation's reads trap on an error (a signal's
+            // EINTR crashed `history`).
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            while let count = Git.read(handle.fileDescriptor, into: &buffer), count > 0 {
+                data.append(contentsOf: buffer[..<count])
+            }
             done.signal()
         }
     }
@@ -148,3 +186,7 @@ final class Outcome: Sendable {
         continuation?.resume(with: result)
     }
 }
+
+/// read(2) and write(2) under names that ``Git/read(_:into:)`` and ``Git/write(_:_:)`` do not shadow.
+private func systemRead(_ descriptor: Int32, _ pointer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(descriptor, pointer, count) }
+private func systemWrite(_ descriptor: Int32, _ pointer: UnsafeRawPointer?, _ count: Int) -> Int { write(descriptor, pointer, count) }

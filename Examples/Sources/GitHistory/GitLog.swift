@@ -361,14 +361,22 @@ final class LogSpool: Sendable {
         Thread.detachNewThread { [self] in
             var parser = LogParser()
             var written = 0
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                let lines = parser.take(Array(chunk))
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            // read(2) and write(2), not FileHandle: its reads and writes trap on an error (a full
+            // disk, a file size limit, a signal's EINTR crashed `history`).
+            while let count = Git.read(reader.fileDescriptor, into: &buffer), count > 0 {
+                let lines = parser.take(Array(buffer[..<count]))
                 guard !lines.isEmpty else { continue }
                 var bytes: [UInt8] = []
                 for line in lines { bytes += line + [0x0A] }
-                output.write(Data(bytes))
+                let code = Git.write(output.fileDescriptor, bytes)
+                guard code == 0 else {
+                    process.terminate()
+                    try? output.close()
+                    try? FileManager.default.removeItem(at: writing)
+                    fail(.spoolNotWritten(path: writing.path, reason: String(cString: strerror(code))))
+                    return
+                }
                 written += lines.count
                 progressed(written, done: false)
             }

@@ -12,10 +12,14 @@ Usage: test_history_output.py BIN_DIR   (the folder holding the built `history`)
 - a folder that is not a repository, git missing from PATH, and a path git log refuses are one line
   on stderr and exit 1;
 - a damaged repository (a commit lost): the commits git log prints before it fails, then one line
-  on stderr and exit 1.
+  on stderr and exit 1;
+- a spool that cannot grow past a file size limit: the commits spooled, then one line on stderr
+  that says why, and exit 1.
 """
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -105,6 +109,21 @@ def main():
         if got.returncode != 1 or got.stdout != want or len(lines) != 1 or "git log failed" not in lines[0] or wanted != 19:
             fail(f"damaged repository: exit {got.returncode}, {printed} lines printed (git log printed {wanted}), stderr {lines}")
         print(f"ok: a damaged repository: the {wanted} commits git printed, then: {lines[0][:100]}")
+
+        # The log's spool cannot grow past 100 KiB (a file size limit, as a full disk would stop it;
+        # seen 2026-11-29: Foundation's FileHandle.write trapped and history crashed): the commits
+        # spooled are printed, then one line says why, exit status 1.
+        def limited():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (100 * 1024, 100 * 1024))
+        spool = ["--cache", os.path.join(work, "limited-cache")]
+        got = subprocess.run([history, repository, *spool], capture_output=True, timeout=120, preexec_fn=limited)
+        lines = got.stderr.decode(errors="replace").splitlines()
+        spooled = got.stdout.count(b"\n")
+        if (got.returncode != 1 or len(lines) != 1 or "could not be written to" not in lines[0] or "(File too large)" not in lines[0]
+                or not got.stdout or not reference.startswith(got.stdout)):
+            fail(f"spool over a file size limit: exit {got.returncode}, {spooled} lines printed, stderr {lines[-3:]}")
+        print(f"ok: a spool that cannot grow: {spooled} commits printed, then: {lines[0][:90]}…")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("history output test passed")
