@@ -223,7 +223,9 @@ public enum Terminal {
         resize.setEventHandler { continuation.yield(.resize) }
         resize.resume()
         sources.append(resize)
-        for number in [SIGTERM, SIGINT, SIGHUP] {
+        // A signal ignored when the program started stays ignored, as shells and POSIX tools leave
+        // it: `nohup` ignores SIGHUP, a non-interactive shell's `&` SIGINT (and SIGQUIT).
+        for number in [SIGTERM, SIGINT, SIGHUP] where !SignalsAtStart.ignored.contains(number) {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {
@@ -234,20 +236,23 @@ public enum Terminal {
             sources.append(source)
         }
         // Stopped by job control: give the terminal back, stop, and take it again when continued.
-        signal(SIGTSTP, SIG_IGN)
-        let suspend = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
-        suspend.setEventHandler {
-            guard let saved = session.withLock({ $0 }) else { return }
-            restore()
-            signal(SIGTSTP, SIG_DFL)
-            raise(SIGTSTP)  // stops here until SIGCONT
+        // Not where SIGTSTP was ignored at start (no job control): nobody would continue it.
+        if !SignalsAtStart.ignored.contains(SIGTSTP) {
             signal(SIGTSTP, SIG_IGN)
-            session.withLock { $0 = saved }
-            enterInteractive(saved.attributes, fullScreen: saved.fullScreen)
-            continuation.yield(.resize)
+            let suspend = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
+            suspend.setEventHandler {
+                guard let saved = session.withLock({ $0 }) else { return }
+                restore()
+                signal(SIGTSTP, SIG_DFL)
+                raise(SIGTSTP)  // stops here until SIGCONT
+                signal(SIGTSTP, SIG_IGN)
+                session.withLock { $0 = saved }
+                enterInteractive(saved.attributes, fullScreen: saved.fullScreen)
+                continuation.yield(.resize)
+            }
+            suspend.resume()
+            sources.append(suspend)
         }
-        suspend.resume()
-        sources.append(suspend)
         let retained = SourceBox(sources)
         continuation.onTermination = { _ in retained.cancel() }
         return events
@@ -320,6 +325,27 @@ func systemWrite(_ descriptor: Int32, _ pointer: UnsafeRawPointer?, _ count: Int
     write(descriptor, pointer, count)
 }
 
+/// The signals whose action was "ignore" when the program started (read before the terminal's set-up
+/// changes any): a parent that ignores one — `nohup` SIGHUP, a shell's `&` SIGINT and SIGQUIT, a
+/// test SIGXFSZ — means it to stay ignored, and a handler of ours would end the program on it.
+enum SignalsAtStart {
+    static let ignored: Set<Int32> = {
+        var ignored = Set<Int32>()
+        for number in Int32(1) ..< 32 {
+            var action = sigaction()
+            guard sigaction(number, nil, &action) == 0 else { continue }
+            #if canImport(Glibc)
+            let handler = action.__sigaction_handler.sa_handler
+            #else
+            let handler = action.__sigaction_u.__sa_handler
+            #endif
+            // SIG_IGN is the handler whose address is 1.
+            if action.sa_flags & Int32(truncatingIfNeeded: SA_SIGINFO) == 0, unsafeBitCast(handler, to: Int.self) == 1 { ignored.insert(number) }
+        }
+        return ignored
+    }()
+}
+
 /// A crash, or a signal whose default action ends the process, must not leave the terminal in
 /// cbreak mode on the alternate screen. A signal handler can only use async-signal-safe calls on
 /// memory prepared beforehand, so the bytes to write and the modes to restore are stored here
@@ -343,7 +369,7 @@ private enum FatalSignals {
         #if os(Linux)
         ending += [SIGPOLL, SIGSTKFLT]
         #endif
-        for number in ending {
+        for number in ending where !SignalsAtStart.ignored.contains(number) {
             var action = sigaction()
             #if canImport(Glibc)
             action.__sigaction_handler.sa_handler = { number in FatalSignals.handle(number) }
