@@ -28,7 +28,10 @@ let package = Package(
     targets: [
         // Raw mode, key decoding, ANSI drawing: all the terminal code, in one place.
         // (and how the tools start and end: one error style).
-        .target(name: "TerminalUI", dependencies: [avenues, .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .target(name: "TerminalUI", dependencies: [avenues, "CStandardDescriptors", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // Standard descriptors closed at start get /dev/null before anything opens a file (C: it
+        // must run before main).
+        .target(name: "CStandardDescriptors"),
         // Listing files and summarizing them: the rows both examples show.
         .target(name: "FileCatalog", dependencies: [avenues, avenuesSQLite, "TerminalUI"]),
         // Files under an HTTP folder index: index parsing, the crawl as a page source, downloads.

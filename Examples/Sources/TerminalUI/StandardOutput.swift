@@ -1,3 +1,4 @@
+import CStandardDescriptors
 import Foundation
 import Synchronization
 
@@ -21,8 +22,23 @@ public enum StandardOutput {
     /// Whether standard output is a terminal (`browse DIR < /dev/null`): then each write goes out
     /// at once, as C's standard output is line-buffered on a terminal, so rows show as they come.
     private static let immediate = isatty(STDOUT_FILENO) == 1
-    /// What ends the tool when a write fails: ``Tool/parseAndRun()`` sets its `fail`.
+    /// What ends the tool when a write fails: ``start(failingWith:)`` sets it.
     static let failure = Mutex<(@Sendable (String) -> Never)?>(nil)
+    /// Whether descriptor 1 was closed when the tool started (`tool >&-`): every write fails.
+    private static let closedAtStart = Mutex(false)
+
+    /// Sets up a tool's output before it runs: `fail` ends the tool when a write fails. Standard
+    /// descriptors closed at start (`tool >&-`, `2>&-`, `<&-`) were given /dev/null before main, so
+    /// that no file the tool opens takes their number (output meant for a closed standard output
+    /// went into whatever was opened next); a closed standard output fails the first write, as
+    /// "Bad file descriptor".
+    public static func start(failingWith fail: @escaping @Sendable (String) -> Never) {
+        failure.withLock { $0 = fail }
+        // Given /dev/null before main (CStandardDescriptors): by now the runtime has opened files.
+        let closed = avenues_examples_closed_standard_descriptors() & (1 << STDOUT_FILENO) != 0
+        closedAtStart.withLock { $0 = closed }
+    }
+
     /// Where bytes go instead of standard output (tests): returns `errno` of a failed write, or 0.
     static let sink = Mutex<(@Sendable (UnsafeRawBufferPointer) -> Int32)?>(nil)
 
@@ -72,9 +88,9 @@ public enum StandardOutput {
     private static func send(_ bytes: UnsafeRawBufferPointer) {
         // Sent outside the lock: a pipe whose reader is slow blocks here, and other threads may
         // keep adding lines meanwhile.
-        let code = sink.withLock { $0 }.map { $0(bytes) } ?? writeAll(STDOUT_FILENO, bytes)
+        let code = closedAtStart.withLock { $0 } ? EBADF : sink.withLock { $0 }.map { $0(bytes) } ?? writeAll(STDOUT_FILENO, bytes)
         guard code != 0 else { return }
-        let advice = code == ENOSPC ? "free some space, or send the output elsewhere" : "check where the output goes"
+        let advice = code == ENOSPC ? "free some space, or send the output elsewhere" : code == EBADF ? "it is closed; send it to a file or a pipe" : "check where the output goes"
         let message = "standard output could not be written (\(String(cString: strerror(code)))); \(advice)"
         if let fail = failure.withLock({ $0 }) { fail(message) }
         Array((message + "\n").utf8).withUnsafeBytes { _ = writeAll(STDERR_FILENO, $0) }

@@ -19,7 +19,7 @@ extension Tool {
     /// runs the tool, output checked and written at the end; an error thrown (`ExitCode(130)`
     /// after ^C) is the exit status.
     @MainActor public static func runWithoutParsing(_ body: @MainActor () async throws -> Void) async {
-        StandardOutput.failure.withLock { $0 = { message in Self.fail(message) } }
+        StandardOutput.start { message in Self.fail(message) }
         do {
             try await body()
             StandardOutput.flush()
@@ -31,7 +31,7 @@ extension Tool {
 
     /// What ``main()`` does; a tool with a faster path for its commonest call falls back to it.
     public static func parseAndRun() async {
-        StandardOutput.failure.withLock { $0 = { message in Self.fail(message) } }
+        StandardOutput.start { message in Self.fail(message) }
         do {
             var command = try parseAsRoot()
             if var asynchronous = command as? any AsyncParsableCommand {

@@ -12,6 +12,8 @@ nothing (`print` drops write errors), `history REPO > /dev/full` crashed (Founda
 - every tool, with standard output on a full disk (/dev/full), small output or large, one line on
   standard error that names standard output and the reason, and exit status 1;
 - with standard error on a full disk too, exit status 1 and no crash;
+- with standard output closed, one line that says so, exit status 1, and nothing written into the
+  files the tool opened;
 - an input that cannot be read says why, in the system's words.
 """
 import os
@@ -87,6 +89,25 @@ def main():
             if quiet != 1:
                 fail(f"{name} > /dev/full 2> /dev/full: status {quiet}, expected 1")
             print(f"ok: {name} > /dev/full says so and exits 1, also with standard error full")
+
+        # Standard output closed (`tool >&-`): seen 2026-11-29, the first file opened took its
+        # number (libdispatch's eventfd: "Invalid argument"; a spool or a database would have
+        # received the rows). Each says so; history's spool and stats are whole for the next run.
+        closed_cases = [("browse", [browse, folder, *cache]), ("pages", [pages, large])]
+        if shutil.which("git"):
+            closed_cases.append(("history", [history, repository, *cache]))
+        for name, arguments in closed_cases:
+            result = subprocess.run(arguments, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300, preexec_fn=lambda: os.close(1))
+            errors = result.stderr.decode(errors="replace")
+            if result.returncode != 1 or "standard output could not be written (Bad file descriptor); it is closed" not in errors:
+                fail(f"{name} >&-: status {result.returncode}, stderr {errors!r}")
+        if shutil.which("git"):
+            reference = subprocess.run(["git", "-C", repository, "log", "--format=%h%x09%ad%x09%an%x09%s", "--date=short"],
+                                       check=True, capture_output=True).stdout
+            again = subprocess.run([history, repository, *cache], capture_output=True, timeout=300)
+            if again.returncode != 0 or again.stdout != reference:
+                fail(f"history after a run with standard output closed: status {again.returncode}, output differs from git log")
+        print("ok: with standard output closed each tool says so and exits 1; history's spool is whole after it")
 
         if os.path.exists("/proc/self/mem"):
             result = subprocess.run([pages, "/proc/self/mem"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
