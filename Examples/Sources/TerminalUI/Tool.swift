@@ -1,3 +1,4 @@
+import Avenues
 import ArgumentParser
 import Foundation
 
@@ -45,7 +46,7 @@ extension Tool {
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) }  // help, version: ArgumentParser prints them
             if error is ExitCode { exit(withError: error) }  // a status of its own (130 after ^C), nothing to say
-            var message = message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
+            var message = (toolMessage(for: error) ?? message(for: error)).trimmingCharacters(in: .whitespacesAndNewlines)
             while message.hasSuffix(".") { message.removeLast() }
             if message.first?.isUppercase == true, message.dropFirst().first?.isLowercase == true {
                 message = message.prefix(1).lowercased() + message.dropFirst()
@@ -53,6 +54,15 @@ extension Tool {
             // ArgumentParser's own messages ("Unknown option '--x'") say what happened; say what to do.
             fail(message + (isArgumentError(error) ? "; see '\(toolName) --help'" : ""))
         }
+    }
+
+    /// What a library error means to someone running the tool, where the library's own message
+    /// speaks to a programmer ("pass a folder with DiskStorage(directory:)").
+    static func toolMessage(for error: any Error) -> String? {
+        if let error = error as? DiskStorageError, error.reason == .noCacheFolder {
+            return "no cache folder: neither XDG_CACHE_HOME nor HOME is set to an absolute path; set one, or give a folder with --cache"
+        }
+        return nil
     }
 
     /// Refuses a `--cache` that names something other than a folder (a file, a device): the disk

@@ -139,6 +139,13 @@ def main():
             message = result.stderr.decode().strip()
             if result.returncode != 1 or message != expected or result.stdout:
                 fail(f"{' '.join(arguments[1:])}: exit {result.returncode}, stderr {message!r}, expected exit 1 and {expected!r}")
+        # No cache folder to be found (seen 2026-11-29: "pass a folder with DiskStorage(directory:)",
+        # the library's advice to a programmer).
+        homeless = {name: value for name, value in os.environ.items() if name not in ("HOME", "XDG_CACHE_HOME")}
+        result = subprocess.run([pages, files], capture_output=True, timeout=60, env=homeless)
+        expected = "pages: no cache folder: neither XDG_CACHE_HOME nor HOME is set to an absolute path; set one, or give a folder with --cache"
+        if result.returncode != 1 or result.stderr.decode().strip() != expected:
+            fail(f"pages with no HOME: exit {result.returncode}, stderr {result.stderr.decode()!r}, expected {expected!r}")
         print("ok: mistakes are one line, TOOL: what happened; what to do, exit status 1")
 
         # Probe of 2026-11-26: the largest numbers an option takes are not mistakes, and trapped
