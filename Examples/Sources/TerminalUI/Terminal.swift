@@ -99,7 +99,9 @@ public enum Terminal {
     /// The width of rows printed as plain text: `given` (a `--width` option), else the terminal's
     /// when standard output is one, else `$COLUMNS`, else 120.
     public static func plainTextWidth(_ given: Int?) -> Int {
-        given ?? size()?.columns ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 120
+        // COLUMNS comes from the environment: one that is no width (0, -5) is not taken; it made
+        // every row a lone "…".
+        given ?? size()?.columns ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init).flatMap { $0 >= 1 ? $0 : nil } ?? 120
     }
 
     /// The window size in columns and rows, if standard output is a terminal.

@@ -10,7 +10,8 @@ Usage: test_pages_output.py BIN_DIR   (the folder holding the built `pages` and 
   every folder is a row (`path/`, nothing computed);
 - 12,000 files stream to the end (seen 2026-11-23: the stream stopped for ever at ~4,980 rows);
 - names that are not UTF-8 are rows, read by their real bytes;
-- mistakes are one line, `pages: what happened; what to do`, and exit status 1.
+- mistakes are one line, `pages: what happened; what to do`, and exit status 1;
+- a COLUMNS that is no width (0, -5, abc) is not taken.
 """
 import os
 import shutil
@@ -162,6 +163,17 @@ def main():
             if not logged:
                 fail(f"history --page-size {largest} printed nothing")
         print("ok: the largest --concurrency and --page-size run to the end")
+
+        # A COLUMNS that is no width is not taken (seen 2026-11-29: COLUMNS=-5 and 0 made every row "…").
+        plain = subprocess.run([browse, files, "--no-cache"], capture_output=True, timeout=300,
+                               env={name: value for name, value in os.environ.items() if name != "COLUMNS"}).stdout
+        for columns in ("0", "-5", "abc"):
+            shown = subprocess.run([browse, files, "--no-cache"], capture_output=True, timeout=300, env=dict(os.environ, COLUMNS=columns)).stdout
+            if shown != plain:
+                fail(f"COLUMNS={columns} changed browse's rows: {shown[:200]!r}")
+        if len(plain.splitlines()[0]) != 120:
+            fail(f"with no COLUMNS the rows are not 120 columns: {plain.splitlines()[0]!r}")
+        print("ok: COLUMNS of 0, -5 or abc is not taken; rows are 120 columns")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("pages output test passed")
