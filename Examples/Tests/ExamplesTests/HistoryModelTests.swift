@@ -9,7 +9,11 @@ import TerminalUI
 struct HistoryModelTests {
     /// A repository of `commits` commits and its log, started; both removed after `body`.
     func withLog(commits: Int, _ body: (GitLog, URL) async throws -> Void) async throws {
-        let repository = try TestRepository(commits: commits)
+        try await withLog(of: TestRepository(commits: commits), body)
+    }
+
+    /// `repository`'s log, started; the repository and the spool removed after `body`.
+    func withLog(of repository: TestRepository, _ body: (GitLog, URL) async throws -> Void) async throws {
         defer { repository.remove() }
         let spool = FileManager.default.temporaryDirectory.appendingPathComponent("history-model-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: spool) }
@@ -18,54 +22,50 @@ struct HistoryModelTests {
         try await body(log, spool)
     }
 
-    /// A repository of one commit was "1 commits".
-    @Test func oneCommitIsCountedInTheSingular() async throws {
-        try await withLog(commits: 1) { log, spool in
+    /// The screen model of `repository`, its first `rows` rows shown and `ready` true (awaited on
+    /// the model's change events); stopped after `body`.
+    func withModel(
+        of repository: TestRepository, showing rows: Int, until ready: (HistoryModel) -> Bool,
+        _ body: (HistoryModel) async throws -> Void
+    ) async throws {
+        try await withLog(of: repository) { log, spool in
             let model = HistoryModel(rows: HistoryRows(log: log, statsFolder: nil), title: "test", spoolFolder: spool)
             let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
             model.start { _ in sink.yield() }
             defer { model.stop() }
-            model.show(0 ..< 1, resting: true)
-            for await _ in events where model.count == .exact(1) { break }
+            model.show(0 ..< rows, resting: true)
+            for await _ in events where ready(model) { break }
+            try await body(model)
+        }
+    }
+
+    /// A repository of one commit was "1 commits".
+    @Test func oneCommitIsCountedInTheSingular() async throws {
+        try await withModel(of: TestRepository(commits: 1), showing: 1, until: { $0.count == .exact(1) }) { model in
             #expect(model.heading == "history  test  ·  1 commit")
         }
     }
 
     /// Seen 2026-11-29: refs cut to their share of the row ran into the subject, "(HEAD -> ma…esc".
     @Test func refsCutToTheirShareKeepTheirSpaceBeforeTheSubject() async throws {
-        let repository = try TestRepository(commits: 1, subjects: [1: "Subject"], tags: 3, taggedCommits: [1])
-        defer { repository.remove() }
-        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("history-model-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: spool) }
-        let log = GitLog(repository: repository.path, spoolFolder: spool)
-        try await log.start()
-        let model = HistoryModel(rows: HistoryRows(log: log, statsFolder: nil), title: "test", spoolFolder: spool)
-        let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        model.start { _ in sink.yield() }
-        defer { model.stop() }
-        model.show(0 ..< 1, resting: true)
         let plain = Terminal.Palette(on: false)
-        for await _ in events where model.line(at: 0, width: 200, spinner: "", palette: plain)?.contains("Subject") == true { break }
-        var cut = 0
-        for width in stride(from: 40, through: 300, by: 7) {
-            let line = try #require(model.line(at: 0, width: width, spinner: "", palette: plain))
-            #expect(line.contains(") Subject") || line.contains("… Subject"), "\(width): \(line)")
-            if line.contains("… Subject") { cut += 1 }
+        let repository = try TestRepository(commits: 1, subjects: [1: "Subject"], tags: 3, taggedCommits: [1])
+        try await withModel(of: repository, showing: 1, until: { $0.line(at: 0, width: 200, spinner: "", palette: plain)?.contains("Subject") == true }) { model in
+            var cut = 0
+            for width in stride(from: 40, through: 300, by: 7) {
+                let line = try #require(model.line(at: 0, width: width, spinner: "", palette: plain))
+                #expect(line.contains(") Subject") || line.contains("… Subject"), "\(width): \(line)")
+                if line.contains("… Subject") { cut += 1 }
+            }
+            #expect(cut > 0)  // some widths cut the refs
         }
-        #expect(cut > 0)  // some widths cut the refs
     }
 
     /// A search that ends at once (nothing after the last commit) could end before its task was
     /// recorded as the running search: the record then stayed, and the status line said
     /// "searching “Commit”… 5 of 5" beside "not found" until the next search.
     @Test func aSearchThatEndsAtOnceLeavesNoSearchRunning() async throws {
-        try await withLog(commits: 5) { log, spool in
-            let model = HistoryModel(rows: HistoryRows(log: log, statsFolder: nil), title: "test", spoolFolder: spool)
-            let (events, sink) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-            model.start { _ in sink.yield() }
-            defer { model.stop() }
-            model.show(0 ..< 5, resting: true)
-            for await _ in events where model.count == .exact(5) { break }
+        try await withModel(of: TestRepository(commits: 5), showing: 5, until: { $0.count == .exact(5) }) { model in
             // The query for n/N: typed, then the filter cleared.
             _ = model.input("zzz", committed: true, selected: 0)
             _ = model.input(nil, committed: false, selected: 0)
