@@ -28,10 +28,10 @@ let package = Package(
     targets: [
         // Raw mode, key decoding, ANSI drawing: all the terminal code, in one place.
         // (and how the tools start and end: one error style).
-        .target(name: "TerminalUI", dependencies: [avenues, "CStandardDescriptors", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .target(name: "TerminalUI", dependencies: [avenues, "CSystemIO", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Standard descriptors closed at start get /dev/null before anything opens a file (C: it
-        // must run before main).
-        .target(name: "CStandardDescriptors"),
+        // must run before main), and reads and writes that go on after a signal.
+        .target(name: "CSystemIO"),
         // Listing files and summarizing them: the rows both examples show.
         .target(name: "FileCatalog", dependencies: [avenues, avenuesSQLite, "TerminalUI"]),
         // Files under an HTTP folder index: index parsing, the crawl as a page source, downloads.
@@ -41,7 +41,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // git log as paged rows, and each commit's diff stat: what `history` shows.
-        .target(name: "GitHistory", dependencies: [avenues, avenuesSQLite]),
+        .target(name: "GitHistory", dependencies: [avenues, avenuesSQLite, "CSystemIO"]),
         .executableTarget(name: "history", dependencies: [
             avenues, "GitHistory", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -49,7 +49,7 @@ let package = Package(
         // A file of any size as numbered lines: `pages FILE`.
         .target(name: "FilePager", dependencies: [avenues, "TerminalUI"]),
         .executableTarget(name: "pages", dependencies: [
-            avenues, "FileCatalog", "FilePager", "RemoteCatalog", "TerminalUI",
+            avenues, "CSystemIO", "FileCatalog", "FilePager", "RemoteCatalog", "TerminalUI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Fixtures: folder index pages captured from nginx, Apache and Python (read by path).

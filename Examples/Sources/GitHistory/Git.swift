@@ -1,3 +1,4 @@
+import CSystemIO
 import Foundation
 import Synchronization
 
@@ -42,34 +43,6 @@ public enum Git {
         /// git's message of several lines (`error: …` then `fatal: …`) as one.
         private static func oneLine(_ message: String) -> String {
             message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
-        }
-    }
-
-    /// Reads what `descriptor` has into `buffer`, again after a signal: the count (0 at the end),
-    /// or `nil` on an error (its `errno` is left as it is).
-    static func read(_ descriptor: Int32, into buffer: inout [UInt8]) -> Int? {
-        while true {
-            let count = buffer.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, $0.count) }
-            if count >= 0 { return count }
-            if errno != EINTR { return nil }
-        }
-    }
-
-    /// Writes all of `bytes` to `descriptor`, again after a signal and after a partial write:
-    /// `errno` of the write that failed, or 0.
-    static func write(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32 {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = systemWrite(descriptor, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if written == 0 { return EIO }
-                offset += written
-            }
-            return 0
         }
     }
 
@@ -132,7 +105,9 @@ final class PipeReader: @unchecked Sendable {
             // read(2), not readDataToEndOfFile(): Foundation's reads trap on an error (a signal's
             // EINTR crashed `history`).
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            while let count = Git.read(handle.fileDescriptor, into: &buffer), count > 0 {
+            while true {
+                let count = buffer.withUnsafeMutableBytes { avenues_examples_read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                guard count > 0 else { break }
                 data.append(contentsOf: buffer[..<count])
             }
             done.signal()
@@ -187,6 +162,3 @@ final class Outcome: Sendable {
     }
 }
 
-/// read(2) and write(2) under names that ``Git/read(_:into:)`` and ``Git/write(_:_:)`` do not shadow.
-private func systemRead(_ descriptor: Int32, _ pointer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(descriptor, pointer, count) }
-private func systemWrite(_ descriptor: Int32, _ pointer: UnsafeRawPointer?, _ count: Int) -> Int { write(descriptor, pointer, count) }

@@ -1,4 +1,5 @@
 import Avenues
+import CSystemIO
 import Foundation
 import Synchronization
 
@@ -364,12 +365,14 @@ final class LogSpool: Sendable {
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             // read(2) and write(2), not FileHandle: its reads and writes trap on an error (a full
             // disk, a file size limit, a signal's EINTR crashed `history`).
-            while let count = Git.read(reader.fileDescriptor, into: &buffer), count > 0 {
+            while true {
+                let count = buffer.withUnsafeMutableBytes { avenues_examples_read(reader.fileDescriptor, $0.baseAddress, $0.count) }
+                guard count > 0 else { break }
                 let lines = parser.take(Array(buffer[..<count]))
                 guard !lines.isEmpty else { continue }
                 var bytes: [UInt8] = []
                 for line in lines { bytes += line + [0x0A] }
-                let code = Git.write(output.fileDescriptor, bytes)
+                let code = bytes.withUnsafeBytes { avenues_examples_write_all(output.fileDescriptor, $0.baseAddress, $0.count) }
                 guard code == 0 else {
                     process.terminate()
                     try? output.close()

@@ -1,4 +1,4 @@
-import CStandardDescriptors
+import CSystemIO
 import Foundation
 import Synchronization
 
@@ -34,7 +34,7 @@ public enum StandardOutput {
     /// "Bad file descriptor".
     public static func start(failingWith fail: @escaping @Sendable (String) -> Never) {
         failure.withLock { $0 = fail }
-        // Given /dev/null before main (CStandardDescriptors): by now the runtime has opened files.
+        // Given /dev/null before main (CSystemIO): by now the runtime has opened files.
         let closed = avenues_examples_closed_standard_descriptors() & (1 << STDOUT_FILENO) != 0
         closedAtStart.withLock { $0 = closed }
     }
@@ -101,15 +101,5 @@ public enum StandardOutput {
 /// Writes all of `bytes` to `descriptor`, again after a signal and after a partial write; returns
 /// `errno` of the write that failed, or 0.
 func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
-    var offset = 0
-    while offset < bytes.count {
-        let written = systemWrite(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-        if written < 0 {
-            if errno == EINTR { continue }
-            return errno
-        }
-        if written == 0 { return EIO }
-        offset += written
-    }
-    return 0
+    avenues_examples_write_all(descriptor, bytes.baseAddress, bytes.count)
 }

@@ -322,11 +322,6 @@ public enum Terminal {
     }
 }
 
-/// `write(2)`, under a name that `Terminal.write(_:)` does not shadow.
-func systemWrite(_ descriptor: Int32, _ pointer: UnsafeRawPointer?, _ count: Int) -> Int {
-    write(descriptor, pointer, count)
-}
-
 /// The signals whose action was "ignore" when the program started (read before the terminal's set-up
 /// changes any): a parent that ignores one — `nohup` SIGHUP, a shell's `&` SIGINT and SIGQUIT, a
 /// test SIGXFSZ — means it to stay ignored, and a handler of ours would end the program on it.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Avenues
+import CSystemIO
 import FileCatalog
 import FilePager
 import Foundation
@@ -202,11 +203,8 @@ struct Pages: Tool {
         var lines = LineFilter(filter)
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                Self.fail("\(name) could not be read (\(String(cString: strerror(errno))))")
-            }
+            let count = buffer.withUnsafeMutableBytes { avenues_examples_read(input, $0.baseAddress, $0.count) }
+            if count < 0 { Self.fail("\(name) could not be read (\(String(cString: strerror(errno))))") }
             if count == 0 { break }
             StandardOutput.write(lines.take(Data(buffer[..<count])))
         }

@@ -1,4 +1,4 @@
-#include "standard_descriptors.h"
+#include "system_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,4 +25,27 @@ __attribute__((constructor)) static void reserve_standard_descriptors(void) {
 
 int avenues_examples_closed_standard_descriptors(void) {
     return closed_at_start;
+}
+
+ssize_t avenues_examples_read(int descriptor, void *buffer, size_t count) {
+    ssize_t result;
+    do {
+        result = read(descriptor, buffer, count);
+    } while (result < 0 && errno == EINTR);
+    return result;
+}
+
+int avenues_examples_write_all(int descriptor, const void *bytes, size_t count) {
+    const char *next = bytes;
+    while (count > 0) {
+        ssize_t written = write(descriptor, next, count);
+        if (written < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (written == 0) return EIO;
+        next += written;
+        count -= (size_t)written;
+    }
+    return 0;
 }
