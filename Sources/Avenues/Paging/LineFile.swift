@@ -34,8 +34,10 @@ public struct Line: Sendable, Hashable {
     /// `end` stop being whole characters. Bytes that are not UTF-8 are left as they are.
     ///
     /// For code that draws part of ``bytes`` (a screen's width of a long line): decoding up to a
-    /// cut inside a character gives a replacement character that is not in the file.
+    /// cut inside a character gives a replacement character that is not in the file. An `end`
+    /// below 0 or past the bytes is taken as 0 or as their count.
     public static func wholeScalarsEnd(_ bytes: [UInt8], before end: Int) -> Int {
+        let end = min(max(0, end), bytes.count)  // a place outside the bytes is their nearer end
         var start = end - 1
         // At most three continuation bytes follow a lead byte.
         while start >= 0, start > end - 4, bytes[start] & 0xC0 == 0x80 { start -= 1 }

@@ -102,6 +102,32 @@ struct LineFileTests {
         #expect(Line(number: 0, offset: 0, length: 9, bytes: [0x61, 0xBF, 0xBF, 0xBF, 0xBF]).text == "a\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}")
     }
 
+    /// `Line.wholeScalarsEnd` against a simple model: for text cut anywhere, the end is where the
+    /// last character wholly before the cut ends; for any bytes and any place (Int.min, Int.max
+    /// included), an end at most 3 bytes before the place, inside the bytes.
+    @Test func wholeScalarsEndIsWhereTheLastWholeCharacterBeforeTheCutEnds() {
+        var random = SplitMix64(seed: 29)
+        let pieces = ["a", "é", "中", "😀", "\u{301}", "\n", "\u{FFFD}"]
+        for _ in 0 ..< 2_000 {
+            let text = (0 ..< Int(random.next() % 12)).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined()
+            let bytes = Array(text.utf8)
+            let cut = Int(random.next() % UInt64(bytes.count + 1))
+            // The model: the ends of the scalars, the last one not after the cut.
+            var ends = [0]
+            for scalar in text.unicodeScalars { ends.append((ends.last ?? 0) + String(scalar).utf8.count) }
+            let expected = ends.last(where: { $0 <= cut }) ?? 0
+            #expect(Line.wholeScalarsEnd(bytes, before: cut) == expected, "\(text.debugDescription) cut at \(cut)")
+        }
+        for _ in 0 ..< 2_000 {
+            let bytes = (0 ..< Int(random.next() % 10)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            for place in [Int.min, -1, 0, Int(random.next() % 12), bytes.count, Int.max] {
+                let end = Line.wholeScalarsEnd(bytes, before: place)
+                let clamped = min(max(0, place), bytes.count)
+                #expect(end <= clamped && end >= max(0, clamped - 3), "\(bytes) before \(place): \(end)")
+            }
+        }
+    }
+
     @Test func aHundredMegabyteLineIsKeptToItsStartAndTheLinesAfterItAreFound() throws {
         var bytes = Array("before\n".utf8)
         bytes += [UInt8](repeating: UInt8(ascii: "x"), count: 20 << 20)  // 20 MiB here; the benchmark uses 100 MB
