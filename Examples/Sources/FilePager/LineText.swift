@@ -23,12 +23,14 @@ public enum LineText {
         // A character takes at least one byte and, but for marks, one column: this many bytes hold
         // every character that can show (and a little more, to know whether more follows).
         let reach = min(line.bytes.count, Int(clamping: (Int64(column) + Int64(width)) * 8 + 64))
+        // More of the line follows the bytes read: cut by the reach, or by what the line keeps.
+        let cut = reach < line.bytes.count || line.isCut
         var end = reach
-        if reach == line.bytes.count, !line.isCut, end > 0, line.bytes[end - 1] == 0x0D { end -= 1 }
-        // Cut inside a character (by the reach, or by what the line keeps), the bytes would end
-        // with a replacement character the file does not have: seen after 330 combining marks.
-        if reach < line.bytes.count || line.isCut { end = Line.wholeScalarsEnd(line.bytes, before: end) }
-        if asciiFastPath, let text = printableASCII(line.bytes, end: end, from: column, width: width, more: line.isCut || reach < line.bytes.count) {
+        if !cut, end > 0, line.bytes[end - 1] == 0x0D { end -= 1 }
+        // Cut inside a character, the bytes would end with a replacement character the file does
+        // not have: seen after 330 combining marks.
+        if cut { end = Line.wholeScalarsEnd(line.bytes, before: end) }
+        if asciiFastPath, let text = printableASCII(line.bytes, end: end, from: column, width: width, more: cut) {
             return text
         }
         return characters(line, end: end, reach: reach, from: column, width: width)
