@@ -181,7 +181,7 @@ public enum TextWidth {
         var cut = false
         func take<Characters: Sequence<Character>>(_ characters: Characters) {
             for character in characters {
-                guard var shown = safe(character) else { continue }
+                var shown = safe(character)
                 if shown == character, let based = onItsOwnBase(character) { shown = based }
                 let next = columns(shown)
                 if used + next > width {
@@ -211,20 +211,19 @@ public enum TextWidth {
         return alignRight ? padding + result : result + padding
     }
 
-    /// A character as it may be shown: a control character (or a cluster holding one, like `\r\n`)
-    /// is `?`, a tab a space; a bidirectional control is dropped (`nil`).
-    static func safe(_ character: Character) -> Character? {
+    /// A character as it may be shown (``TerminalSafe``): one holding a control character (like
+    /// `\r\n`), a bidirectional control or an invisible character is `?`, a tab a space.
+    static func safe(_ character: Character) -> Character {
         if character.isASCII, let byte = character.asciiValue, byte >= 0x20, byte < 0x7F { return character }
-        var replaced = false
-        for scalar in character.unicodeScalars {
-            switch scalar.value {
-            case 0x09 where character.unicodeScalars.count == 1: return " "
-            case 0x00..<0x20, 0x7F..<0xA0: replaced = true
-            case 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C: return nil
-            default: continue
+        let scalars = character.unicodeScalars
+        for scalar in scalars {
+            switch TerminalSafe.shown(scalar) {
+            case .asIs: continue
+            case .space: if scalars.count == 1 { return " " } else { return "?" }
+            case .marked: return "?"
             }
         }
-        return replaced ? "?" : character
+        return character
     }
 
     /// `character` on a dotted circle (U+25CC, Unicode's base for a mark shown alone) if it starts

@@ -204,7 +204,7 @@ struct TextWidthTests {
             }
         }
         #expect(TextWidth.fit("\u{301}abc", 5) == "\u{25CC}\u{301}abc ")
-        #expect(TextWidth.fit("a\u{202E}\u{301}b", 4) == "a\u{25CC}\u{301}b ")
+        #expect(TextWidth.fit("a\u{202E}\u{301}b", 5) == "a?\u{25CC}\u{301}b ")
         #expect(TextWidth.fit("e\u{301}", 2, alignRight: true) == " e\u{301}")
         // A modifier on a base that is no emoji is drawn as a swatch of its own (tmux 3.3: the
         // cursor ends 3 columns after "◌🏾"); on an emoji, the two are one picture.
@@ -435,7 +435,29 @@ struct HostileTextTests {
         for shown in [TerminalSafe.clean(hostile), TextWidth.fit(hostile, 40), TextWidth.fit(hostile, 5), TextWidth.fitPath("/tmp/" + hostile + "/name", 12)] {
             #expect(!shown.unicodeScalars.contains { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) || $0.value == 0x202E }, "\(shown.debugDescription)")
         }
-        #expect(TerminalSafe.clean(hostile) == "x?]2;PWNED??[2J??31mtxt.exe")
+        #expect(TerminalSafe.clean(hostile) == "x?]2;PWNED??[2J??31m?txt.exe")
+    }
+
+    /// Seen 2026-11-29: a name with a right-to-left override or a zero-width space in it was shown
+    /// as another name (`a\u{202E}b` as `ab`; `rep\u{200B}ort` as `report`, beside the real one).
+    /// Each such character is a `?` where it was, as a control character is; the joiners that emoji
+    /// and scripts need stay.
+    @Test func invisibleAndBidirectionalCharactersAreMarkedNotHidden() {
+        let invisible: [Unicode.Scalar] = ["\u{202A}", "\u{202E}", "\u{2066}", "\u{2069}", "\u{200E}", "\u{200F}", "\u{061C}", "\u{200B}", "\u{2060}", "\u{2064}", "\u{FEFF}", "\u{180E}"]
+        for scalar in invisible {
+            let name = "rep" + String(Character(scalar)) + "ort"
+            for shown in [TerminalSafe.clean(name), TextWidth.fit(name, 10), TextWidth.fit(name, 10, keepEnd: true), TextWidth.fitPath("/x/" + name, 12)] {
+                #expect(shown.contains("rep?ort"), "\(name.debugDescription) shown as \(shown.debugDescription)")
+                #expect(!shown.unicodeScalars.contains(scalar))
+            }
+            #expect(TerminalSafe.needsCleaning(name))
+            #expect(TextWidth.columns(TextWidth.fit(name, 10)) == 10)
+        }
+        // Joiners and marks that text needs are kept.
+        for kept in ["\u{1F469}\u{200D}\u{1F4BB}", "\u{0645}\u{200C}\u{06CC}", "e\u{301}", "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}"] {
+            #expect(TerminalSafe.clean(kept) == kept)
+            #expect(!TerminalSafe.needsCleaning(kept))
+        }
     }
 
     /// Seen 2026-11-29: `browse` of a folder holding one folder said "1 folders".
