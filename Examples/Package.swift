@@ -33,7 +33,7 @@ let package = Package(
         // must run before main), and reads and writes that go on after a signal.
         .target(name: "CSystemIO"),
         // Listing files and summarizing them: the rows both examples show.
-        .target(name: "FileCatalog", dependencies: [avenues, avenuesSQLite, "TerminalUI"]),
+        .target(name: "FileCatalog", dependencies: [avenues, avenuesSQLite, "CSystemIO", "TerminalUI"]),
         // Files under an HTTP folder index: index parsing, the crawl as a page source, downloads.
         .target(name: "RemoteCatalog", dependencies: [avenues, "FileCatalog", "TerminalUI"]),
         .executableTarget(name: "browse", dependencies: [

@@ -1,5 +1,7 @@
 import Avenues
+import CSystemIO
 import Foundation
+import Synchronization
 import TerminalUI
 
 #if canImport(Glibc)
@@ -38,14 +40,17 @@ public struct FileSummary: Sendable, Hashable, Codable {
 public struct FileSummarizer: Processor {
     /// A pause before each file, to watch the loading behaviour on fast disks; zero by default.
     public let latency: Duration
+    /// Where the summaries of large files say how far they have read; `nil` for nowhere.
+    public let progress: SummaryProgress?
 
     static let chunkSize = 64 * 1024
     static let sniffSize = 8 * 1024
     static let previewLimit = 400
 
-    /// Creates a summarizer.
-    public init(latency: Duration = .zero) {
+    /// Creates a summarizer; `progress`, if given, learns how far each large file has been read.
+    public init(latency: Duration = .zero, progress: SummaryProgress? = nil) {
         self.latency = latency
+        self.progress = progress
     }
 
     /// Reads the file and summarizes it.
@@ -62,27 +67,69 @@ public struct FileSummarizer: Processor {
         if file.bytes.count > 3, file.bytes.suffix(3) == Array(".gz".utf8), let gzip = Self.gzip {
             return try await Self.summarizeCompressed(handle, gzip: gzip, path: file.path)
         }
-        return try Self.summarize(reading: handle, path: file.path)
-    }
-
-    /// Summarizes what `handle` reads, to its end.
-    static func summarize(reading handle: FileHandle, path: String) throws -> FileSummary {
-        var summary = Summarizing()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 1)
-        defer { buffer.deallocate() }
+        let report = progress.flatMap { progress in
+            file.size >= progress.smallestReported ? (every: progress.reportEvery, to: { progress.set(file, $0) }) : nil
+        }
+        defer { if report != nil { progress?.set(file, nil) } }
+        var reader = SummaryReader(handle, path: file.path)
+        var reported: Int64 = 0
+        var sinceYield = 0
         while true {
             try Task.checkCancellation()
+            let count = try reader.next()
+            if count == 0 { return reader.summary.result }
+            if let report, reader.read - reported >= report.every {
+                report.to(reader.read)
+                reported = reader.read
+            }
+            // A summary is work on the shared pool, which has a thread per core: without a turn
+            // for others, two large files on two cores froze the screen (no key, no frame) until
+            // one was read.
+            sinceYield += count
+            if sinceYield >= Self.yieldEvery {
+                sinceYield = 0
+                await Task.yield()
+            }
+        }
+    }
+
+    /// How many bytes a summary reads between the turns it gives other work: about a millisecond.
+    static let yieldEvery = 1 << 20
+
+    /// Summarizes what `handle` reads, to its end, on the calling thread (a thread of its own).
+    static func summarize(reading handle: FileHandle, path: String) throws -> FileSummary {
+        var reader = SummaryReader(handle, path: path)
+        while try reader.next() > 0 {}
+        return reader.summary.result
+    }
+
+    /// Reads a file into a summary a chunk at a time.
+    struct SummaryReader: ~Copyable {
+        /// Held: the descriptor is closed when the handle goes.
+        let handle: FileHandle
+        let path: String
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FileSummarizer.chunkSize, alignment: 8)
+        var summary = Summarizing()
+        /// The bytes read so far.
+        var read: Int64 = 0
+
+        init(_ handle: FileHandle, path: String) {
+            self.handle = handle
+            self.path = path
+        }
+
+        deinit { buffer.deallocate() }
+
+        /// Reads and adds the next chunk: its size, 0 at the end.
+        mutating func next() throws -> Int {
             // read(2), not FileHandle: its error for a file that opens but cannot be read (/proc's
             // EINVAL, a folder's EISDIR) said "The operation could not be completed", not why.
-            let count = read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw SummaryError(path: path, reason: "cannot be read (\(String(cString: strerror(errno))))")
-            }
-            if count == 0 { break }
+            let count = avenues_examples_read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
+            if count < 0 { throw SummaryError(path: path, reason: "cannot be read (\(String(cString: strerror(errno))))") }
             summary.add(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            read += Int64(count)
+            return count
         }
-        return summary.result
     }
 
     /// `gzip` on PATH, if any.
@@ -147,19 +194,72 @@ public struct FileSummarizer: Processor {
         var firstLine: [UInt8] = []
         var firstLineDone = false
 
+        /// Adds the next `bytes` of the file. Written for speed (a summary reads the whole file,
+        /// which may be many gigabytes): the first line is found with memchr, the line breaks
+        /// counted in a loop the compiler vectorizes, and the histogram kept in four tables so that
+        /// bytes of equal value do not wait on each other's increment.
         mutating func add(_ bytes: UnsafeRawBufferPointer) {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
             crc.update(bytes)
-            for byte in bytes {
-                if byte == 0x0A {
-                    lines += 1
-                    firstLineDone = true
-                } else if !firstLineDone, firstLine.count < FileSummarizer.previewLimit {
-                    firstLine.append(byte)
-                }
-                histogram[Int(byte >> 4)] += 1
+            if !firstLineDone {
+                let end = memchr(base, 0x0A, bytes.count).map { base.distance(to: UnsafeRawPointer($0)) }
+                let room = FileSummarizer.previewLimit - firstLine.count
+                firstLine += UnsafeRawBufferPointer(rebasing: bytes[..<min(end ?? bytes.count, max(0, room))])
+                if end != nil { firstLineDone = true }
             }
+            lines += Self.countBreaks(bytes)
+            Self.addNibbles(bytes, to: &histogram)
             if sniffed.count < FileSummarizer.sniffSize {
                 sniffed += bytes.prefix(FileSummarizer.sniffSize - sniffed.count)
+            }
+        }
+
+        /// The newline bytes in `bytes`, eight at a time: in `word ^ 0x0A…0A` a newline is a zero
+        /// byte, and `((x & 0x7F…7F) + 0x7F…7F) | x` has its top bit clear in exactly those bytes
+        /// (no carry crosses a byte), so their count is one population count.
+        static func countBreaks(_ bytes: UnsafeRawBufferPointer) -> Int {
+            let newlines: UInt64 = 0x0A0A_0A0A_0A0A_0A0A
+            let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+            var total = 0
+            var index = 0
+            while index + 8 <= bytes.count {
+                let x = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) ^ newlines
+                total &+= (~(((x & low) &+ low) | x) & ~low).nonzeroBitCount
+                index += 8
+            }
+            while index < bytes.count {
+                if bytes[index] == 0x0A { total += 1 }
+                index += 1
+            }
+            return total
+        }
+
+        /// Adds to `histogram` (16 counts) how many bytes of `bytes` have each high nibble. Eight
+        /// tables, one per byte of a word, so that equal bytes (a run of zeros) do not each wait
+        /// for the increment before.
+        static func addNibbles(_ bytes: UnsafeRawBufferPointer, to histogram: inout [Int]) {
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: 128) { counts in
+                counts.initialize(repeating: 0)
+                var index = 0
+                while index + 8 <= bytes.count {
+                    let word = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    counts[Int((word >> 4) & 0xF)] &+= 1
+                    counts[16 + Int((word >> 12) & 0xF)] &+= 1
+                    counts[32 + Int((word >> 20) & 0xF)] &+= 1
+                    counts[48 + Int((word >> 28) & 0xF)] &+= 1
+                    counts[64 + Int((word >> 36) & 0xF)] &+= 1
+                    counts[80 + Int((word >> 44) & 0xF)] &+= 1
+                    counts[96 + Int((word >> 52) & 0xF)] &+= 1
+                    counts[112 + Int(word >> 60)] &+= 1
+                    index += 8
+                }
+                while index < bytes.count {
+                    counts[Int(bytes[index] >> 4)] &+= 1
+                    index += 1
+                }
+                for nibble in 0 ..< 16 {
+                    histogram[nibble] += stride(from: nibble, to: 128, by: 16).reduce(0) { $0 + counts[$1] }
+                }
             }
         }
 
@@ -222,13 +322,70 @@ public struct FileSummarizer: Processor {
     }
 }
 
-/// CRC-32 (IEEE 802.3, reflected, as zlib computes it).
-public struct CRC32: Sendable {
-    private static let table: [UInt32] = (0..<256).map { index in
-        var value = UInt32(index)
-        for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
-        return value
+/// How far the summaries of large files have read: a row shows it while its summary loads (a
+/// checksum of a 100 GB file takes minutes).
+public final class SummaryProgress: Sendable {
+    /// Files smaller than this (64 MiB by default) are not reported: they take well under a second.
+    public let smallestReported: Int64
+    /// How often a summary reports: every so many bytes read (8 MiB by default).
+    let reportEvery: Int64
+
+    private let read = Mutex<[FileRef: Int64]>([:])
+    /// Told of every record (tests).
+    private let watcher: (@Sendable (FileRef, Int64?) -> Void)?
+
+    /// Creates an empty record.
+    public convenience init() {
+        self.init(smallestReported: 64 << 20, reportEvery: 8 << 20)
     }
+
+    /// A record with other sizes (tests), whose records `watcher` is told of.
+    init(smallestReported: Int64, reportEvery: Int64, watcher: (@Sendable (FileRef, Int64?) -> Void)? = nil) {
+        self.smallestReported = smallestReported
+        self.reportEvery = reportEvery
+        self.watcher = watcher
+    }
+
+    /// The bytes of `file` read so far, while its summary is being computed (`nil` before, after,
+    /// and for a small file).
+    public func bytesRead(of file: FileRef) -> Int64? {
+        read.withLock { $0[file] }
+    }
+
+    /// Records `bytes` read of `file`; `nil` when its summary ends.
+    func set(_ file: FileRef, _ bytes: Int64?) {
+        read.withLock { $0[file] = bytes }
+        watcher?(file, bytes)
+    }
+
+    /// `read` of `size` bytes as a whole percentage for a row, "0%" to "99%": a summary is
+    /// shown, not "100%", when it is done, and a file that grew while it was read stays at 99%.
+    public static func percent(_ read: Int64, of size: Int64) -> String {
+        guard size > 0, read > 0 else { return "0%" }
+        // Divided before it is multiplied: no overflow, whatever the sizes.
+        let hundredth = max(1, size / 100)
+        return "\(min(99, read / hundredth))%"
+    }
+}
+
+/// CRC-32 (IEEE 802.3, reflected, as zlib computes it), eight bytes a step ("slicing by 8").
+public struct CRC32: Sendable {
+    /// Table `k` (entries `256 k ..< 256 (k + 1)`) is the CRC of a byte followed by `k` zero bytes.
+    private static let tables: [UInt32] = {
+        var tables = [UInt32](repeating: 0, count: 8 * 256)
+        for index in 0 ..< 256 {
+            var value = UInt32(index)
+            for _ in 0 ..< 8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
+            tables[index] = value
+        }
+        for slice in 1 ..< 8 {
+            for index in 0 ..< 256 {
+                let previous = tables[(slice - 1) * 256 + index]
+                tables[slice * 256 + index] = tables[Int(previous & 0xFF)] ^ (previous >> 8)
+            }
+        }
+        return tables
+    }()
 
     private var state: UInt32 = 0xFFFF_FFFF
 
@@ -238,8 +395,24 @@ public struct CRC32: Sendable {
     /// Adds `bytes`.
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         var crc = state
-        Self.table.withUnsafeBufferPointer { table in
-            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        Self.tables.withUnsafeBufferPointer { table in
+            let whole = bytes.count & ~7
+            var index = 0
+            while index < whole {
+                // Read little-endian, as the reflected CRC consumes bytes.
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let low = crc ^ UInt32(truncatingIfNeeded: word)
+                let high = UInt32(truncatingIfNeeded: word >> 32)
+                crc = table[7 * 256 + Int(low & 0xFF)] ^ table[6 * 256 + Int((low >> 8) & 0xFF)]
+                    ^ table[5 * 256 + Int((low >> 16) & 0xFF)] ^ table[4 * 256 + Int(low >> 24)]
+                    ^ table[3 * 256 + Int(high & 0xFF)] ^ table[2 * 256 + Int((high >> 8) & 0xFF)]
+                    ^ table[256 + Int((high >> 16) & 0xFF)] ^ table[Int(high >> 24)]
+                index += 8
+            }
+            while index < bytes.count {
+                crc = table[Int((crc ^ UInt32(bytes[index])) & 0xFF)] ^ (crc >> 8)
+                index += 1
+            }
         }
         state = crc
     }

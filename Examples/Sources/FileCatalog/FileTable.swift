@@ -16,6 +16,8 @@ public final class FileTable: Sendable {
     public let avenue: Avenue<Int, FileRef, FileSummary>
     /// The disk cache, if one is used.
     public let diskCache: SQLiteStorage<FileRef>?
+    /// How far the summaries of large files being computed have read.
+    public let progress = SummaryProgress()
     private let diskHits: DiskHitCounter?
 
     /// Sets up the table.
@@ -27,7 +29,7 @@ public final class FileTable: Sendable {
     ///   - maxConcurrent: summaries computed at once.
     public init(entries: [FileEntry], cacheFolder: URL?, latency: Duration = .zero, maxConcurrent: Int = 6) {
         self.entries = entries
-        let summarizer = FileSummarizer(latency: latency)
+        let summarizer = FileSummarizer(latency: latency, progress: progress)
         let processor: AutoProcessor<FileRef, FileSummary>
         if let cacheFolder {
             Self.removeFilePerEntryCache(in: cacheFolder)

@@ -98,7 +98,10 @@ public final class LocalRows: ListModel {
 
     public func line(at row: Int, width: Int, spinner: String, palette: Terminal.Palette) -> String? {
         guard let index = entry(at: row) else { return nil }
-        return TableLayout(width: width).row(table.entries[index], content(at: row), placeholder: spinner, palette: palette)
+        let entry = table.entries[index]
+        // A large file's summary says how far it has read.
+        let placeholder = table.progress.bytesRead(of: entry.ref).map { spinner + " " + SummaryProgress.percent($0, of: entry.size) } ?? spinner
+        return TableLayout(width: width).row(entry, content(at: row), placeholder: placeholder, palette: palette)
     }
 
     public func isPending(at row: Int) -> Bool { !content(at: row).isSettled }

@@ -250,6 +250,112 @@ struct FileSummaryTests {
         #expect(crc.value == 0xCBF4_3926)
     }
 
+    /// The summary's loops are written for speed (eight bytes a step); they must count what a
+    /// byte-at-a-time reading counts, however the file is cut into reads. Random files (text,
+    /// binary, all newlines, long lines) cut at random places, against a plain model.
+    @Test func theFastSummaryMatchesAByteAtATimeModel() {
+        var generator = SystemRandomNumberGenerator()
+        for round in 0 ..< 300 {
+            let count = round < 20 ? round : Int.random(in: 0 ..< 20_000, using: &generator)
+            let alphabet: [UInt8] = switch round % 4 {
+            case 0: Array(0 ... 255)
+            case 1: Array("ab\n".utf8)
+            case 2: [0x0A]
+            default: Array("abcdefghijklmnopqrstuvwxyz é中".utf8) + [0x0A]
+            }
+            let bytes = (0 ..< count).map { _ in alphabet.randomElement(using: &generator) ?? 0 }
+            // The model.
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0 ..< 8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+            }
+            crc ^= 0xFFFF_FFFF
+            var histogram = [Int](repeating: 0, count: 16)
+            for byte in bytes { histogram[Int(byte >> 4)] += 1 }
+            let firstLine = Array(bytes.prefix { $0 != 0x0A }.prefix(FileSummarizer.previewLimit))
+            // Summarized in reads of random sizes.
+            var summary = FileSummarizer.Summarizing()
+            var start = 0
+            while start < bytes.count {
+                let end = min(bytes.count, start + Int.random(in: 1 ... 300, using: &generator))
+                bytes[start ..< end].withUnsafeBytes { summary.add($0) }
+                start = end
+            }
+            #expect(summary.crc.value == crc, "round \(round)")
+            #expect(summary.lines == bytes.count { $0 == 0x0A }, "round \(round)")
+            #expect(summary.histogram == histogram, "round \(round)")
+            #expect(summary.firstLine == firstLine, "round \(round)")
+            #expect(summary.firstLineDone == bytes.contains(0x0A), "round \(round)")
+        }
+    }
+
+    /// Seen 2026-11-29: a 1 TiB file's row spun for hours with no sign of how far it was (and the
+    /// summary read 120 MB/s; it now reads about 650). A large file's row says how much is read.
+    @Test func aLargeFilesRowSaysHowFarItsSummaryHasRead() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("progress-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("large.bin")
+        try Data(count: 1 << 20).write(to: file)
+        // Reported after each 64 KiB read, rising, to the whole file; then nothing is left
+        // recorded. A small file is not reported.
+        let table = FileTable(entries: try FileListing.list(folder.path), cacheFolder: nil)
+        let entry = try #require(table.entries.first { $0.path.hasSuffix("large.bin") })
+        let reported = Recorded()
+        let progress = SummaryProgress(smallestReported: 1 << 20, reportEvery: 64 << 10) { _, read in reported.values.withLock { $0.append(read) } }
+        #expect(try await FileSummarizer(progress: progress).process(entry.ref) == FileSummarizer.summarize(Data(count: 1 << 20)))
+        #expect(reported.values.withLock { $0 } == (1 ... 16).map { Int64($0) << 16 } + [nil])
+        #expect(progress.bytesRead(of: entry.ref) == nil)
+        let smaller = SummaryProgress(smallestReported: (1 << 20) + 1, reportEvery: 64 << 10) { _, read in reported.values.withLock { $0.append(read) } }
+        reported.values.withLock { $0 = [] }
+        _ = try await FileSummarizer(progress: smaller).process(entry.ref)
+        #expect(reported.values.withLock { $0 }.isEmpty)
+        // While it reads, its row shows the spinner and the share read.
+        let rows = LocalRows(table: table, title: "t", ahead: 1)
+        table.progress.set(entry.ref, 387 << 10)
+        let row = try #require(table.entries.firstIndex(of: entry))
+        let line = try #require(rows.line(at: row, width: 100, spinner: "⠋", palette: Terminal.Palette(on: false)))
+        #expect(line.contains("⠋ 37%"), "\(line)")
+        table.progress.set(entry.ref, nil)
+        let done = try #require(rows.line(at: row, width: 100, spinner: "⠋", palette: Terminal.Palette(on: false)))
+        #expect(!done.contains("%"))
+    }
+
+    /// Seen 2026-11-29: `browse` of two large files on two cores froze — no frame, no key, not
+    /// even `q` — until one summary ended: each held a thread of the shared pool for seconds. On a
+    /// pool of one thread, other work now runs before a 4 MiB summary ends.
+    @Test func aSummaryGivesOtherWorkATurnWhileItReads() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("turns-\(UUID().uuidString).bin")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(count: 4 << 20).write(to: file)
+        let ref = FileRef(path: file.path, size: 4 << 20, modified: 0)
+        let executor = OneThreadExecutor()
+        let order = Recorded()
+        let summary = Task(executorPreference: executor) {
+            _ = try await FileSummarizer().process(ref)
+            order.values.withLock { $0.append(1) }
+        }
+        let other = Task(executorPreference: executor) { order.values.withLock { $0.append(2) } }
+        try await summary.value
+        await other.value
+        #expect(order.values.withLock { $0 } == [2, 1])
+    }
+
+    @Test func aShareReadIsAWholePercentUnder100WhateverTheSizes() {
+        #expect(SummaryProgress.percent(0, of: 100) == "0%")
+        #expect(SummaryProgress.percent(50, of: 100) == "50%")
+        #expect(SummaryProgress.percent(100, of: 100) == "99%")
+        #expect(SummaryProgress.percent(300, of: 100) == "99%")  // it grew while read
+        #expect(SummaryProgress.percent(5, of: 0) == "0%")
+        #expect(SummaryProgress.percent(5, of: -1) == "0%")
+        #expect(SummaryProgress.percent(-5, of: 10) == "0%")
+        #expect(SummaryProgress.percent(.max, of: .max) == "99%")
+        #expect(SummaryProgress.percent(.max / 2, of: .max) == "50%")
+        #expect(SummaryProgress.percent(1 << 39, of: 1 << 40) == "50%")
+        #expect(SummaryProgress.percent(1, of: .max) == "0%")
+    }
+
     @Test func textFilesShowTheirFirstLineAndLineCount() {
         let summary = FileSummarizer.summarize(Data("\tfirst line\r\nsecond\nthird".utf8))
         #expect(summary.lines == 2)  // newline characters, as wc -l counts them
@@ -721,5 +827,20 @@ struct TraceRecorderTests {
         let recorder = try TraceRecorder(path: path)
         recorder.record(0 ..< 10, count: 100)
         #expect(try String(contentsOfFile: path, encoding: .utf8).hasPrefix("{\"rows\": 100, \"screen\": 10}\n"))
+    }
+}
+
+/// Progress records a test saw.
+private final class Recorded: Sendable {
+    let values = Mutex<[Int64?]>([])
+}
+
+/// A task executor with one thread: jobs run one at a time, in the order they are enqueued.
+private final class OneThreadExecutor: TaskExecutor {
+    private let queue = DispatchQueue(label: "one-thread-executor")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
