@@ -627,7 +627,15 @@ public struct ListScreen: Sendable {
 
     /// The help's last row when the keys do not fit: which lines show and how to see the others.
     static func moreKeysLine(top: Int, shown: Int, of total: Int, columns: Int) -> String {
-        TextWidth.fit("  keys \(top + 1)–\(top + shown) of \(total) lines: ↑ ↓ PgUp PgDn for more, any other key closes", columns)
+        // A terminal one row tall shows no key (it said "keys 1–0 of 14 lines").
+        guard shown > 0 else { return TextWidth.fit("  \(total) lines of keys: the terminal is too short to show them; any key closes", columns) }
+        return TextWidth.fit("  keys \(span(top + 1, top + shown)) of \(total) lines: ↑ ↓ PgUp PgDn for more, any other key closes", columns)
+    }
+
+    /// Rows `first` to `last` as a status line says them: "3–9", or "3" for one row ("1–1 of 16"
+    /// read oddly on a terminal one row tall).
+    static func span(_ first: Int, _ last: Int) -> String {
+        first == last ? "\(first)" : "\(first)–\(last)"
     }
 
     /// Where the keys start after `key`, when they take `lines` lines and `rows` rows show them
@@ -687,7 +695,7 @@ public struct ListScreen: Sendable {
         // A window past the rows known so far (`:50` in a file whose first line is still being
         // read) shows its own rows, pending: it said "50–1 of ≥ 1".
         let last = count.isExact || top < count.value ? min(count.value, top + pageRows) : top + pageRows
-        let shown = count.value == 0 ? (count.isExact ? "nothing" : "listing…") : "\(top + 1)–\(last) of \(count)"
+        let shown = count.value == 0 ? (count.isExact ? "nothing" : "listing…") : "\(Self.span(top + 1, last)) of \(count)"
         var fields = [shown]
         if following { fields.append("following the end (any key stops)") } else if followsEnd, !count.isExact { fields.append("the end · counting…") }
         if let message { fields.append(message) }  // before the figures: the width may cut the end

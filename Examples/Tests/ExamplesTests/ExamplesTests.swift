@@ -133,6 +133,11 @@ struct TextWidthTests {
         #expect(ListScreen.helpScroll(.down, top: 0, lines: 14, rows: 1) == nil)
         let line = ListScreen.moreKeysLine(top: 5, shown: 5, of: 14, columns: 80)
         #expect(TextWidth.columns(line) == 80 && line.contains("6–10 of 14"))
+        // Seen 2026-11-29 on a terminal one row tall: "keys 1–0 of 14 lines", and "1–1 of 16".
+        #expect(ListScreen.moreKeysLine(top: 0, shown: 1, of: 14, columns: 80).contains("keys 1 of 14 lines"))
+        let none = ListScreen.moreKeysLine(top: 0, shown: 0, of: 14, columns: 80)
+        #expect(none.contains("14 lines of keys: the terminal is too short") && !none.contains("1–0"))
+        #expect(ListScreen.span(1, 1) == "1" && ListScreen.span(1, 16) == "1–16")
     }
 
     /// What the tools print off the terminal goes out in order, 4 KiB at a time, a large piece at
