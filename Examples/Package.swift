@@ -53,7 +53,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Fixtures: folder index pages captured from nginx, Apache and Python (read by path).
-        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "FilePager", "GitHistory", "RemoteCatalog", "TerminalUI", "history", avenues], exclude: ["Fixtures"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["FileCatalog", "FilePager", "GitHistory", "RemoteCatalog", "TerminalUI", "history", avenues, avenuesSQLite], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -33,7 +33,7 @@ public final class FileTable: Sendable {
         let processor: AutoProcessor<FileRef, FileSummary>
         if let cacheFolder {
             Self.removeFilePerEntryCache(in: cacheFolder)
-            let disk = SQLiteStorage<FileRef>(file: cacheFolder.appendingPathComponent("summaries.sqlite"), sizeLimit: 64 << 20) { $0.cacheKey }
+            let disk = SQLiteStorage<FileRef>(file: cacheFolder.appendingPathComponent("summaries.sqlite"), sizeLimit: 64 << 20) { Self.diskKey($0) }
             let counter = DiskHitCounter(disk.codable(FileSummary.self))
             diskCache = disk
             diskHits = counter
@@ -44,6 +44,16 @@ public final class FileTable: Sendable {
             processor = AutoProcessor(maxConcurrent: maxConcurrent, summarizer)
         }
         avenue = Avenue(storage: MemoryStorage(countLimit: 5_000), processor: processor)
+    }
+
+    /// Which summaries the disk cache holds: raised when the summary of the same bytes changes, so
+    /// that a summary an earlier version made is made again (2: a preview cut inside a character
+    /// ends before it, where it ended with a replacement character).
+    static let summaryVersion = 2
+
+    /// The disk cache's key for `file`: the summary's version, then the file's key.
+    static func diskKey(_ file: FileRef) -> String {
+        "v\(summaryVersion):" + file.cacheKey
     }
 
     /// The key of row `index`, or `nil` past either end, for a folder (nothing to compute) and for

@@ -1,4 +1,5 @@
 import Avenues
+import AvenuesSQLite
 @testable import FileCatalog
 import Foundation
 import Synchronization
@@ -679,6 +680,33 @@ struct SummariesCacheTests {
         #expect(previews.count == 2 && previews[0] != previews[1], "\(previews)")  // a new uuid each read
     }
     #endif
+
+    /// Seen 2026-11-29: after the preview of a line cut inside a character was fixed, files
+    /// summarized before still showed the old preview, ending in a replacement character: the
+    /// cache kept it. A summary an earlier version cached is made again.
+    @Test func aSummaryAnEarlierVersionCachedIsMadeAgain() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("summaries-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(("x" + String(repeating: "中", count: 200) + "\n").utf8).write(to: folder.appendingPathComponent("wide.txt"))
+        let entries = try FileListing.list(folder.path).filter { !$0.isFolder }
+        let ref = try #require(entries.first?.ref)
+        // What version 1 cached, under its key.
+        let cache = folder.appendingPathComponent("cache")
+        try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+        let earlier = SQLiteStorage<FileRef>(file: cache.appendingPathComponent("summaries.sqlite"), sizeLimit: 64 << 20) { $0.cacheKey }
+        let stale = FileSummary(lines: 1, crc32: 0, isBinary: false, preview: "x中中\u{FFFD}")
+        earlier.codable(FileSummary.self).set(stale, for: ref)
+        try earlier.flush()
+        var loaded: [FileSummary] = []
+        let table = FileTable(entries: entries, cacheFolder: cache)
+        await streamRowsInOrder(of: table, ahead: 1) { _, content in
+            if case .loaded(let summary) = content { loaded.append(summary) }
+        }
+        table.flush()
+        #expect(loaded == [try await FileSummarizer().process(ref)])
+        #expect(loaded.first?.preview.contains("\u{FFFD}") == false)
+    }
 
     /// Earlier versions kept a file per summary (DiskStorage); the SQLite cache that replaced it
     /// deletes those files once, and nothing else in the folder.
