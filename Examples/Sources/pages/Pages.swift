@@ -170,8 +170,12 @@ struct Pages: Tool {
         // `less` and `cat` do.
         var info = stat()
         if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFIFO {
+            // With no writer yet the terminal stayed blank, echoing keys: after a moment, say why.
+            let notice = DispatchWorkItem { Self.warn("waiting for a program to write to \(path) (Ctrl-C stops)") }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300), execute: notice)
             var text: Int32
             repeat { text = open(path, O_RDONLY | O_CLOEXEC) } while text < 0 && errno == EINTR  // a signal while it waits
+            notice.cancel()
             guard text >= 0 else { Self.fail("\(path) cannot be opened (\(String(cString: strerror(errno)))); check that it can be read") }
             try await page(stream: text, named: path, shownAs: path, filter: filter)
             return

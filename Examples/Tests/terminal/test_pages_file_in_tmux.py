@@ -147,7 +147,10 @@ def main():
         fifo = os.path.join(work, "named.fifo")
         os.mkfifo(fifo)
         tmux.start("fifo", f"TMPDIR='{spools}' '{pages}' '{fifo}'; echo EXIT=$?; stty -a; sleep 120")
-        # pages waits for a writer, as less does; the writer waits (a bounded time) for pages.
+        # pages waits for a writer, as less does, and says so (the terminal stayed blank); the
+        # writer waits (a bounded time) for pages.
+        tmux.wait("fifo", "pages FIFO says it waits for a writer",
+                  lambda s: any(f"pages: waiting for a program to write to {fifo} (Ctrl-C stops)" in line for line in s))
         deadline = time.monotonic() + 30
         while True:
             try:
