@@ -8,7 +8,8 @@ import FuzzDriver
 // terminal (`TerminalSafe.clean`), and terminal input decoded into keys (`KeyDecoder`). The first
 // byte picks the column's width (0–63) and the fit's options; the second, where the input is cut
 // in two reads for the key decoder (and, as `pages FILE` draws the bytes as a line, the column the
-// view starts at). Checked: nothing shown holds a control character or a bidirectional control; a
+// view starts at). Checked: nothing shown holds a control character, a bidirectional control or an
+// invisible character (a zero-width space, a word joiner, U+FEFF); a
 // fitted text and a drawn line take exactly their width in columns, and a painted line cut to the
 // screen at most that; a drawn line joins nothing drawn before it; keys are the same however the
 // input is cut, and fewer bytes than a key's longest wait; and a byte of printable ASCII after a
@@ -27,7 +28,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     func checkShown(_ shown: String, _ what: String) {
         for scalar in shown.unicodeScalars {
             switch scalar.value {
-            case 0x00..<0x20, 0x7F..<0xA0, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C:
+            case 0x00..<0x20, 0x7F..<0xA0, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C, 0x200B, 0x2060...0x2064, 0xFEFF, 0x180E:
                 preconditionFailure("\(what) shows U+\(String(scalar.value, radix: 16))")
             default: continue
             }
