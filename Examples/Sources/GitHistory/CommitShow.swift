@@ -1,4 +1,5 @@
 import Avenues
+import CSystemIO
 import Foundation
 import Synchronization
 
@@ -13,17 +14,17 @@ public final class CommitShow: OffsetPageSource {
     public let hash: String
     private let file: LineFile
     private let path: URL
-    private let process: Process?
+    /// git while it runs (it is started again once, for a date it cannot show).
+    private let process = Mutex<Process?>(nil)
     private let completion: Completion
 
     /// Whether git finished, and the pages waiting for it.
     final class Completion: Sendable {
-        let state = Mutex<(finished: Bool, failure: String?, waiters: [UUID: CheckedContinuation<Void, Never>])>((false, nil, [:]))
+        let state = Mutex<(finished: Bool, waiters: [UUID: CheckedContinuation<Void, Never>])>((false, [:]))
 
-        func finish(status: Int32) {
+        func finish() {
             let waiting = state.withLock { state in
                 state.finished = true
-                if status != 0 { state.failure = "git show failed (status \(status))" }
                 defer { state.waiters = [:] }
                 return Array(state.waiters.values)
             }
@@ -40,28 +41,66 @@ public final class CommitShow: OffsetPageSource {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path.path])
         }
         file = try LineFile(path: path.path, checkpointInterval: 500)
+        completion = Completion()
+        try start(repository: repository, rawDates: false)
+    }
+
+    /// Runs git into the file (emptied first). When it fails, its message ends the file: what it
+    /// wrote before is shown, then why it stopped (its message went nowhere, and the view showed
+    /// a commit's first line alone). A date git cannot show (`@0 -1200`: "Timestamp before Unix
+    /// epoch") is shown raw instead, by a second run.
+    private func start(repository: String, rawDates: Bool) throws {
         guard let executable = Git.executable, let output = FileHandle(forWritingAtPath: path.path) else { throw Git.Failure.notInstalled }
+        try output.truncate(atOffset: 0)
+        let arguments = ["show", "--stat", "--patch", "--format=fuller", "--color=never"] + (rawDates ? ["--date=raw"] : []) + [hash, "--"]
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["-C", repository, "show", "--stat", "--patch", "--format=fuller", "--color=never", hash, "--"]
+        process.arguments = ["-C", repository] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["LC_ALL": "C", "GIT_PAGER": "cat"]) { $1 }
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
         process.standardInput = FileHandle.nullDevice
-        let completion = Completion()
-        let file = file
-        process.terminationHandler = { finished in
+        let messages = PipeReader(errors.fileHandleForReading)
+        let (file, completion, path) = (file, completion, path)
+        process.terminationHandler = { [weak self] finished in
+            let message = String(decoding: messages.wait(), as: UTF8.self)
+            let status = finished.terminationStatus
+            if status != 0, !rawDates, message.contains("before Unix epoch"), let self {
+                try? output.close()
+                if (try? self.start(repository: repository, rawDates: true)) != nil { return }
+            }
+            if status != 0 {
+                let failure = Git.Failure.failed(arguments: ["show"], status: status, message: message)
+                // After what git wrote, on a line of its own.
+                let ending = (CommitShow.endsInsideALine(path) ? "\n" : "") + "[\(failure)]\n"
+                _ = Array(ending.utf8).withUnsafeBytes { avenues_examples_write_all(output.fileDescriptor, $0.baseAddress, $0.count) }
+            }
             try? output.close()
             _ = file.checkForChanges()
-            completion.finish(status: finished.terminationStatus)
+            completion.finish()
         }
-        self.completion = completion
-        try process.run()
-        self.process = process
+        self.process.withLock { $0 = process }
+        do {
+            try process.run()
+        } catch {
+            try? output.close()
+            throw error
+        }
+    }
+
+    /// Whether the file at `path` ends with a line that has no line break.
+    private static func endsInsideALine(_ path: URL) -> Bool {
+        let descriptor = open(path.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        let size = lseek(descriptor, 0, SEEK_END)
+        var last: UInt8 = 0x0A
+        return size > 0 && pread(descriptor, &last, 1, size - 1) == 1 && last != 0x0A
     }
 
     deinit {
-        if let process, process.isRunning { process.terminate() }
+        if let process = process.withLock({ $0 }), process.isRunning { process.terminate() }
         try? FileManager.default.removeItem(at: path)
     }
 

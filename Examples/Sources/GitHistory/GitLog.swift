@@ -76,8 +76,10 @@ public final class GitLog: OffsetPageSource {
     public let spoolFolder: URL
     private let spool = Mutex<LogSpool?>(nil)
 
-    /// The fields of a record, in order: `%H %h %ad %an %D %s`.
-    static let format = ["-z", "--date=short", "--format=%H%x00%h%x00%ad%x00%an%x00%D%x00%s"]
+    /// The fields of a record, in order: `%H %h %ad %an %D %s`. The date raw (seconds and offset),
+    /// made `YYYY-MM-DD` here (``GitDate``): git itself fails on a date its `--date=short` cannot
+    /// show (`@0 -1200`: "fatal: Timestamp before Unix epoch"), and the log stopped there.
+    static let format = ["-z", "--date=raw", "--format=%H%x00%h%x00%ad%x00%an%x00%D%x00%s"]
     static let fields = 6
 
     /// The log of the repository at `repository`, spooled in `spoolFolder`.
@@ -242,7 +244,7 @@ public final class GitLog: OffsetPageSource {
         if fields.count == 4 { refs = refs.dropLast() }  // the line ends in the refs: the last one is cut
         return Commit(
             hash: String(decoding: field(0), as: UTF8.self), shortHash: String(decoding: field(1), as: UTF8.self),
-            date: String(decoding: field(2), as: UTF8.self), author: Array(field(4)), refs: refs, subject: Array(field(5))
+            date: GitDate.short(raw: field(2)), author: Array(field(4)), refs: refs, subject: Array(field(5))
         )
     }
 
@@ -403,7 +405,7 @@ final class LogSpool: Sendable {
         let text = ([path, head ?? "no-head"] + paths).joined(separator: "\u{0}")
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        return "log-v2-" + String(hash, radix: 16) + "-" + String((head ?? "none").prefix(12))
+        return "log-v3-" + String(hash, radix: 16) + "-" + String((head ?? "none").prefix(12))
     }
 
     /// Keeps the four newest finished spools, and deletes spools abandoned by runs that ended.

@@ -144,6 +144,82 @@ struct GitLogTests {
         }
     }
 
+    /// Seen 2026-11-29: a commit dated `@0 -1200` (before 1970 in UTC, as imports from older
+    /// systems have) made `git log --date=short` fail — "fatal: Timestamp before Unix epoch" — and
+    /// `history` showed the commits before it only. The log is read raw and dated here.
+    @Test func aCommitGitCannotDateIsListedWithTheCommitsAfterIt() async throws {
+        let repository = try TestRepository(commits: 5, dates: [2: "0 -1200", 3: "253402300799 +1400", 4: "1 +0000"])
+        defer { repository.remove() }
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let log = GitLog(repository: repository.path, spoolFolder: spool)
+        var commits: [Commit] = []
+        var cursor = 0
+        while true {
+            let page = try await log.page(at: cursor, size: 2)
+            commits += page.items
+            guard let next = page.cursorAfter else { break }
+            cursor = next
+        }
+        #expect(commits.map(\.date) == ["2020-09-13", "1970-01-01", "10000-01-01", "1969-12-31", "2020-09-13"])
+        #expect(commits.map(\.subject) == (1 ... 5).reversed().map { "Commit \($0)" })
+    }
+
+    /// A commit's view is what `git show` prints. Seen 2026-11-29: for a commit dated `@0 -1200`
+    /// git show failed, its message went nowhere, and the view showed the commit's first line
+    /// alone. Such a date is shown raw; any other failure ends the view with git's message.
+    @Test func aCommitIsShownAsGitShowPrintsItAndAFailureSaysWhy() async throws {
+        let repository = try TestRepository(commits: 3, dates: [2: "0 -1200"])
+        defer { repository.remove() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("show-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let commits = try await repository.log()
+        func shown(_ hash: String) async throws -> [String] {
+            let show = try CommitShow(hash: hash, repository: repository.path, folder: folder)
+            return try await show.page(at: 0, size: 10_000).items.map(\.text)
+        }
+        let arguments = ["show", "--stat", "--patch", "--format=fuller", "--color=never"]
+        let newest = try await Git.run(arguments + [commits[0].hash, "--"], in: repository.path)
+        #expect(try await shown(commits[0].hash) == String(decoding: newest, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init))
+        let undatable = try await Git.run(arguments + ["--date=raw", commits[1].hash, "--"], in: repository.path)
+        let lines = try await shown(commits[1].hash)
+        #expect(lines == String(decoding: undatable, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init))
+        #expect(lines.contains("AuthorDate: 0 -1200") && lines.contains { $0.contains("notes.txt") })
+        let missing = String(repeating: "0", count: 40)
+        #expect(try await shown(missing).last == "[git show failed (status 128): fatal: bad object \(missing)]")
+    }
+
+    /// The date of a raw git date, against Foundation's calendar, for times from 1653 to 5138
+    /// and offsets from −14:00 to +14:00; and the ends of what a raw date can say.
+    @Test func aRawDateIsTheDayFoundationsCalendarGives() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0 ..< 3_000 {
+            let seconds = Int64.random(in: -10_000_000_000 ... 100_000_000_000, using: &generator)
+            let minutes = Int.random(in: -14 * 60 ... 14 * 60, using: &generator)
+            let zone = String(format: "%@%02d%02d", minutes < 0 ? "-" : "+", abs(minutes) / 60, abs(minutes) % 60)
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = try #require(TimeZone(secondsFromGMT: minutes * 60))
+            let parts = calendar.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+            let expected = String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+            #expect(GitDate.short(raw: Array("\(seconds) \(zone)".utf8)) == expected, "\(seconds) \(zone)")
+        }
+        // Leap days and the turn of centuries, which Foundation's proleptic calendar (Julian before
+        // 1582) does not test.
+        for (raw, date) in [
+            ("951782400 +0000", "2000-02-29"), ("4107456000 +0000", "2100-02-28"), ("4107542400 +0000", "2100-03-01"),
+            ("-62135596800 +0000", "0001-01-01"), ("-62135596801 +0000", "0000-12-31"), ("0 +0000", "1970-01-01"),
+            ("-1 +0000", "1969-12-31"), ("86399 -0000", "1970-01-01"), ("9223372036854775807 +0000", "292277026596-12-04"),
+            ("-9223372036854775808 +0000", "-292277022657-01-27"),
+        ] {
+            #expect(GitDate.short(raw: Array(raw.utf8)) == date, "\(raw)")
+        }
+        // Not a raw date, or one past what fits: shown as it is.
+        for hostile in ["", "2020-01-01", "99999999999999999999 +0000", "9223372036854775807 +1400", "-9223372036854775808 -0001",
+                        "5 +123", "5 +12345", "5 0000", "5 ++123", "5 +12a4", "5  +0000", "5 +0000 x", "\u{1B}[2J 5"] {
+            #expect(GitDate.short(raw: Array(hostile.utf8)) == hostile, "\(hostile.debugDescription)")
+        }
+    }
+
     @Test func everyPageInOrderOrByOffsetIsWhatGitLogSays() async throws {
         let repository = try TestRepository(commits: 250)
         defer { repository.remove() }
@@ -432,7 +508,8 @@ struct TestRepository {
 
     /// `subjects` and `authors` replace the subjects and author names of the commits they name; `tags` lightweight tags are put
     /// on each commit of `taggedCommits`.
-    init(commits: Int, subjects: [Int: String] = [:], authors: [Int: String] = [:], tags: Int = 0, taggedCommits: [Int] = []) throws {
+    /// `dates` replace the author dates (raw: `SECONDS ±HHMM`) of the commits they name.
+    init(commits: Int, subjects: [Int: String] = [:], authors: [Int: String] = [:], dates: [Int: String] = [:], tags: Int = 0, taggedCommits: [Int] = []) throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("history-test-\(UUID().uuidString)").path
         try Self.git(["init", "-q", "-b", "main", path], in: nil)
         var stream = ""
@@ -440,7 +517,7 @@ struct TestRepository {
             let subject = subjects[n] ?? (n % 7 == 0 ? "Tabbed\tsubject \(n) — ünïcode \u{1F} unit" : "Commit \(n)")
             let lines = (0 ..< n % 50).map { "line \($0) of \(n)\n" }.joined()
             stream += "commit refs/heads/main\nmark :\(n)\n"
-            stream += "author \(authors[n] ?? "Tést Author") <a@example.com> \(1_600_000_000 + n * 3600) +0000\n"
+            stream += "author \(authors[n] ?? "Tést Author") <a@example.com> \(dates[n] ?? "\(1_600_000_000 + n * 3600) +0000")\n"
             stream += "committer C <c@example.com> \(1_600_000_000 + n * 3600) +0000\n"
             stream += "data \(subject.utf8.count)\n\(subject)\n"
             if n > 1 { stream += "from :\(n - 1)\n" }
