@@ -4,6 +4,12 @@
 /// (check `Task.isCancelled`, call `try Task.checkCancellation()`, or use APIs that do), because
 /// ``AutoProcessor`` cancels the task running `process(_:)` when nobody wants the value any more.
 ///
+/// `process(_:)` runs on Swift's shared pool (or the executor given to ``AutoProcessor``), which
+/// has a thread per core. Long work that never awaits holds its thread: with as many such runs as
+/// cores, nothing else in the process runs — a screen stops drawing and taking keys. Await
+/// `Task.yield()` every millisecond or so of such work (the examples' checksum does, after each MiB
+/// read), or run blocking calls on a thread of their own.
+///
 /// ```swift
 /// struct Checksum: Processor {
 ///     func process(_ path: String) async throws -> UInt64 { ... }
