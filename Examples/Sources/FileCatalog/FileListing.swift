@@ -59,6 +59,16 @@ public struct FileRef: Sendable, Hashable, Codable {
     /// The absolute path, as shown (replacement characters for bytes that are not UTF-8).
     public var path: String { String(decoding: bytes, as: UTF8.self) }
 
+    /// The path's bytes hashed at once: the hash an array makes feeds them one at a time, and a
+    /// row's key is hashed at every look-up of every store it is in (5 % of `browse`'s CPU on
+    /// 200,000 files).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(size)
+        hasher.combine(modified)
+    }
+
     /// A stable string form for the disk cache: numbers first, then the path's bytes (in hex when
     /// they are not UTF-8, so two names never share a key).
     public var cacheKey: String {

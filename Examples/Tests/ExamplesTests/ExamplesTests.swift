@@ -634,6 +634,15 @@ struct FolderListingTests {
         }
         // Two names that differ only in invalid bytes never share a disk cache key.
         #expect(Set(entries.map(\.ref.cacheKey)).count == 3)
+        // Nor a key in memory (the path's bytes are hashed at once): equal refs are one key, and
+        // refs that differ in a byte, the size or the time are not.
+        let ref = FileRef(bytes: [0x61, 0xFF, 0x62], size: 3, modified: 7)
+        let keys: Set<FileRef> = [
+            ref, FileRef(bytes: [0x61, 0xFF, 0x62], size: 3, modified: 7), FileRef(bytes: [0x61, 0xFE, 0x62], size: 3, modified: 7),
+            FileRef(bytes: [0x61, 0xFF, 0x62], size: 4, modified: 7), FileRef(bytes: [0x61, 0xFF, 0x62], size: 3, modified: 8),
+            FileRef(bytes: [0x61, 0xFF], size: 3, modified: 7), FileRef(bytes: [], size: 3, modified: 7),
+        ]
+        #expect(keys.count == 6 && keys.contains(ref))
     }
 
     /// A folder that cannot be read is a row that says why — here one nested past PATH_MAX, which
