@@ -25,7 +25,7 @@ public enum TerminalSafe {
     }
 
     /// How ``clean(_:)`` shows one scalar.
-    enum Shown {
+    public enum Shown: Sendable {
         /// As it is.
         case asIs
         /// As a space (a tab).
@@ -35,7 +35,7 @@ public enum TerminalSafe {
     }
 
     /// How `scalar` is shown.
-    static func shown(_ scalar: Unicode.Scalar) -> Shown {
+    public static func shown(_ scalar: Unicode.Scalar) -> Shown {
         switch scalar.value {
         case 0x09: return .space
         case 0x00 ..< 0x20, 0x7F ..< 0xA0: return .marked

@@ -50,7 +50,7 @@ struct Pages: Tool {
     @Option(parsing: .unconditional, help: "Rows computed at once when streaming to a file or pipe.")
     var ahead = 16
 
-    @Option(help: "Output format: table or tsv (tab-separated: path, size in bytes, lines, crc32, preview).")
+    @Option(help: "Output format: table or tsv (tab-separated: path, size in bytes, lines, crc32, preview; a backslash, tab, line break or other control character in a field is escaped: \\\\, \\t, \\n, \\r, \\xNN).")
     var format: OutputFormat = .table
 
     @Option(parsing: .unconditional, help: "The table's width (default: the terminal's, else $COLUMNS, else 120).")
@@ -324,6 +324,35 @@ struct Pages: Tool {
 
 /// Prints rows in the chosen format.
 struct Renderer: Sendable {
+    /// `text` as a TSV field that can be read back: a backslash, a tab, a line break and every other
+    /// control character escaped (`\\`, `\t`, `\n`, `\r`, `\x1b`), as PostgreSQL's text format and
+    /// "linear TSV" write them. A name with a tab was written with a space (and a line break as
+    /// `?`), so it could not be told from another name, nor opened.
+    static func tsvField(_ text: String) -> String {
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F && $0 != 0x5C }) && !TerminalSafe.needsCleaning(text) { return text }
+        var field = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": field += "\\\\"
+            case "\t": field += "\\t"
+            case "\n": field += "\\n"
+            case "\r": field += "\\r"
+            default:
+                if scalar.value < 0x20 || (0x7F ..< 0xA0).contains(scalar.value) || TerminalSafe.shown(scalar) == .marked {
+                    field += scalar.value <= 0xFF ? "\\x" + hex(scalar.value, digits: 2) : "\\u" + hex(scalar.value, digits: 4)
+                } else {
+                    field.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return field
+    }
+
+    private static func hex(_ value: UInt32, digits: Int) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    }
+
     let format: Pages.OutputFormat
     let layout: TableLayout
 
@@ -353,7 +382,7 @@ struct Renderer: Sendable {
         case .table:
             return layout.row(path: path, size: size, content)
         case .tsv:
-            let clean = { (text: String) in TableLayout.printable(text.replacingOccurrences(of: "\t", with: " ")) }
+            let clean = Self.tsvField
             let bytes = size.map { String($0) } ?? ""
             switch content {
             case .loaded(let summary):

@@ -14,6 +14,7 @@ Usage: test_pages_output.py BIN_DIR   (the folder holding the built `pages` and 
 - a COLUMNS that is no width (0, -5, abc) is not taken.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,6 +111,23 @@ def main():
         if len(odd_rows) != 3 or any(row.split("\t")[1:3] == ["", ""] or "error" in row for row in odd_rows):
             fail(f"names that are not UTF-8: {odd_rows}")
         print("ok: names that are not UTF-8 are listed and read:", ", ".join(row.split("\t")[0] for row in odd_rows))
+
+        # Seen 2026-11-29: a name with a tab or a line break was written with a space or a `?`, so
+        # it could not be told from another name, nor opened. Fields are escaped, and read back.
+        awkward = os.path.join(work, "awkward")
+        os.makedirs(awkward)
+        names = ["tab\there", "line\nbreak", "back\\slash", "esc\x1b[2Jape", "a b?c", "plain"]
+        for name in names:
+            with open(os.path.join(awkward, name), "w") as file:
+                file.write("x\n")
+        def unescape(field):
+            return re.sub(r"\\(x[0-9a-f]{2}|u[0-9a-f]{4}|[\\tnr])",
+                          lambda m: {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}.get(m.group(1)) or chr(int(m.group(1)[1:], 16)), field)
+        awkward_rows = run([pages, awkward, "--no-cache", "--format", "tsv"]).decode().split("\n")[1:-1]
+        read_back = sorted(unescape(row.split("\t")[0]) for row in awkward_rows)
+        if len(awkward_rows) != len(names) or read_back != sorted(names) or any(len(row.split("\t")) != 5 for row in awkward_rows):
+            fail(f"awkward names in TSV: {awkward_rows}")
+        print("ok: names with a tab, a line break, a backslash or an escape are one TSV field each and read back:", ", ".join(row.split("\t")[0] for row in awkward_rows))
 
         loop = os.path.join(work, "loop")
         os.symlink("loop", loop)
