@@ -172,7 +172,9 @@ final class HistoryModel: ListModel {
         let authorWidth = min(18, max(8, width / 8))
         let statWidth = min(24, max(0, width / 5))
         let refs = commit.refs.isEmpty ? "" : "(" + commit.refs.joined(separator: ", ") + ") "
-        let (hashWidth, dateWidth) = (TextWidth.columns(commit.shortHash), TextWidth.columns(commit.date))
+        // A date is `YYYY-MM-DD` (a year past 9999 is longer); what is not a date (``GitDate``
+        // shows it as it is) is cut and cleaned like any text from outside.
+        let (hashWidth, dateWidth) = (TextWidth.columns(commit.shortHash), min(16, TextWidth.columns(commit.date)))
         var (showsDate, showsAuthor, showsStat) = (true, true, true)
         func room() -> Int {
             width - (1 + hashWidth + 2) - (showsDate ? dateWidth + 2 : 0) - (showsAuthor ? authorWidth + 2 : 0) - (showsStat ? 1 + statWidth : 0)
@@ -186,7 +188,7 @@ final class HistoryModel: ListModel {
         let subject = TextWidth.fit(commit.subject, subjectWidth)
         let shownSubject = query.map { highlight(subject, $0, palette) } ?? subject
         var line = " " + palette.paint(commit.shortHash, palette.hash) + "  "
-        if showsDate { line += palette.paint(commit.date, palette.date) + "  " }
+        if showsDate { line += palette.paint(TextWidth.fit(commit.date, dateWidth), palette.date) + "  " }
         if showsAuthor { line += palette.paint(TextWidth.fit(commit.author, authorWidth), palette.author) + "  " }
         // Cut, the refs keep their space before the subject ("(HEAD -> ma… subject", not "ma…subject").
         let shownRefs = refsWidth >= TextWidth.columns(refs) ? refs : TextWidth.fit(String(refs.dropLast()), refsWidth - 1) + " "

@@ -46,6 +46,18 @@ struct HistoryModelTests {
         }
     }
 
+    /// Dates git itself cannot show (`@0 -1200`), or past 9999, are in their rows, whole, and the
+    /// rows keep their width.
+    @Test func datesGitCannotShowAreInTheirRows() async throws {
+        let plain = Terminal.Palette(on: false)
+        let repository = try TestRepository(commits: 3, dates: [2: "0 -1200", 3: "253402300799 +1400"])
+        try await withModel(of: repository, showing: 3, until: { $0.count == .exact(3) && $0.line(at: 2, width: 100, spinner: "", palette: plain) != nil }) { model in
+            let lines = try (0 ..< 3).map { try #require(model.line(at: $0, width: 100, spinner: "", palette: plain)) }
+            #expect(lines[0].contains(" 10000-01-01  ") && lines[1].contains(" 1969-12-31  "), "\(lines)")
+            for line in lines { #expect(TextWidth.columns(line) <= 100, "\(line)") }
+        }
+    }
+
     /// Seen 2026-11-29: refs cut to their share of the row ran into the subject, "(HEAD -> ma…esc".
     @Test func refsCutToTheirShareKeepTheirSpaceBeforeTheSubject() async throws {
         let plain = Terminal.Palette(on: false)
