@@ -15,6 +15,8 @@ public struct FileEntry: Sendable, Hashable {
     /// The path relative to the folder browsed, as shown: bytes that are not UTF-8 appear as
     /// replacement characters. A folder's path ends with `/`.
     public let path: String
+    /// ``path``'s bytes as the file system has them (output that must give the name back uses them).
+    public let pathBytes: [UInt8]
     /// What to load for a file: the file as it is now (path, size, modification time).
     public let ref: FileRef
     /// Whether the row is a folder.
@@ -25,9 +27,10 @@ public struct FileEntry: Sendable, Hashable {
     /// The size in bytes (0 for a folder).
     public var size: Int64 { ref.size }
 
-    /// A row.
-    public init(path: String, ref: FileRef, isFolder: Bool = false, problem: String? = nil) {
+    /// A row; `pathBytes` are `path`'s UTF-8 unless given.
+    public init(path: String, pathBytes: [UInt8]? = nil, ref: FileRef, isFolder: Bool = false, problem: String? = nil) {
         self.path = path
+        self.pathBytes = pathBytes ?? Array(path.utf8)
         self.ref = ref
         self.isFolder = isFolder
         self.problem = problem
@@ -107,7 +110,7 @@ public enum FileListing {
                 let reason = "cannot be read (\(String(cString: strerror(errno))))"
                 if let index = rows.firstIndex(where: { $0.key == relativeFolder + [0x2F] }) {
                     let old = rows[index].entry
-                    rows[index].entry = FileEntry(path: old.path, ref: old.ref, isFolder: true, problem: reason)
+                    rows[index].entry = FileEntry(path: old.path, pathBytes: old.pathBytes, ref: old.ref, isFolder: true, problem: reason)
                 }
                 continue
             }
@@ -129,7 +132,7 @@ public enum FileListing {
                     let reason = "cannot be read (\(String(cString: strerror(errno))))"
                     let isFolder = entry.pointee.d_type == UInt8(DT_DIR)
                     let key = isFolder ? relative + [0x2F] : relative
-                    rows.append((key, FileEntry(path: String(decoding: key, as: UTF8.self), ref: FileRef(bytes: absolute, size: 0, modified: 0), isFolder: isFolder, problem: reason)))
+                    rows.append((key, FileEntry(path: String(decoding: key, as: UTF8.self), pathBytes: key, ref: FileRef(bytes: absolute, size: 0, modified: 0), isFolder: isFolder, problem: reason)))
                     continue
                 }
                 let modified = modificationTime(status)
@@ -137,9 +140,9 @@ public enum FileListing {
                 case S_IFDIR:
                     folders.append(relative)
                     let key = relative + [0x2F]
-                    rows.append((key, FileEntry(path: String(decoding: key, as: UTF8.self), ref: FileRef(bytes: absolute, size: 0, modified: modified), isFolder: true)))
+                    rows.append((key, FileEntry(path: String(decoding: key, as: UTF8.self), pathBytes: key, ref: FileRef(bytes: absolute, size: 0, modified: modified), isFolder: true)))
                 case S_IFREG:
-                    rows.append((relative, FileEntry(path: String(decoding: relative, as: UTF8.self), ref: FileRef(bytes: absolute, size: Int64(status.st_size), modified: modified))))
+                    rows.append((relative, FileEntry(path: String(decoding: relative, as: UTF8.self), pathBytes: relative, ref: FileRef(bytes: absolute, size: Int64(status.st_size), modified: modified))))
                 default:
                     continue  // symlinks, sockets, devices
                 }

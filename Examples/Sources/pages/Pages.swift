@@ -50,7 +50,7 @@ struct Pages: Tool {
     @Option(parsing: .unconditional, help: "Rows computed at once when streaming to a file or pipe.")
     var ahead = 16
 
-    @Option(help: "Output format: table or tsv (tab-separated: path, size in bytes, lines, crc32, preview; a backslash, tab, line break or other control character in a field is escaped: \\\\, \\t, \\n, \\r, \\xNN).")
+    @Option(help: "Output format: table or tsv (tab-separated: path, size in bytes, lines, crc32, preview; a backslash, tab, line break or other control character in a field is escaped: \\\\, \\t, \\n, \\r, \\xNN, \\uNNNN; so is a byte of a name that is not UTF-8, as \\xNN).")
     var format: OutputFormat = .table
 
     @Option(parsing: .unconditional, help: "The table's width (default: the terminal's, else $COLUMNS, else 120).")
@@ -325,7 +325,8 @@ struct Pages: Tool {
 /// Prints rows in the chosen format.
 struct Renderer: Sendable {
     /// `text` as a TSV field that can be read back: a backslash, a tab, a line break and every other
-    /// control character escaped (`\\`, `\t`, `\n`, `\r`, `\x1b`), as PostgreSQL's text format and
+    /// control character escaped (`\\`, `\t`, `\n`, `\r`, `\x1b`; past ASCII, and an invisible
+    /// or bidirectional character, `\u0085`), as PostgreSQL's text format and
     /// "linear TSV" write them. A name with a tab was written with a space (and a line break as
     /// `?`), so it could not be told from another name, nor opened.
     static func tsvField(_ text: String) -> String {
@@ -339,13 +340,37 @@ struct Renderer: Sendable {
             case "\r": field += "\\r"
             default:
                 if scalar.value < 0x20 || (0x7F ..< 0xA0).contains(scalar.value) || TerminalSafe.shown(scalar) == .marked {
-                    field += scalar.value <= 0xFF ? "\\x" + hex(scalar.value, digits: 2) : "\\u" + hex(scalar.value, digits: 4)
+                    // \x is a byte: a character past ASCII (a C1 control) is \u, or it would
+                    // read back as a byte that is not UTF-8.
+                    field += scalar.value < 0x80 ? "\\x" + hex(scalar.value, digits: 2) : "\\u" + hex(scalar.value, digits: 4)
                 } else {
                     field.unicodeScalars.append(scalar)
                 }
             }
         }
         return field
+    }
+
+    /// ``tsvField(_:)`` of a name's bytes: a byte that is not part of UTF-8 is `\xNN` (it was a
+    /// replacement character, and the name could not be given back).
+    static func tsvField(bytes: [UInt8]) -> String {
+        if let text = String(validating: bytes, as: UTF8.self) { return tsvField(text) }
+        var field = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var position = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                field += tsvField(String(decoding: Array(encoded), as: UTF8.self))
+                position += encoded.count
+            case .error(let length):
+                for byte in bytes[position ..< position + length] { field += "\\x" + hex(UInt32(byte), digits: 2) }
+                position += length
+            case .emptyInput:
+                return field
+            }
+        }
     }
 
     private static func hex(_ value: UInt32, digits: Int) -> String {
@@ -369,28 +394,32 @@ struct Renderer: Sendable {
     }
 
     func print(_ entry: FileEntry, _ content: RowContent) {
-        StandardOutput.line(line(path: entry.path, size: entry.isFolder ? nil : entry.size, content))
+        // TSV gives the name back, byte for byte.
+        let path = format == .tsv ? Self.tsvField(bytes: entry.pathBytes) : entry.path
+        StandardOutput.line(line(path: path, size: entry.isFolder ? nil : entry.size, content, pathIsField: format == .tsv))
     }
 
     func print(path: String, size: Int64?, _ content: RowContent) {
         StandardOutput.line(line(path: path, size: size, content))
     }
 
-    /// A row; `size` `nil` when nobody could say (a remote file that failed to download).
-    func line(path: String, size: Int64?, _ content: RowContent) -> String {
+    /// A row; `size` `nil` when nobody could say (a remote file that failed to download);
+    /// `pathIsField` when `path` is a TSV field already.
+    func line(path: String, size: Int64?, _ content: RowContent, pathIsField: Bool = false) -> String {
         switch format {
         case .table:
             return layout.row(path: path, size: size, content)
         case .tsv:
-            let clean = Self.tsvField
+            let clean: (String) -> String = Self.tsvField
+            let field = pathIsField ? path : clean(path)
             let bytes = size.map { String($0) } ?? ""
             switch content {
             case .loaded(let summary):
-                return [clean(path), bytes, String(summary.lines), TableLayout.hex(summary.crc32), clean(summary.preview)].joined(separator: "\t")
+                return [field, bytes, String(summary.lines), TableLayout.hex(summary.crc32), clean(summary.preview)].joined(separator: "\t")
             case .failed(let message):
-                return [clean(path), bytes, "", "", "error: " + clean(message)].joined(separator: "\t")
+                return [field, bytes, "", "", "error: " + clean(message)].joined(separator: "\t")
             case .pending, .folder:
-                return [clean(path), bytes, "", "", ""].joined(separator: "\t")
+                return [field, bytes, "", "", ""].joined(separator: "\t")
             }
         }
     }

@@ -112,21 +112,32 @@ def main():
             fail(f"names that are not UTF-8: {odd_rows}")
         print("ok: names that are not UTF-8 are listed and read:", ", ".join(row.split("\t")[0] for row in odd_rows))
 
-        # Seen 2026-11-29: a name with a tab or a line break was written with a space or a `?`, so
-        # it could not be told from another name, nor opened. Fields are escaped, and read back.
-        awkward = os.path.join(work, "awkward")
+        # Seen 2026-11-29: a name with a tab or a line break was written with a space or a `?`, and
+        # one that is not UTF-8 with replacement characters, so it could not be told from another
+        # name, nor opened. Fields are escaped, and read back byte for byte.
+        awkward = os.path.join(work, "awkward").encode()
         os.makedirs(awkward)
-        names = ["tab\there", "line\nbreak", "back\\slash", "esc\x1b[2Jape", "a b?c", "plain"]
+        names = [b"tab\there", b"line\nbreak", b"back\\slash", b"esc\x1b[2Jape", b"a b?c", b"plain", b"caf\xe9\xff.txt",
+                 "c1\u0085 and rlo\u202e".encode(), "caf\u00e9".encode()]
         for name in names:
-            with open(os.path.join(awkward, name), "w") as file:
-                file.write("x\n")
+            with open(os.path.join(awkward, name), "wb") as file:
+                file.write(b"x\n")
         def unescape(field):
-            return re.sub(r"\\(x[0-9a-f]{2}|u[0-9a-f]{4}|[\\tnr])",
-                          lambda m: {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}.get(m.group(1)) or chr(int(m.group(1)[1:], 16)), field)
-        awkward_rows = run([pages, awkward, "--no-cache", "--format", "tsv"]).decode().split("\n")[1:-1]
+            out, i = bytearray(), 0
+            while i < len(field):
+                if field[i] == "\\":
+                    kind = field[i + 1]
+                    if kind == "x":
+                        out.append(int(field[i + 2:i + 4], 16)); i += 4; continue
+                    if kind == "u":
+                        out += chr(int(field[i + 2:i + 6], 16)).encode(); i += 6; continue
+                    out += {"\\": b"\\", "t": b"\t", "n": b"\n", "r": b"\r"}[kind]; i += 2; continue
+                out += field[i].encode(); i += 1
+            return bytes(out)
+        awkward_rows = run([pages, awkward.decode(errors="surrogateescape"), "--no-cache", "--format", "tsv"]).decode().split("\n")[1:-1]
         read_back = sorted(unescape(row.split("\t")[0]) for row in awkward_rows)
         if len(awkward_rows) != len(names) or read_back != sorted(names) or any(len(row.split("\t")) != 5 for row in awkward_rows):
-            fail(f"awkward names in TSV: {awkward_rows}")
+            fail(f"awkward names in TSV: {awkward_rows}; read back {read_back}")
         print("ok: names with a tab, a line break, a backslash or an escape are one TSV field each and read back:", ", ".join(row.split("\t")[0] for row in awkward_rows))
 
         loop = os.path.join(work, "loop")
