@@ -189,8 +189,11 @@ public struct FileSummarizer: Processor {
     struct Summarizing {
         var crc = CRC32()
         var lines = 0
+        /// How many bytes have each high nibble (0x00–0x0F, …, 0xF0–0xFF): kept for a binary file.
         var histogram = [Int](repeating: 0, count: 16)
         var sniffed: [UInt8] = []
+        /// Whether the first ``FileSummarizer/sniffSize`` bytes say text, once they are read.
+        var sniffedText: Bool?
         var firstLine: [UInt8] = []
         var firstLineDone = false
 
@@ -207,9 +210,12 @@ public struct FileSummarizer: Processor {
                 if end != nil { firstLineDone = true }
             }
             lines += Self.countBreaks(bytes)
-            Self.addNibbles(bytes, to: &histogram)
+            // The histogram is the preview of a binary file only: once the first bytes say text,
+            // it is not kept (a quarter of the work a byte).
+            if sniffedText != true { Self.addNibbles(bytes, to: &histogram) }
             if sniffed.count < FileSummarizer.sniffSize {
                 sniffed += bytes.prefix(FileSummarizer.sniffSize - sniffed.count)
+                if sniffed.count == FileSummarizer.sniffSize { sniffedText = !isBinary }
             }
         }
 
