@@ -66,14 +66,17 @@ public final class CommitShow: OffsetPageSource {
         process.terminationHandler = { [weak self] finished in
             let message = String(decoding: messages.wait(), as: UTF8.self)
             let status = finished.terminationStatus
-            if status != 0, !rawDates, message.contains("before Unix epoch"), let self {
-                try? output.close()
-                if (try? self.start(repository: repository, rawDates: true)) != nil { return }
+            if status != 0, !rawDates, message.contains("before Unix epoch"), let self,
+               (try? self.start(repository: repository, rawDates: true)) != nil {
+                try? output.close()  // the second run writes through a handle of its own
+                return
             }
             if status != 0 {
                 let failure = Git.Failure.failed(arguments: ["show"], status: status, message: message)
-                // After what git wrote, on a line of its own.
+                // After what git wrote (at the file's end: a second run that could not start may
+                // have emptied it), on a line of its own.
                 let ending = (CommitShow.endsInsideALine(path) ? "\n" : "") + "[\(failure)]\n"
+                _ = try? output.seekToEnd()
                 _ = Array(ending.utf8).withUnsafeBytes { avenues_examples_write_all(output.fileDescriptor, $0.baseAddress, $0.count) }
             }
             try? output.close()
