@@ -7,6 +7,9 @@ import Synchronization
 public struct RemoteFile: Sendable, Hashable {
     /// The path relative to the starting URL, names percent-decoded, as shown; a folder's ends with `/`.
     public var path: String
+    /// ``path``'s bytes as the server's links encode them (a name need not be UTF-8): output that
+    /// must give the name back uses them.
+    public var pathBytes: [UInt8]
     /// Where to download it (a folder: its listing).
     public var url: URL
     /// The size the index gave, if it gave one exactly.
@@ -141,7 +144,7 @@ public struct RemoteTree: PageSource {
             if !frame.announced {
                 frame.announced = true
                 let problem: String? = if case .failure(let error) = listing { Self.message(for: error) } else { nil }
-                items.append(RemoteFile(path: frame.folder, url: folderURL, size: nil, isFolder: true, problem: problem))
+                items.append(RemoteFile(path: frame.folder, pathBytes: DirectoryIndex.percentDecoded(frame.encoded[...]), url: folderURL, size: nil, isFolder: true, problem: problem))
                 if problem != nil { continue }
                 if items.count >= request.size {
                     cursor.stack.append(frame)
@@ -156,10 +159,10 @@ public struct RemoteTree: PageSource {
             let encoded = frame.encoded + entry.encoded
             if entry.isFolder {
                 if frame.depth >= maxDepth {
-                    items.append(RemoteFile(path: path + "/", url: url(of: encoded, isFolder: true), size: nil, isFolder: true, problem: "not listed: deeper than --max-depth \(maxDepth)"))
+                    items.append(RemoteFile(path: path + "/", pathBytes: DirectoryIndex.percentDecoded(encoded[...]) + [0x2F], url: url(of: encoded, isFolder: true), size: nil, isFolder: true, problem: "not listed: deeper than --max-depth \(maxDepth)"))
                     limits.note("folders deeper than \(maxDepth) (--max-depth)")
                 } else if cursor.folders >= maxFolders {
-                    items.append(RemoteFile(path: path + "/", url: url(of: encoded, isFolder: true), size: nil, isFolder: true, problem: "not listed: \(maxFolders) folders listed (--max-folders)"))
+                    items.append(RemoteFile(path: path + "/", pathBytes: DirectoryIndex.percentDecoded(encoded[...]) + [0x2F], url: url(of: encoded, isFolder: true), size: nil, isFolder: true, problem: "not listed: \(maxFolders) folders listed (--max-folders)"))
                     limits.note("\(maxFolders) folders (--max-folders)")
                 } else {
                     cursor.folders += 1
@@ -167,7 +170,7 @@ public struct RemoteTree: PageSource {
                     cursor.stack.append(.init(folder: path + "/", encoded: encoded + "/", next: 0, depth: frame.depth + 1, announced: false))
                 }
             } else {
-                items.append(RemoteFile(path: path, url: url(of: encoded, isFolder: false), size: entry.size))
+                items.append(RemoteFile(path: path, pathBytes: DirectoryIndex.percentDecoded(encoded[...]), url: url(of: encoded, isFolder: false), size: entry.size))
                 cursor.files += 1
                 if cursor.files >= maxFiles { limits.note("\(maxFiles) files (--max-files)") }
             }

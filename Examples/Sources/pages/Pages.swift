@@ -316,7 +316,7 @@ struct Pages: Tool {
             Self.fail(RemoteTable.rootMessage(for: error, root: table.root))
         }
         render.printHeader()
-        let failure = await table.streamInOrder(ahead: ahead, filter: filter) { file, size, content in render.print(path: file.path, size: size, content) }
+        let failure = await table.streamInOrder(ahead: ahead, filter: filter) { file, size, content in render.print(path: file.path, bytes: file.pathBytes, size: size, content) }
         table.save()
         if let failure { Self.fail("the listing stopped: \(RemoteTable.rootMessage(for: failure, root: table.root))") }
     }
@@ -394,13 +394,13 @@ struct Renderer: Sendable {
     }
 
     func print(_ entry: FileEntry, _ content: RowContent) {
-        // TSV gives the name back, byte for byte.
-        let path = format == .tsv ? Self.tsvField(bytes: entry.pathBytes) : entry.path
-        StandardOutput.line(line(path: path, size: entry.isFolder ? nil : entry.size, content, pathIsField: format == .tsv))
+        print(path: entry.path, bytes: entry.pathBytes, size: entry.isFolder ? nil : entry.size, content)
     }
 
-    func print(path: String, size: Int64?, _ content: RowContent) {
-        StandardOutput.line(line(path: path, size: size, content))
+    /// A row of `path`, whose bytes are `bytes` (TSV gives them back).
+    func print(path: String, bytes: [UInt8], size: Int64?, _ content: RowContent) {
+        let field = format == .tsv ? Self.tsvField(bytes: bytes) : path
+        StandardOutput.line(line(path: field, size: size, content, pathIsField: format == .tsv))
     }
 
     /// A row; `size` `nil` when nobody could say (a remote file that failed to download);

@@ -146,6 +146,8 @@ struct DirectoryIndexTests {
         let page = "<html><head><title>Index of /</title></head><body><pre><a href=\"caf%E9.txt\">x</a></pre></body></html>"
         let entries = try DirectoryIndex.parse(Data(page.utf8), folder: Self.folder)
         #expect(entries.map(\.name) == ["caf\u{FFFD}.txt"] && entries.map(\.encoded) == ["caf%E9.txt"])
+        // Its bytes, as a remote row keeps them for output that gives names back.
+        #expect(DirectoryIndex.percentDecoded("caf%E9.txt") == Array("caf".utf8) + [0xE9] + Array(".txt".utf8))
     }
 
     @Test func controlCharactersInNamesAreNotPrinted() {
@@ -249,6 +251,8 @@ struct RemoteTreeTests {
             let remote = try await all(tree)
             let local = try FileListing.list(work.appendingPathComponent("tree").path)
             #expect(remote.map(\.path) == local.map(\.path))
+            // The bytes of each name, as `pages URL --format tsv` writes them back.
+            #expect(remote.map(\.pathBytes) == local.map(\.pathBytes))
             #expect(remote.allSatisfy { $0.problem == nil && $0.url.absoluteString.hasPrefix(server.url("/").absoluteString) })
             #expect(remote.first(where: { $0.path.contains("#") })?.url.absoluteString.contains("%23") == true)
         }
