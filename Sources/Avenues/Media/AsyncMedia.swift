@@ -281,9 +281,9 @@ public final class AsyncMedia: SchedulingProcessor {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak downloader] termination in
+        continuation.onTermination = { [weak downloader, slots] termination in
             guard case .cancelled = termination, let downloader else { return }
-            Self.withdraw(list, from: downloader)
+            Self.withdraw(list, from: downloader, slots: slots)
         }
         return stream
     }
@@ -324,9 +324,9 @@ public final class AsyncMedia: SchedulingProcessor {
             }
         }
         let list = claimEvery(Array(urls), priority: priority, deliver: deliver, end: {})
-        return FileListRequest { [weak downloader] in
+        return FileListRequest { [weak downloader, slots] in
             stopped.withLock { $0 = true }
-            if let list, let downloader { Self.withdraw(list, from: downloader) }
+            if let list, let downloader { Self.withdraw(list, from: downloader, slots: slots) }
         }
     }
 
@@ -371,10 +371,15 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// Withdraws the claims of `list` not yet answered.
-    private static func withdraw(_ list: ClaimedList<AutoProcessor<URL, URL>.Claim>, from downloader: AutoProcessor<URL, URL>) {
-        // Last first: a download prepared behind the moving one leaves before the moving one's
-        // slot is freed, so it never moves. Releasing a claim already answered does nothing.
-        for claim in list.stop().reversed() { downloader.release(claim) }
+    private static func withdraw(_ list: ClaimedList<AutoProcessor<URL, URL>.Claim>, from downloader: AutoProcessor<URL, URL>, slots: TransferGate) {
+        // No slot is handed on until every claim is withdrawn: a download waiting for a slot leaves
+        // before the one moving frees it, whichever comes first in the list (they move in the order
+        // they were ready, not the list's: releasing from the last, a moving one late in the list
+        // gave its slot to a waiting one early in it, which started). Releasing a claim already
+        // answered does nothing.
+        slots.holding {
+            for claim in list.stop().reversed() { downloader.release(claim) }
+        }
     }
 
     /// One URL's answer from ``files(for:priority:)`` or ``files(for:priority:answer:)``.
@@ -863,6 +868,12 @@ public final class AsyncMedia: SchedulingProcessor {
         )
         let sent = DownloadRequest(url: target, headers: headers, limits: context.limits)
         let begin: @Sendable () -> Void = { [transport = context.transport] in
+            // Withdrawn after its last look at cancellation, before its wait: a request nobody
+            // wants is not sent (its slot goes straight back).
+            if run?.isWithdrawn == true {
+                transfer.withdrawnAtItsStart()
+                return
+            }
             transfer.moved()
             transfer.attach(transport.start(sent, into: transfer))
         }

@@ -233,6 +233,13 @@ final class Transfer: DownloadSink {
         continuation?.resume(throwing: error)
     }
 
+    /// The slot came, but the run was withdrawn meanwhile: no transport is started, so the file is
+    /// closed here, the slot given back and the run resumed with `CancellationError`.
+    func withdrawnAtItsStart() {
+        writer.close()
+        fail(CancellationError())
+    }
+
     /// A transport's error, as AsyncMedia reports it: a cancel is `CancellationError`.
     static func classify(_ error: any Error) -> any Error {
         if (error as? URLError)?.code == .cancelled { return CancellationError() }

@@ -28,6 +28,8 @@ final class TransferGate: Sendable {
         /// How many times a transfer that moved gave its slot back: which slots a fill may give
         /// away is said by this count (``FillRequest``).
         var freed: UInt64 = 0
+        /// How many ``holding(_:)`` calls are under way: no slot is handed on meanwhile.
+        var holds = 0
         /// The highest priority queued when a transfer gave its slot back, since the last enter or
         /// retirement: read before the leave returned, when its run could not yet have taken that
         /// work from the queue. Once the run has, the queue no longer shows it, and a fill under way
@@ -121,6 +123,19 @@ final class TransferGate: Sendable {
         })
     }
 
+    /// Runs `body` with no freed slot handed to a waiting transfer until it returns; then the free
+    /// slots are filled as a transfer's leave fills them. For a caller that withdraws many
+    /// transfers at once: those waiting leave before a moving one's slot could start them.
+    func holding(_ body: () -> Void) {
+        state.withLock { $0.holds += 1 }
+        body()
+        let held = state.withLock { state -> Bool in
+            state.holds -= 1
+            return state.holds > 0
+        }
+        if !held { fill(givingAwayFreedUpTo: nil) }
+    }
+
     /// Transfers waiting for a slot now.
     var waitingCount: Int { state.withLock { $0.waiting.count } }
 
@@ -153,7 +168,7 @@ final class TransferGate: Sendable {
                 // The list itself, shared (not a mapped copy: an allocation per transfer); gone at
                 // the end of this block, so removing from it below copies nothing.
                 let snapshot = state.withLock { state -> [Waiting]? in
-                    guard state.moving < limit, !state.waiting.isEmpty else { return nil }
+                    guard state.moving < limit, !state.waiting.isEmpty, state.holds == 0 else { return nil }
                     queued = state.queuedPriority
                     return state.waiting
                 }
@@ -171,7 +186,7 @@ final class TransferGate: Sendable {
             let queuedNow = bestPriority < .visible ? queued?() : nil
             enum Taken { case start(@Sendable () -> Void), full, kept, left }
             let taken = state.withLock { state -> Taken in
-                guard state.moving < limit else { return .full }
+                guard state.moving < limit, state.holds == 0 else { return .full }
                 // Slots freed since the request (a transport ended a transfer on another thread, or
                 // inside the start just made) are kept as their leaves asked. `keptFor` is read here,
                 // after the queue: a leave whose run took its work before the queue was read had

@@ -28,6 +28,8 @@ public final class RunPriority: Sendable {
         var told: LoadPriority
         var nextObserver: UInt64 = 0
         var observers: [UInt64: @Sendable (LoadPriority) -> Void] = [:]
+        /// Nobody wants the run's value any more: its task is being cancelled.
+        var withdrawn = false
     }
 
     /// Where a change to tell is read: the priority set with ``update(_:)``, or the scheduler that
@@ -49,6 +51,17 @@ public final class RunPriority: Sendable {
 
     /// The run's priority now.
     public var value: LoadPriority { state.withLock { $0.priority } }
+
+    /// Whether the run was withdrawn (its last claim released, or its key cancelled): set before
+    /// its task is cancelled, and readable from any thread, so work handed to another thread (a
+    /// transfer waiting for a slot) can see it before the task itself does.
+    var isWithdrawn: Bool { state.withLock { $0.withdrawn } }
+
+    /// Marks the run withdrawn (its scheduler, before it cancels the run's task).
+    @usableFromInline
+    func withdraw() {
+        state.withLock { $0.withdrawn = true }
+    }
 
     /// Changes the run's priority and, if it changed, calls the observers (outside the lock, in no
     /// particular order). Updates made on several threads at once are told one at a time, and the

@@ -24,6 +24,34 @@ struct TransferGateTests {
         var value: [UInt64] { order.withLock { $0 } }
     }
 
+    /// Seen 2026-11-29 in CI (ThreadSanitizer): a list left after its first answer withdrew its
+    /// claims from the last; the one moving came late in the list (they move in the order they were
+    /// ready), so its slot went to one waiting early in it, which started a request nobody wanted.
+    /// While a withdrawal holds the gate no slot is handed on; after it, a transfer still waiting
+    /// (another caller's) gets the slot.
+    @Test func aSlotFreedWhileTheGateIsHeldGoesToNoTransferWithdrawnMeanwhile() {
+        let gate = TransferGate(limit: 1)
+        let starts = Starts()
+        let (moving, withdrawn, other) = (gate.ticket(), gate.ticket(), gate.ticket())
+        gate.enter(moving, priority: RunPriority(.visible), start: starts.start(moving))
+        gate.enter(withdrawn, priority: RunPriority(.visible), start: starts.start(withdrawn))
+        gate.enter(other, priority: RunPriority(.visible), start: starts.start(other))
+        gate.holding {
+            #expect(gate.leave(moving) == false)  // moving: its slot is freed, and kept
+            #expect(starts.value == [moving] && gate.movingCount == 0)
+            #expect(gate.leave(withdrawn) == true)  // waiting: it never started
+        }
+        #expect(starts.value == [moving, other] && gate.movingCount == 1 && gate.waitingCount == 0)
+        // Nested holds hand the slot on when the outer one ends.
+        let last = gate.ticket()
+        gate.enter(last, priority: RunPriority(.visible), start: starts.start(last))
+        gate.holding {
+            gate.holding { gate.leave(other) }
+            #expect(starts.value == [moving, other])
+        }
+        #expect(starts.value == [moving, other, last])
+    }
+
     @Test func aFreedSlotIsKeptForHigherQueuedWorkUntilItEntersOrAWorkerRetires() {
         let gate = TransferGate(limit: 1)
         let queued = Locked<LoadPriority?>(nil)

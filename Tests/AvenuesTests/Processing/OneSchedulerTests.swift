@@ -253,6 +253,33 @@ struct RunPriorityRaceTests {
         #expect(run.value == .background)
     }
 
+    /// Seen 2026-11-29 in CI (ThreadSanitizer): a download withdrawn after its run's last look at
+    /// cancellation, and before its wait for a slot, got the slot and sent its request. The run's
+    /// `RunPriority` says it is withdrawn before its task is cancelled, so a transfer's start, on
+    /// the transport's thread, sees it first.
+    @Test func aReleasedRunIsWithdrawnBeforeItsTaskIsCancelled() async {
+        let run = Shared<RunPriority?>(nil)
+        let withdrawnWhenCancelled = Shared<Bool?>(nil)
+        let processor = AutoProcessor<String, Int>(
+            maxConcurrent: 1, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
+            work: { _, context in
+                run.withLock { $0 = context }
+                await withTaskCancellationHandler {
+                    try? await Task.sleep(for: .seconds(3_600))  // until its claim is released
+                } onCancel: {
+                    withdrawnWhenCancelled.withLock { $0 = context?.isWithdrawn }
+                }
+                return 1
+            }
+        )
+        let claim = processor.claim("row") { _ in }
+        await eventually("the work runs") { run.value != nil }
+        #expect(run.value?.isWithdrawn == false)
+        processor.release(claim)
+        #expect(withdrawnWhenCancelled.value == true)
+        await eventually("the run ended") { processor.tableSizes.isIdle }
+    }
+
     /// The same race one level up: two claims' priority changes on two threads reach the running
     /// work's `RunPriority`. Before, each carried the priority computed under the processor's lock
     /// and the older could be told last; now the priority told is read from the processor then.

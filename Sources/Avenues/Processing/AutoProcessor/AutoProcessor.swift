@@ -300,12 +300,14 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     /// Withdraws a claim. Releasing a claim that already completed or was released does nothing.
     @inlinable
     public func release(_ claim: Claim) {
-        let (action, task) = _state.withLock { state in
+        let (action, task, context) = _state.withLock { state in
             let action = state.machine.release(claim.key, id: claim.id)
             apply(action.followUp.spawnWorker, in: &state)
-            return (action, action.cancelWorker.flatMap { state.workerTasks[$0] })
+            return (action, action.cancelWorker.flatMap { state.workerTasks[$0] }, action.cancelWorker.flatMap { state.contexts[$0] })
         }
         if let reprioritized = action.followUp.reprioritized { follow(reprioritized) }
+        // Before the task learns it: work it handed to another thread can see it first.
+        context?.withdraw()
         // Cancelling runs the work's cancellation handlers on this thread, so never under the lock.
         task?.cancel()
         if case .continuation(let continuation)? = action.waiter {
