@@ -255,9 +255,10 @@ struct RunPriorityRaceTests {
 
     /// Seen 2026-11-29 in CI (ThreadSanitizer): a download withdrawn after its run's last look at
     /// cancellation, and before its wait for a slot, got the slot and sent its request. The run's
-    /// `RunPriority` says it is withdrawn before its task is cancelled, so a transfer's start, on
-    /// the transport's thread, sees it first.
-    @Test func aReleasedRunIsWithdrawnBeforeItsTaskIsCancelled() async {
+    /// `RunPriority` says it is withdrawn before its task is cancelled — released, or cancelled by
+    /// key or all at once — so a transfer's start, on the transport's thread, sees it first.
+    @Test(arguments: ["release", "cancel(for:)", "cancelAll"])
+    func aReleasedRunIsWithdrawnBeforeItsTaskIsCancelled(by way: String) async {
         let run = Shared<RunPriority?>(nil)
         let withdrawnWhenCancelled = Shared<Bool?>(nil)
         let processor = AutoProcessor<String, Int>(
@@ -275,7 +276,11 @@ struct RunPriorityRaceTests {
         let claim = processor.claim("row") { _ in }
         await eventually("the work runs") { run.value != nil }
         #expect(run.value?.isWithdrawn == false)
-        processor.release(claim)
+        switch way {
+        case "release": processor.release(claim)
+        case "cancel(for:)": processor.cancel(for: "row")
+        default: processor.cancelAll()
+        }
         #expect(withdrawnWhenCancelled.value == true)
         await eventually("the run ended") { processor.tableSizes.isIdle }
     }

@@ -423,12 +423,14 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     @inlinable
     func collect(
         _ action: Machine.CancelAction, from state: State
-    ) -> (waiters: [Waiter<Value>], tasks: [Task<Void, Never>]) {
-        (action.waiters, action.cancelWorkers.compactMap { state.workerTasks[$0] })
+    ) -> (waiters: [Waiter<Value>], tasks: [Task<Void, Never>], runs: [RunPriority]) {
+        (action.waiters, action.cancelWorkers.compactMap { state.workerTasks[$0] }, action.cancelWorkers.compactMap { state.contexts[$0] })
     }
 
     @inlinable
-    func carryOut(_ effects: (waiters: [Waiter<Value>], tasks: [Task<Void, Never>])) {
+    func carryOut(_ effects: (waiters: [Waiter<Value>], tasks: [Task<Void, Never>], runs: [RunPriority])) {
+        // As ``release(_:)`` does: the runs are withdrawn before their tasks learn it.
+        for run in effects.runs { run.withdraw() }
         for task in effects.tasks { task.cancel() }
         for waiter in effects.waiters { waiter.resume(with: .failure(CancellationError()), cancelledForEveryone: true) }
     }
