@@ -14,6 +14,7 @@ Usage: test_pages_output.py BIN_DIR   (the folder holding the built `pages` and 
 - a COLUMNS that is no width (0, -5, abc) is not taken.
 """
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -134,11 +135,20 @@ def main():
                     out += {"\\": b"\\", "t": b"\t", "n": b"\n", "r": b"\r"}[kind]; i += 2; continue
                 out += field[i].encode(); i += 1
             return bytes(out)
+        # And 300 random names of 1–40 bytes (any byte but / and NUL), against unescaping them.
+        generator = random.Random(20261129)
+        while len(names) < 309:
+            name = bytes(generator.choice([b for b in range(1, 256) if b != 0x2F]) for _ in range(generator.randint(1, 40)))
+            if name.startswith(b".") or name in names:
+                continue  # hidden names are not listed
+            names.append(name)
+            with open(os.path.join(awkward, name), "wb") as file:
+                file.write(b"x\n")
         awkward_rows = run([pages, awkward.decode(errors="surrogateescape"), "--no-cache", "--format", "tsv"]).decode().split("\n")[1:-1]
         read_back = sorted(unescape(row.split("\t")[0]) for row in awkward_rows)
         if len(awkward_rows) != len(names) or read_back != sorted(names) or any(len(row.split("\t")) != 5 for row in awkward_rows):
             fail(f"awkward names in TSV: {awkward_rows}; read back {read_back}")
-        print("ok: names with a tab, a line break, a backslash or an escape are one TSV field each and read back:", ", ".join(row.split("\t")[0] for row in awkward_rows))
+        print(f"ok: {len(names)} awkward and random names are one TSV field each and read back byte for byte")
 
         loop = os.path.join(work, "loop")
         os.symlink("loop", loop)
