@@ -335,6 +335,7 @@ final class SQLiteConnection {
         let reason: SQLiteStorageError.Reason
         switch result & 0xFF {
         case SQLITE_FULL: reason = .diskFull
+        case SQLITE_TOOBIG: reason = .exceedsLimit
         case SQLITE_BUSY, SQLITE_LOCKED: reason = .busy
         case SQLITE_PERM, SQLITE_READONLY, SQLITE_AUTH: reason = .permissionDenied
         case SQLITE_CANTOPEN: reason = errno == EACCES || errno == EROFS ? .permissionDenied : .io
@@ -416,10 +417,26 @@ final class SQLiteConnection {
         if let value { sqlite3_bind_double(statement, index, value) } else { sqlite3_bind_null(statement, index) }
     }
 
-    /// Binds `bytes` without copying them: the statement must be run before they go.
-    func bindBlob(_ statement: OpaquePointer, _ index: Int32, _ bytes: UnsafeRawBufferPointer) {
+    /// Binds `bytes` without copying them: the statement must be run before they go. Returns
+    /// SQLite's result: `SQLITE_TOOBIG` for more bytes than its length limit.
+    func bindBlob(_ statement: OpaquePointer, _ index: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
         sqlite3_bind_blob64(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(bytes.count), nil)
     }
+
+    /// The longest row SQLite stores (its length limit, `SQLITE_MAX_LENGTH` as the library was
+    /// built: 1,000,000,000 bytes by default), read once from the library itself.
+    static let largestRow: Int = {
+        var database: OpaquePointer?
+        defer { if let database { sqlite3_close_v2(database) } }
+        guard sqlite3_open_v2(":memory:", &database, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let database else {
+            return 1_000_000_000
+        }
+        return Int(sqlite3_limit(database, SQLITE_LIMIT_LENGTH, -1))
+    }()
+
+    /// What a row of ours holds beside its key and value: the record's header and its five numbers
+    /// (at most 9 bytes each), rounded up.
+    static let rowOverhead = 64
 }
 
 extension SQLiteStorageError {

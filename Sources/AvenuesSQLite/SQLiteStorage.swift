@@ -267,8 +267,9 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
     ///   - storedAt: when the data was produced, if earlier than now; now by default.
     ///   - expiresAt: when the entry stops being served; by default `timeToLive` after `storedAt`,
     ///     or never. A date that is not a number (NaN) counts as 1970, as in `DiskStorage`.
-    /// - Throws: ``SQLiteStorageError``: `.exceedsLimit` (the older entry for the key is removed, so
-    ///   a read never returns a value older than the last write), `.diskFull`, `.busy`,
+    /// - Throws: ``SQLiteStorageError``: `.exceedsLimit` for a value over the `sizeLimit` or longer
+    ///   than SQLite stores (a row of 1,000,000,000 bytes as usually built; the older entry for the
+    ///   key is removed, so a read never returns a value older than the last write), `.diskFull`, `.busy`,
     ///   `.permissionDenied`, `.unsafeFile`, `.folderUnavailable`, `.io`. A failed write changes
     ///   nothing.
     public func write(_ data: Data, for key: Key, storedAt: Date? = nil, expiresAt: Date? = nil) throws(SQLiteStorageError) {
@@ -291,6 +292,14 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
         let size = name.utf8.count.addingReportingOverflow(data.count)
         if countLimit == 0 || size.overflow || sizeLimit.map({ size.partialValue > $0 }) ?? false {
             throw SQLiteStorageError(.exceedsLimit, path: name, detail: countLimit == 0 ? "the countLimit is 0" : "\(size.partialValue) bytes with its key, over the sizeLimit")
+        }
+        // SQLite refuses a row longer than its length limit; checked here, so that such a value is
+        // refused by itself rather than failing the batch it would have been committed with.
+        guard size.partialValue <= SQLiteConnection.largestRow - SQLiteConnection.rowOverhead else {
+            throw SQLiteStorageError(
+                .exceedsLimit, path: name,
+                detail: "\(size.partialValue) bytes with its key, and SQLite stores rows of at most \(SQLiteConnection.largestRow) bytes; keep values this large in files (DiskStorage)"
+            )
         }
         // A date that is not a number is the epoch, as in DiskStorage: SQLite stores NaN as NULL, so
         // such an entry was refused (stored_at) or deleted by its first read (expires_at).
@@ -328,7 +337,9 @@ public final class SQLiteStorage<Key: Sendable>: Storage {
                 connection.bind(statement, 6, write.usedAt)
                 connection.bind(statement, 7, Self.checksum(name, write.data, write.storedAt, write.expiresAt))
                 let result = write.data.withUnsafeBytes { bytes in
-                    connection.bindBlob(statement, 2, bytes)
+                    let bound = connection.bindBlob(statement, 2, bytes)
+                    // A refused binding leaves NULL bound: say why, not "NOT NULL constraint failed".
+                    guard bound == SQLITE_OK else { return bound }
                     return connection.step(statement)  // before the bytes go: they are not copied
                 }
                 guard result == SQLITE_DONE else { throw connection.failure(result) }

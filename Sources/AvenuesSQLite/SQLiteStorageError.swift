@@ -15,8 +15,8 @@ public struct SQLiteStorageError: Error, Hashable, CustomStringConvertible {
         case invalidName
         /// No cache folder could be found: neither `XDG_CACHE_HOME` nor `HOME` is set.
         case noCacheFolder
-        /// The value is larger than the storage's whole `sizeLimit` (or the `countLimit` is 0), so it
-        /// was not stored; an older entry for the key was removed.
+        /// The value is larger than the storage's whole `sizeLimit` or than a row SQLite stores (or
+        /// the `countLimit` is 0), so it was not stored; an older entry for the key was removed.
         case exceedsLimit
         /// Another process held the database for longer than the busy timeout.
         case busy

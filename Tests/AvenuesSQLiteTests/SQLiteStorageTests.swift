@@ -187,6 +187,35 @@ struct SQLiteStorageTests {
         #expect(throws: SQLiteStorageError.self) { try none.write(Data("x".utf8), for: "k") }
     }
 
+    /// A value longer than SQLite's length limit (1,000,000,000 bytes as Debian builds it) was bound
+    /// with its result unread, so its row failed with "NOT NULL constraint failed" (an `.io` error)
+    /// and took down the batch it was committed with: "a", set before it, was lost.
+    @Test func aValueLongerThanSQLiteStoresIsRefusedAndHarmsNoOther() throws {
+        let storage = SQLiteStorage<String>(file: Folder().database)
+        let tooLong = Data(count: SQLiteConnection.largestRow + 1)  // zeros: pages never touched
+        storage.set(Data("first".utf8), for: "a")
+        storage.set(tooLong, for: "huge")
+        storage.set(Data("second".utf8), for: "b")
+        try storage.flush()
+        let again = SQLiteStorage<String>(file: storage.file)
+        #expect(again.value(for: "a") == Data("first".utf8))
+        #expect(again.value(for: "b") == Data("second".utf8))
+        #expect(again.value(for: "huge") == nil)
+        #expect(storage.value(for: "huge") == nil)
+        let usage = try #require(again.usage)
+        #expect(usage.count == 2)
+        #expect(usage.size < 100)
+        do {
+            try storage.write(tooLong, for: "a")
+            Issue.record("a value longer than SQLite stores was written")
+        } catch {
+            #expect(error.reason == .exceedsLimit)
+            #expect(error.description.contains("SQLite stores rows of at most"))
+        }
+        #expect(storage.value(for: "a") == nil, "a read never returns a value older than the last write")
+        #expect(again.value(for: "b") == Data("second".utf8))
+    }
+
     @Test func theFileIsPrivateAndALinkInItsPlaceIsRefused() throws {
         let folder = Folder()
         let storage = SQLiteStorage<String>(file: folder.database)
