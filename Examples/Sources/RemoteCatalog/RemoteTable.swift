@@ -17,8 +17,10 @@ public struct RemoteSummary: Sendable, Hashable {
 ///
 /// The summaries' avenue has `AsyncMedia` as its processor (through `asyncMapValues`, which keeps
 /// it one scheduler): a row's priority reaches the download slot, a row that scrolls away cancels
-/// its download, and a file already in the media folder is not downloaded again — which is also
-/// what makes a second run work offline. Which rows' files load is up to the screen
+/// its download, and a file already in the media folder is not downloaded again unless it is older
+/// than ``fileTimeToLive`` — then it is revalidated (a `304` moves no body; a file that changed is
+/// downloaded again), and one that cannot be revalidated, the server gone, is used as it is: which
+/// is also what makes a second run work offline. Which rows' files load is up to the screen
 /// (``show(_:details:)``): it shows the listing while it follows a growing end, and downloads only
 /// where the user stops.
 public final class RemoteTable: Sendable {
@@ -52,9 +54,11 @@ public final class RemoteTable: Sendable {
     ///   - maxFolders: the most folders listed.
     ///   - transport: what fetches listings and files (one connection pool for both); AsyncMedia's
     ///     default if `nil`. ``transport(caFile:)`` makes one that trusts a CA file.
+    ///   - fileTimeToLive: how long a downloaded file is used before the server is asked whether it
+    ///     changed.
     public init(
         root: URL, cacheFolder: URL, maxConcurrentDownloads: Int = 6, prefetchAhead: Int = 40, maxDepth: Int = 32, maxFiles: Int = 100_000,
-        maxFolders: Int = 10_000, transport: (any DownloadTransport)? = nil
+        maxFolders: Int = 10_000, transport: (any DownloadTransport)? = nil, fileTimeToLive: Duration = RemoteTable.fileTimeToLive
     ) {
         let connection = IndexConnection()
         let tree = RemoteTree(
@@ -62,8 +66,8 @@ public final class RemoteTable: Sendable {
             maxDepth: maxDepth, maxFiles: maxFiles, maxFolders: maxFolders, connection: connection, transport: transport
         )
         let media = AsyncMedia(
-            directory: cacheFolder.appendingPathComponent("media", isDirectory: true), sizeLimit: 512 << 20,
-            maxConcurrentDownloads: maxConcurrentDownloads, transport: transport
+            directory: cacheFolder.appendingPathComponent("media", isDirectory: true), sizeLimit: Self.mediaSizeLimit,
+            maxConcurrentDownloads: maxConcurrentDownloads, timeToLive: fileTimeToLive, transport: transport
         )
         let summarize = media.asyncMapValues { file in
             let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
@@ -87,6 +91,14 @@ public final class RemoteTable: Sendable {
             if error.isSilenceable { connection.noteReachable(false) }
         }
     }
+
+    /// How long a downloaded file is used without asking the server whether it changed: as long as
+    /// a listing (``RemoteTree/listingTimeToLive``). Files were kept for ever, so a file changed on
+    /// the server showed its old lines, size and checksum in every later run.
+    public static let fileTimeToLive = RemoteTree.listingTimeToLive
+
+    /// The most the downloads may take on disk, and so the largest file that is downloaded.
+    public static let mediaSizeLimit = 512 << 20
 
     /// The default cache folder: `avenues-examples/remote` in the platform cache folder.
     public static func defaultCacheFolder() throws -> URL {

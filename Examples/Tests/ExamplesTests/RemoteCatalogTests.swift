@@ -366,6 +366,39 @@ struct RemoteTreeTests {
         }
     }
 
+    /// Probe of 2026-11-29: a downloaded file was kept for ever (its AsyncMedia had no time to
+    /// live), so a file changed on the server showed its old size, lines and checksum in every later
+    /// run. Now a copy older than `fileTimeToLive` is revalidated; one younger is used as it is.
+    @Test func aFileChangedOnTheServerIsShownAnewOnceItsCopyIsOld() async throws {
+        try await withServer(files: 12) { server, work in
+            let cache = work.appendingPathComponent("cache")
+            #expect(RemoteTable(root: server.url("/"), cacheFolder: cache).media.timeToLive == RemoteTable.fileTimeToLive)
+            func rows(fileTimeToLive: Duration) async throws -> [String: String] {
+                let table = RemoteTable(root: server.url("/"), cacheFolder: cache, fileTimeToLive: fileTimeToLive)
+                try await table.checkRoot()
+                var rows: [String: String] = [:]
+                await table.streamInOrder(ahead: 4) { file, size, content in rows[file.path] = "\(size.map(String.init) ?? "?") \(content)" }
+                return rows
+            }
+            let before = try await rows(fileTimeToLive: RemoteTable.fileTimeToLive)
+            let tree = work.appendingPathComponent("tree")
+            let changed = try #require(try FileListing.list(tree.path).first { !$0.isFolder })
+            let file = tree.appendingPathComponent(changed.path)
+            try Data("changed\non the server\n".utf8).write(to: file)
+            // A modification time the server reports as later than the copy's, to the second.
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: file.path)
+            let updated = try #require(try FileListing.list(tree.path).first { $0.path == changed.path })
+            let expected = "\(updated.size) \(RowContent.loaded(try await FileSummarizer().process(updated.ref)))"
+            #expect(before[changed.path] != expected)
+
+            let young = try await rows(fileTimeToLive: RemoteTable.fileTimeToLive)
+            #expect(young == before, "a copy younger than its time to live is used without asking")
+            let old = try await rows(fileTimeToLive: .zero)
+            #expect(old[changed.path] == expected)
+            #expect(old.filter { $0.key != changed.path } == before.filter { $0.key != changed.path })
+        }
+    }
+
     @Test func aFilterStreamsEveryMatchingPathInOrderAndDownloadsOnlyTheMatches() async throws {
         try await withServer(files: 60) { server, work in
             let local = try FileListing.list(work.appendingPathComponent("tree").path)
