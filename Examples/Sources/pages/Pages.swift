@@ -28,11 +28,12 @@ struct Pages: Tool {
             before it are.
 
             With the http(s) URL of a folder index, the remote files are listed, downloaded and printed in the \
-            same order (streamed, on a terminal too); listings and downloads are cached like browse's.
+            same order (streamed, on a terminal too); listings and downloads are cached like browse's. With the \
+            URL of a file, the file is downloaded into that cache (its progress on standard error) and paged.
             """
     )
 
-    @Argument(help: "The file to page through (- for standard input, as when nothing is named and it comes from a pipe), or the folder to list: a path, or the http(s) URL of a folder index.")
+    @Argument(help: "The file to page through (- for standard input, as when nothing is named and it comes from a pipe), or the folder to list: a path, or the http(s) URL of a folder index or of a file.")
     var folder: String = "."
 
     @Option(name: .customLong("ca-file"), help: "Remote folders over https: trust the CA certificates in this PEM file (as curl's --cacert; default: the system's, or SSL_CERT_FILE's).")
@@ -160,7 +161,7 @@ struct Pages: Tool {
     /// `pages FILE`: the pager on a terminal, the file's bytes as they are otherwise. On the main
     /// actor, as ``main()`` is: up to its first screen nothing waits for another thread.
     /// - Throws: `ExitCode(130)` when ^C ended the pager.
-    @MainActor static func page(file path: String, filter: TextQuery?) async throws {
+    @MainActor static func page(file path: String, filter: TextQuery?, shownAs: String? = nil) async throws {
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             copy(path, filter: filter)
             return
@@ -182,7 +183,7 @@ struct Pages: Tool {
         }
         let model: FileModel
         do {
-            model = try FileModel(path: path)
+            model = try FileModel(path: path, shownAs: shownAs)
         } catch {
             Self.fail("\(error); check the path and that it can be read")
         }
@@ -313,12 +314,107 @@ struct Pages: Tool {
         do {
             try await table.checkRoot()
         } catch {
+            // A URL that names a file (`…/app.log`): its folder form (`…/app.log/`) is no listing.
+            if Self.mayNameAFile(url), Self.isNoFolder(error) || table.media.isAvailableOffline(url) {
+                try await Self.pageRemote(file: url, media: table.media, filter: filter, folderError: error)
+                return
+            }
             Self.fail(RemoteTable.rootMessage(for: error, root: table.root))
         }
         render.printHeader()
         let failure = await table.streamInOrder(ahead: ahead, filter: filter) { file, size, content in render.print(path: file.path, bytes: file.pathBytes, size: size, content) }
         table.save()
         if let failure { Self.fail("the listing stopped: \(RemoteTable.rootMessage(for: failure, root: table.root))") }
+    }
+}
+
+extension Pages {
+    /// Whether `url` may name a file rather than a folder: its path has a last name, with no `/`
+    /// after it.
+    static func mayNameAFile(_ url: URL) -> Bool {
+        !url.path.isEmpty && !url.hasDirectoryPath
+    }
+
+    /// Whether listing a folder failed because there is no folder listing there (a 4xx answer, or a
+    /// page that is not an index), rather than because the server could not be reached.
+    static func isNoFolder(_ error: any Error) -> Bool {
+        switch error {
+        case let error as AsyncMediaError:
+            if case .httpStatus(let status, _) = error { return (400..<500).contains(status) }
+            return false
+        case is DirectoryIndex.NotAnIndex:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// `pages URL` where the URL names a file: the file is downloaded into the cache `browse URL`
+    /// keeps its files in (revalidated once 10 minutes old; the copy, when the server cannot be
+    /// reached), with its progress on standard error while it comes, then paged as `pages FILE`
+    /// pages a file — or, piped, copied to the output.
+    @MainActor static func pageRemote(file url: URL, media: AsyncMedia, filter: TextQuery?, folderError: any Error) async throws {
+        let shown = RemoteTable.shown(url)
+        let progress = Terminal.isTerminal(STDERR_FILENO) ? DownloadLine(url: url, shown: shown, media: media) : nil
+        let local: URL
+        do {
+            local = try await media.file(for: url)
+            progress?.end()
+        } catch {
+            progress?.end()
+            Self.fail(Self.remoteFileMessage(error, shown: shown, folderError: folderError))
+        }
+        guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
+            copy(local.path, filter: filter)
+            return
+        }
+        try await page(file: local.path, filter: filter, shownAs: shown)
+    }
+
+    /// What to say when the file at a URL could not be had either.
+    static func remoteFileMessage(_ error: any Error, shown: String, folderError: any Error) -> String {
+        switch error {
+        case AsyncMediaError.httpStatus(let status, _):
+            let folderStatus: Int? = if case AsyncMediaError.httpStatus(let status, _) = folderError { status } else { nil }
+            let asFolder = folderStatus.map { "HTTP \($0)" } ?? "no folder listing"
+            return "\(shown) answered HTTP \(status), and \(shown)/ \(asFolder): give the URL of a file or of a folder listing"
+        case AsyncMediaError.tooLarge(_, let limit):
+            return "\(shown) is larger than the \(ByteSize.text(limit)) the download cache holds; page it as it comes with curl -s URL | pages"
+        case let error as AsyncMediaError:
+            return error.description
+        default:
+            return RemoteTable.rootMessage(for: error, root: URL(string: shown) ?? URL(fileURLWithPath: "/"))
+        }
+    }
+}
+
+/// `downloading URL: 1.2 MiB of 40 MiB (3%)` on standard error, redrawn in place as the download
+/// moves, and wiped when it ends.
+final class DownloadLine: Sendable {
+    private let watch: Task<Void, Never>
+
+    init(url: URL, shown: String, media: AsyncMedia) {
+        let line = "pages: downloading " + TerminalSafe.clean(shown)
+        watch = Task.detached {
+            for await progress in media.progress(for: url) {
+                guard !Task.isCancelled else { break }
+                var text = line + ": " + ByteSize.text(progress.received)
+                if let expected = progress.expected, expected > 0 {
+                    text += " of \(ByteSize.text(expected)) (\(min(100, Int(Double(progress.received) / Double(expected) * 100)))%)"
+                }
+                DownloadLine.draw("\r" + text + "\u{1B}[K")
+            }
+        }
+    }
+
+    /// Stops redrawing and wipes the line.
+    func end() {
+        watch.cancel()
+        DownloadLine.draw("\r\u{1B}[K")
+    }
+
+    private static func draw(_ text: String) {
+        Array(text.utf8).withUnsafeBytes { _ = avenues_examples_write_all(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 }
 
