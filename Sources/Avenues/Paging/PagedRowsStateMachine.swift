@@ -179,6 +179,7 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         // (a feed whose newest items were deleted or added): the next pages, loaded or asked for
         // with the old cursor, hold other rows than their numbers say. They load again.
         var reloadFrom: Int?
+        var grewPastTheEnd = false
         if current, let next = cursorAfter, key.number < Int.max, let old = cursors[key.number + 1], old != next,
            let learned = cursorGenerations[key.number + 1], learned != key.generation {
             reloadFrom = key.number + 1
@@ -189,7 +190,17 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             cursorGenerations[key.number + 1] = key.generation
             pageOfCursor[next] = (key.number + 1, key.generation)
             if walkedTo == key.number { walkedTo = key.number + 1 }
-            if let after = itemsAfter, after >= 0 { total = Saturating.add(end, after) }
+            if let after = itemsAfter, after >= 0 {
+                // A page before the end page says more rows follow than the end page held: the
+                // list grew after that page was loaded (their answers crossed). The end page
+                // loads again, in a new generation, and gives the cursor on; the count said
+                // rows that nothing could load.
+                if current, let last = endPage, key.number < last, let known = total, Saturating.add(end, after) > known, reloadFrom == nil {
+                    reloadFrom = last
+                    grewPastTheEnd = true
+                }
+                total = Saturating.add(end, after)
+            }
         } else if pastTheRowsKnown {
             endAtMost = min(endAtMost ?? start, start)
         } else {
@@ -202,7 +213,12 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             if knownRows == bound { total = bound }
             endAtMost = nil
         }
-        if let reloadFrom { refresh(fromPage: reloadFrom) }
+        if let reloadFrom {
+            let count = total
+            refresh(fromPage: reloadFrom)
+            // The count this page gave stands: the end page is what was out of date.
+            if grewPastTheEnd { total = count }
+        }
         return Stored(countChanged: before != (total, knownRows), loopsBackTo: loopsBackTo)
     }
 

@@ -86,6 +86,39 @@ struct PagedRowsStateMachineTests {
         #expect(m.key(for: 0).map { $0.generation < m.key(for: 200)?.generation ?? 0 } == true)
     }
 
+    /// Found by the property test run over 480 seeds (seed 22): two pages' answers crossed while
+    /// the list grew. The last page said it was the end; the page before it, answered later, said
+    /// 187 rows follow it. The count took the new length, but the end page stayed the end, so the
+    /// rows past its old end showed as loaded with nothing in them until a refresh.
+    @Test(arguments: [false, true])
+    func aPageThatSaysTheListGrewPastItsEndLoadsTheEndPageAgain(jumps: Bool) {
+        var m = machine(jumps: jumps)
+        m.show(300..<340)
+        for page in 0..<3 { _ = store(page, in: &m) }
+        _ = store(3, in: &m, items: 44, last: true)
+        #expect(m.count == .exact(344))
+        #expect(m.isPastTheEnd(4))
+        let endKey = m.key(for: 3)
+        #expect(store(2, in: &m, itemsAfter: 187).countChanged)
+        #expect(m.count == .exact(487))
+        #expect(!m.isPastTheEnd(4))
+        #expect(m.key(for: 3) != nil && m.key(for: 3)?.generation != endKey?.generation, "the end page loads again")
+        #expect(m.plan().prefetch?.contains(3) == true)
+        _ = store(3, in: &m, itemsAfter: 87)  // whole now, with the cursor on
+        #expect(m.key(for: 4) != nil)
+        #expect(m.count == .exact(487))
+
+        // A page before the end that says what the end page says changes nothing.
+        var same = machine(jumps: jumps)
+        same.show(300..<340)
+        for page in 0..<3 { _ = store(page, in: &same) }
+        _ = store(3, in: &same, items: 44, last: true)
+        let key = same.key(for: 3)
+        #expect(!store(2, in: &same, itemsAfter: 44).countChanged)
+        #expect(same.key(for: 3) == key)
+        #expect(same.isPastTheEnd(4))
+    }
+
     @Test func hostileWindowsAndCountsNeverOverflow() {
         var m = machine(jumps: true, maxResident: 1_000)
         m.show(0..<Int.max)
