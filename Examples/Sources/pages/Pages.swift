@@ -379,7 +379,7 @@ extension Pages {
             let asFolder = folderStatus.map { "HTTP \($0)" } ?? "no folder listing"
             return "\(shown) answered HTTP \(status), and \(shown)/ \(asFolder): give the URL of a file or of a folder listing"
         case AsyncMediaError.tooLarge(_, let limit):
-            return "\(shown) is larger than the \(ByteSize.text(limit)) the download cache holds; page it as it comes with curl -s URL | pages"
+            return "\(shown) is larger than the \(ByteSize.text(limit)) the download cache holds; page it as it comes: curl -s '\(shown)' | pages"
         case let error as AsyncMediaError:
             return error.description
         default:

@@ -8,6 +8,7 @@ Usage: test_pages_remote_file.py BIN_DIR   (the folder holding the built `pages`
   contain it, as `pages FILE --filter TEXT` does;
 - a URL of a folder without its final `/` (`URL/logs`) still lists the folder;
 - a URL that names neither a file nor a folder is one line on stderr (both answers) and status 1;
+  a file larger than the download cache says so, and how to page it as it comes;
 - in a terminal (tmux, 120x40): the heading names the URL, not the cache's file; the lines are
   numbered, G shows the last one, q exits with status 0 and leaves the terminal sane;
 - with the server stopped, the file comes from the cache, byte for byte.
@@ -75,6 +76,15 @@ def main():
         if "missing.txt answered HTTP 404" not in message or "missing.txt/ HTTP 404" not in message or len(message.splitlines()) != 1:
             fail(f"a URL of nothing did not say so in one line: {message!r}")
         print(f"ok: a URL of nothing is one line: {message.strip()}")
+
+        # Larger than the download cache (512 MiB): refused from its Content-Length, with the way
+        # to page it as it comes.
+        with open(os.path.join(tree, "huge.bin"), "wb") as out:
+            out.truncate(512 * 1024 * 1024 + 1)
+        huge = run([pages, server.url + "huge.bin", "--cache", cache], status=1).stderr.decode()
+        if "larger than the 512.0 MiB the download cache holds" not in huge or "| pages" not in huge:
+            fail(f"a file larger than the cache did not say so: {huge!r}")
+        print(f"ok: a file larger than the cache says so: {huge.strip()}")
 
         tmux.start("file", f"{pages} {url} --cache {cache}; echo EXIT=$?; stty -a; sleep 120", width=120, height=40)
         screen = tmux.wait("file", "the first screen shows the file under its URL",
