@@ -349,6 +349,26 @@ extension RemoteTable {
         }
     }
 
+    /// Whether `url` may name a file rather than a folder: its path has a last name, with no `/`
+    /// after it (`…/app.log`, whose folder form `…/app.log/` is what a listing is asked at).
+    public static func mayNameAFile(_ url: URL) -> Bool {
+        !url.path.isEmpty && !url.hasDirectoryPath
+    }
+
+    /// Whether listing a folder failed because there is no folder listing there (a 4xx answer, or a
+    /// page that is not an index), rather than because the server could not be reached.
+    public static func isNoFolder(_ error: any Error) -> Bool {
+        switch error {
+        case let error as AsyncMediaError:
+            if case .httpStatus(let status, _) = error { return (400..<500).contains(status) }
+            return false
+        case is DirectoryIndex.NotAnIndex:
+            return true
+        default:
+            return false
+        }
+    }
+
     /// What is wrong with `argument` if it looks like a URL (`scheme://…`) that cannot be browsed,
     /// for a tool to say instead of "no such folder"; `nil` if it does not look like one, or is a
     /// remote folder URL.

@@ -124,7 +124,9 @@ struct Browse: Tool {
         do {
             try await table.checkRoot()
         } catch {
-            Self.fail(RemoteTable.rootMessage(for: error, root: table.root))
+            // `browse URL/app.log`: a table of one file's folder is not what was meant; pages reads it.
+            let forAFile = RemoteTable.mayNameAFile(url) && RemoteTable.isNoFolder(error) ? " (to read the file at \(RemoteTable.shown(url)), use pages URL)" : ""
+            Self.fail(RemoteTable.rootMessage(for: error, root: table.root) + forAFile)
         }
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
             let layout = TableLayout(width: Terminal.plainTextWidth(width))

@@ -315,7 +315,7 @@ struct Pages: Tool {
             try await table.checkRoot()
         } catch {
             // A URL that names a file (`…/app.log`): its folder form (`…/app.log/`) is no listing.
-            if Self.mayNameAFile(url), Self.isNoFolder(error) || table.media.isAvailableOffline(url) {
+            if RemoteTable.mayNameAFile(url), RemoteTable.isNoFolder(error) || table.media.isAvailableOffline(url) {
                 try await Self.pageRemote(file: url, media: table.media, filter: filter, folderError: error)
                 return
             }
@@ -329,26 +329,6 @@ struct Pages: Tool {
 }
 
 extension Pages {
-    /// Whether `url` may name a file rather than a folder: its path has a last name, with no `/`
-    /// after it.
-    static func mayNameAFile(_ url: URL) -> Bool {
-        !url.path.isEmpty && !url.hasDirectoryPath
-    }
-
-    /// Whether listing a folder failed because there is no folder listing there (a 4xx answer, or a
-    /// page that is not an index), rather than because the server could not be reached.
-    static func isNoFolder(_ error: any Error) -> Bool {
-        switch error {
-        case let error as AsyncMediaError:
-            if case .httpStatus(let status, _) = error { return (400..<500).contains(status) }
-            return false
-        case is DirectoryIndex.NotAnIndex:
-            return true
-        default:
-            return false
-        }
-    }
-
     /// `pages URL` where the URL names a file: the file is downloaded into the cache `browse URL`
     /// keeps its files in (revalidated once 10 minutes old; the copy, when the server cannot be
     /// reached), with its progress on standard error while it comes, then paged as `pages FILE`

@@ -2,11 +2,12 @@
 """Runs `pages URL` where the URL names a file, not a folder, against Python's own `http.server`
 (a server nobody here wrote), and checks what a user sees.
 
-Usage: test_pages_remote_file.py BIN_DIR   (the folder holding the built `pages`)
+Usage: test_pages_remote_file.py BIN_DIR   (the folder holding the built `pages` and `browse`)
 
 - piped, `pages URL/app.log` prints the file byte for byte, and `--filter TEXT` the lines that
   contain it, as `pages FILE --filter TEXT` does;
-- a URL of a folder without its final `/` (`URL/logs`) still lists the folder;
+- a URL of a folder without its final `/` (`URL/logs`) still lists the folder; `browse URL/app.log`
+  says to use pages;
 - a URL that names neither a file nor a folder is one line on stderr (both answers) and status 1;
   a file larger than the download cache says so, and how to page it as it comes;
 - in a terminal (tmux, 120x40): the heading names the URL, not the cache's file; the lines are
@@ -65,6 +66,11 @@ def main():
         if matches != run([pages, log, "--filter", "ERROR"]).stdout or len(matches.splitlines()) != LINES // 997:
             fail(f"pages URL --filter ERROR differs from pages FILE --filter ERROR:\n{matches[:500]!r}")
         print(f"ok: pages URL of a file, piped, prints its {len(expected)} bytes, and with --filter its {LINES // 997} matching lines")
+
+        told = run([os.path.join(sys.argv[1], "browse"), url, "--cache", cache], status=1).stderr.decode()
+        if f"to read the file at {url}, use pages URL" not in told:
+            fail(f"browse URL of a file did not point to pages: {told!r}")
+        print(f"ok: browse URL of a file points to pages: {told.strip()}")
 
         folder = run([pages, server.url + "logs", "--cache", cache, "--width", "100"]).stdout.decode()
         if "today.txt" not in folder or "PATH" not in folder:
