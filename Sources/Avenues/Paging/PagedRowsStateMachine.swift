@@ -54,7 +54,7 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
 
         /// The pages `rows` rows take, rounded up.
         static func pages(_ rows: Int, _ size: Int) -> Int {
-            rows / size + (rows % size == 0 ? 0 : 1)
+            PagingConfiguration.pages(rows, size)
         }
     }
 
@@ -200,6 +200,8 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
                     grewPastTheEnd = true
                 }
                 total = Saturating.add(end, after)
+                // Likewise past the bound an empty page set: the list grew since that page's answer.
+                if let bound = endAtMost, let count = total, count > bound { endAtMost = nil }
             }
         } else if pastTheRowsKnown {
             endAtMost = min(endAtMost ?? start, start)

@@ -9,7 +9,8 @@ public struct PagingConfiguration: Sendable, Hashable {
     public var initialLoadSize: Int
     /// The most rows kept in memory; pages farthest from the window are dropped beyond it (never a
     /// page inside the window and its prefetch distance), and loaded again when the user returns.
-    /// 1,000 rows (20 pages) by default; at least `pageSize + 2 × prefetchDistance`.
+    /// 1,000 rows (20 pages) by default; at least what the smallest window holds in whole pages:
+    /// `pageSize × (1 + ⌈prefetchDistance / pageSize⌉ + ⌈(prefetchDistance / 4) / pageSize⌉)`.
     public var maxResident: Int
     /// With an ``OffsetPageSource``: a window more than this many rows past the pages that can be
     /// walked to loads its pages directly by offset, and the pages between are never asked for;
@@ -35,8 +36,17 @@ public struct PagingConfiguration: Sendable, Hashable {
         self.pageSize = pageSize
         self.prefetchDistance = prefetch
         self.initialLoadSize = max(1, initialLoadSize ?? Saturating.multiply(3, pageSize))
-        self.maxResident = max(maxResident ?? 1_000, Saturating.add(pageSize, Saturating.multiply(2, prefetch)))
+        // A window is loaded in whole pages: one visible, and the pages its prefetch distance
+        // reaches either way. A smaller bound (it was `pageSize + 2 × prefetchDistance`: 90 rows
+        // with pages of 50 and a distance of 20, for a window of 150) was exceeded by every window.
+        let windowPages = Saturating.add(1, Saturating.add(Self.pages(prefetch, pageSize), Self.pages(prefetch / 4, pageSize)))
+        self.maxResident = max(maxResident ?? 1_000, Saturating.multiply(pageSize, windowPages))
         self.jumpThreshold = jumpThreshold ?? Saturating.multiply(2, pageSize)
+    }
+
+    /// The pages `rows` rows take, rounded up (as the window counts them).
+    static func pages(_ rows: Int, _ size: Int) -> Int {
+        rows / size + (rows % size == 0 ? 0 : 1)
     }
 }
 

@@ -119,6 +119,26 @@ struct PagedRowsStateMachineTests {
         #expect(same.isPastTheEnd(4))
     }
 
+    /// The same with the bound an empty page sets (seed 55 of that run, an offset source): a jump
+    /// past the end found an empty page, the list grew, and a page then said it had more rows than
+    /// that bound. The count took them, but the bound kept every page past it from loading.
+    @Test func aPageThatSaysTheListGrewPastTheBoundOfAnEmptyPageLiftsIt() {
+        var m = machine(jumps: true)
+        m.show(0..<40)
+        _ = store(0, in: &m)
+        m.show(5_000..<5_040)
+        _ = m.plan()
+        _ = store(50, in: &m, items: 0, last: true)  // empty: the list ends at or before row 5,000
+        #expect(m.endAtMost == 5_000)
+        #expect(m.isPastTheEnd(51))
+        #expect(store(1, in: &m, itemsAfter: 5_100).countChanged)  // 200 + 5,100 rows
+        #expect(m.count == .exact(5_300))
+        #expect(m.endAtMost == nil)
+        #expect(!m.isPastTheEnd(51) && !m.isPastTheEnd(52) && m.isPastTheEnd(53))
+        m.show(5_250..<5_290)
+        #expect(m.plan().prefetch?.contains(52) == true)
+    }
+
     @Test func hostileWindowsAndCountsNeverOverflow() {
         var m = machine(jumps: true, maxResident: 1_000)
         m.show(0..<Int.max)

@@ -240,6 +240,26 @@ struct PagedRowsTests {
         #expect(rows.item(at: 3) == 3 && source.requests.value.count > before)
     }
 
+    /// Found by the property test run over 700 seeds (seed 134): with pages of 50 rows, a prefetch
+    /// distance of 20 and `maxResident: 90` — which the configuration kept, as at least `pageSize +
+    /// 2 × prefetchDistance` — every window held its three whole pages: 150 rows, not 90. The
+    /// configuration now raises the bound to what a window holds in whole pages.
+    @Test func aMaxResidentSmallerThanAWindowsWholePagesIsRaisedToThem() async {
+        let configuration = PagingConfiguration(pageSize: 50, prefetchDistance: 20, maxResident: 90)
+        #expect(configuration.maxResident == 150)
+        #expect(PagingConfiguration(pageSize: 50).maxResident == 1_000)
+        #expect(PagingConfiguration(pageSize: 10, prefetchDistance: 20, maxResident: 50).maxResident == 50)
+        #expect(PagingConfiguration(pageSize: .max, prefetchDistance: .max).maxResident == .max)
+        let rows = PagedRows(source: ScriptedSource(count: 10_000), configuration: configuration)
+        var peak = 0
+        for top in stride(from: 0, to: 3_000, by: 17) {
+            rows.show(top ..< top + 35)
+            await settle(rows)
+            peak = max(peak, rows.resident.rows)
+        }
+        #expect(peak <= configuration.maxResident, "peak \(peak) rows held")
+    }
+
     @Test func pagesInsideTheWindowAndItsPrefetchDistanceAreNeverDropped() async {
         let configuration = PagingConfiguration(pageSize: 10, prefetchDistance: 20, maxResident: 50)
         let rows = PagedRows(source: ScriptedSource(count: 10_000), configuration: configuration)

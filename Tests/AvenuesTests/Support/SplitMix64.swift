@@ -1,8 +1,16 @@
+import Foundation
+
 /// A small seeded generator, so randomized tests replay the same operations on every run.
+///
+/// `AVENUES_TEST_SEED=N` (unset: 0) moves every seed, so that a loop over `N` runs each randomized
+/// test on other operations — a soak, outside CI — and the same `N` replays what it found.
 struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    /// The shift `AVENUES_TEST_SEED` asks for; 0 without it (or with a value that is not a number).
+    static let shift: UInt64 = ProcessInfo.processInfo.environment["AVENUES_TEST_SEED"].flatMap { UInt64($0) } ?? 0
+
+    init(seed: UInt64) { state = seed &+ Self.shift &* 0xD1B5_4A32_D192_ED03 }
 
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
