@@ -179,7 +179,10 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         // (a feed whose newest items were deleted or added): the next pages, loaded or asked for
         // with the old cursor, hold other rows than their numbers say. They load again.
         var reloadFrom: Int?
-        var grewPastTheEnd = false
+        // Where the list ended, as far as was known before this page: its end page and rows, or
+        // the bound an empty page set.
+        let endBefore = endPage.flatMap { page in total.map { (page: page, rows: $0) } }
+        let boundBefore = endPage == nil ? endAtMost : nil
         if current, let next = cursorAfter, key.number < Int.max, let old = cursors[key.number + 1], old != next,
            let learned = cursorGenerations[key.number + 1], learned != key.generation {
             reloadFrom = key.number + 1
@@ -190,19 +193,8 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             cursorGenerations[key.number + 1] = key.generation
             pageOfCursor[next] = (key.number + 1, key.generation)
             if walkedTo == key.number { walkedTo = key.number + 1 }
-            if let after = itemsAfter, after >= 0 {
-                // A page before the end page says more rows follow than the end page held: the
-                // list grew after that page was loaded (their answers crossed). The end page
-                // loads again, in a new generation, and gives the cursor on; the count said
-                // rows that nothing could load.
-                if current, let last = endPage, key.number < last, let known = total, Saturating.add(end, after) > known, reloadFrom == nil {
-                    reloadFrom = last
-                    grewPastTheEnd = true
-                }
-                total = Saturating.add(end, after)
-                // Likewise past the bound an empty page set: the list grew since that page's answer.
-                if let bound = endAtMost, let count = total, count > bound { endAtMost = nil }
-            }
+            if let after = itemsAfter, after >= 0 { total = Saturating.add(end, after) }
+            if endPage == key.number { endPage = nil }  // the end page itself now goes on
         } else if pastTheRowsKnown {
             endAtMost = min(endAtMost ?? start, start)
         } else {
@@ -215,11 +207,27 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             if knownRows == bound { total = bound }
             endAtMost = nil
         }
+        // This page says the list goes on past where another page said it ended — the end page,
+        // or an empty page past the rows then known: the list grew between their answers (they
+        // crossed). That page is held as loaded, and the rows after it could never load, nor be
+        // walked to, while the count said they exist. It loads again, in a new generation; what
+        // this page said stands.
+        var outdatedEnd: Int?
+        if current, reloadFrom == nil {
+            let reaches = max(total ?? 0, knownRows)
+            if let old = endBefore, key.number != old.page, reaches > old.rows {
+                reloadFrom = old.page
+                outdatedEnd = old.rows
+            } else if let bound = boundBefore, reaches > bound, key.number != bound / settings.pageSize {
+                reloadFrom = bound / settings.pageSize
+                outdatedEnd = bound
+            }
+        }
         if let reloadFrom {
             let count = total
             refresh(fromPage: reloadFrom)
-            // The count this page gave stands: the end page is what was out of date.
-            if grewPastTheEnd { total = count }
+            // A count this page gave stands; the one the outdated end gave goes with it.
+            if let outdatedEnd, let count, count > outdatedEnd { total = count }
         }
         return Stored(countChanged: before != (total, knownRows), loopsBackTo: loopsBackTo)
     }

@@ -139,6 +139,33 @@ struct PagedRowsStateMachineTests {
         #expect(m.plan().prefetch?.contains(52) == true)
     }
 
+    /// And with a page past the end page (seed 11 with `AVENUES_TEST_SEED=2`, an offset source):
+    /// asked for before the end was known and answered after the list grew, it held rows past
+    /// the end, but the end page stayed loaded, and the rows after it could not be walked to.
+    @Test func aPagePastTheEndPageWithRowsLoadsTheEndPageAgain() {
+        var m = machine(jumps: true)
+        m.show(300..<340)
+        for page in 0..<3 { _ = store(page, in: &m) }
+        _ = store(3, in: &m, items: 44, last: true)
+        let endKey = m.key(for: 3)
+        #expect(m.count == .exact(344))
+        _ = m.stored(PageKey(generation: 0, number: 5, origin: .offset), itemCount: 100, cursorAfter: 600, itemsAfter: nil)
+        #expect(m.count == .atLeast(600), "the end page's count went with it")
+        #expect(!m.isPastTheEnd(4) && m.key(for: 3) != nil && m.key(for: 3)?.generation != endKey?.generation)
+        _ = store(3, in: &m)  // whole now
+        #expect(m.key(for: 4) != nil)
+
+        // The same past the bound of an empty page.
+        var bounded = machine(jumps: true)
+        bounded.show(0..<40)
+        _ = store(0, in: &bounded)
+        _ = bounded.stored(PageKey(generation: 0, number: 3, origin: .offset), itemCount: 0, cursorAfter: nil, itemsAfter: nil)
+        #expect(bounded.endAtMost == 300)
+        _ = bounded.stored(PageKey(generation: 0, number: 5, origin: .offset), itemCount: 100, cursorAfter: 600, itemsAfter: nil)
+        #expect(bounded.count == .atLeast(600))
+        #expect(bounded.endAtMost == nil && bounded.generation(ofPage: 3) != 0, "the empty page loads again")
+    }
+
     @Test func hostileWindowsAndCountsNeverOverflow() {
         var m = machine(jumps: true, maxResident: 1_000)
         m.show(0..<Int.max)
