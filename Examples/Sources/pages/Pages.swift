@@ -339,9 +339,9 @@ extension Pages {
         let local: URL
         do {
             local = try await media.file(for: url)
-            progress?.end()
+            await progress?.end()
         } catch {
-            progress?.end()
+            await progress?.end()
             Self.fail(Self.remoteFileMessage(error, shown: shown, folderError: folderError))
         }
         guard Terminal.isTerminal(STDOUT_FILENO), Terminal.isTerminal(STDIN_FILENO) else {
@@ -387,9 +387,11 @@ final class DownloadLine: Sendable {
         }
     }
 
-    /// Stops redrawing and wipes the line.
-    func end() {
+    /// Stops redrawing and wipes the line, once the last redraw is done (one drawn after the wipe
+    /// would stay on the screen).
+    func end() async {
         watch.cancel()
+        await watch.value
         DownloadLine.draw("\r\u{1B}[K")
     }
 
