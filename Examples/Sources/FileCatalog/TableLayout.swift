@@ -104,10 +104,10 @@ public struct TableLayout: Sendable {
     }
 
 
-    /// Eight lowercase hexadecimal digits.
-    public static func hex(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 8 - digits.count) + digits
+    /// `value` in lowercase hexadecimal, zero-padded to `digits` digits (eight: a CRC-32).
+    public static func hex(_ value: UInt32, digits: Int = 8) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
     }
 }
 

@@ -420,7 +420,7 @@ struct Renderer: Sendable {
                 if scalar.value < 0x20 || (0x7F ..< 0xA0).contains(scalar.value) || TerminalSafe.shown(scalar) == .marked {
                     // \x is a byte: a character past ASCII (a C1 control) is \u, or it would
                     // read back as a byte that is not UTF-8.
-                    field += scalar.value < 0x80 ? "\\x" + hex(scalar.value, digits: 2) : "\\u" + hex(scalar.value, digits: 4)
+                    field += scalar.value < 0x80 ? "\\x" + TableLayout.hex(scalar.value, digits: 2) : "\\u" + TableLayout.hex(scalar.value, digits: 4)
                 } else {
                     field.unicodeScalars.append(scalar)
                 }
@@ -443,17 +443,12 @@ struct Renderer: Sendable {
                 field += tsvField(String(decoding: Array(encoded), as: UTF8.self))
                 position += encoded.count
             case .error(let length):
-                for byte in bytes[position ..< position + length] { field += "\\x" + hex(UInt32(byte), digits: 2) }
+                for byte in bytes[position ..< position + length] { field += "\\x" + TableLayout.hex(UInt32(byte), digits: 2) }
                 position += length
             case .emptyInput:
                 return field
             }
         }
-    }
-
-    private static func hex(_ value: UInt32, digits: Int) -> String {
-        let text = String(value, radix: 16)
-        return String(repeating: "0", count: max(0, digits - text.count)) + text
     }
 
     let format: Pages.OutputFormat
