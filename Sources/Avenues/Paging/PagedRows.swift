@@ -25,7 +25,9 @@
 ///   user moves there. A refreshed page that gives the next page another cursor than before (a
 ///   feed whose newest items changed) makes the pages after it load again. ``refresh(after:)``
 ///   does the same for the rows after one (a growing log), and ``follow(every:)`` polls it,
-///   without moving the window.
+///   without moving the window. A page that shows the list goes on past where another page said it
+///   ended (their answers crossed while it grew: a count or rows past the end page, or past an
+///   empty page) makes that page load again, so the rows past it can load.
 /// - **Caching.** A `pageCache` (a ``MemoryStorage``, or a ``DiskStorage`` through `codable`) keeps
 ///   pages across runs: a second run shows the pages it saw at once, as stale, and loads them again.
 /// - **Details.** ``detail(storage:processor:maxConcurrent:ahead:key:)`` gives each visible row's detail (a diff
