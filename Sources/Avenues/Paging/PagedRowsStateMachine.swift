@@ -194,7 +194,11 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             pageOfCursor[next] = (key.number + 1, key.generation)
             if walkedTo == key.number { walkedTo = key.number + 1 }
             if let after = itemsAfter, after >= 0 { total = Saturating.add(end, after) }
-            if endPage == key.number { endPage = nil }  // the end page itself now goes on
+            if endPage == key.number {
+                // The end page itself now goes on: the count it gave, unless this one said another.
+                endPage = nil
+                if !(itemsAfter.map { $0 >= 0 } ?? false) { total = nil }
+            }
         } else if pastTheRowsKnown {
             endAtMost = min(endAtMost ?? start, start)
         } else {

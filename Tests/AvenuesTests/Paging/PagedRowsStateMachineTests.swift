@@ -155,6 +155,16 @@ struct PagedRowsStateMachineTests {
         _ = store(3, in: &m)  // whole now
         #expect(m.key(for: 4) != nil)
 
+        // The end page itself answered again, whole now and going on: its old count goes.
+        var again = machine(jumps: false)
+        again.show(300..<340)
+        for page in 0..<3 { _ = store(page, in: &again) }
+        _ = store(3, in: &again, items: 44, last: true)
+        #expect(again.count == .exact(344))
+        _ = store(3, in: &again)
+        #expect(again.count == .atLeast(400))
+        #expect(!again.isPastTheEnd(4) && again.key(for: 4) != nil)
+
         // The same past the bound of an empty page.
         var bounded = machine(jumps: true)
         bounded.show(0..<40)
