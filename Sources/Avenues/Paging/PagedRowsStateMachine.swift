@@ -133,7 +133,14 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
 
     /// A new generation from page `page` on: those pages load again when shown.
     mutating func refresh(fromPage page: Int) {
-        let page = max(0, page)
+        var page = max(0, page)
+        // From just past a full end page (`refresh(after:)` the last row, of a list whose last page
+        // is full): whether anything follows is the end page's to say, and it said nothing did.
+        // It loads again too; kept, it stayed the end while the count it gave was forgotten, and
+        // nothing after it could ever load.
+        if let end = endPage, end == page - 1, let count = total, count == page.multipliedReportingOverflow(by: settings.pageSize).partialValue {
+            page = end
+        }
         let generation = nextGeneration
         nextGeneration &+= 1
         if page == 0 {

@@ -176,6 +176,29 @@ struct PagedRowsStateMachineTests {
         #expect(bounded.endAtMost == nil && bounded.generation(ofPage: 3) != 0, "the empty page loads again")
     }
 
+    /// Found by `.ci/soak` (seed 20 with `AVENUES_TEST_SEED=93`, seed 12 with 99; both as old as
+    /// the refresh): a refresh from just past a full end page (`refresh(after:)` the row after the
+    /// last) forgot the count but kept the end page, so nothing after it could ever load.
+    @Test func aRefreshFromJustPastAFullEndPageLoadsTheEndPageAgain() {
+        var m = machine(jumps: false)
+        m.show(0..<40)
+        for page in 0..<2 { _ = store(page, in: &m) }
+        _ = store(2, in: &m, last: true)  // full, and the last: 300 rows
+        #expect(m.count == .exact(300) && m.isPastTheEnd(3))
+        m.refresh(fromPage: 3)
+        #expect(m.generation(ofPage: 2) != 0, "the end page loads again")
+        #expect(m.endPage == nil && m.count == .atLeast(300))
+        _ = store(2, in: &m)  // it goes on now
+        #expect(m.key(for: 3) != nil)
+        // A refresh farther past the end leaves the end as it is.
+        var far = machine(jumps: false)
+        far.show(0..<40)
+        for page in 0..<2 { _ = store(page, in: &far) }
+        _ = store(2, in: &far, items: 40, last: true)
+        far.refresh(fromPage: 3)
+        #expect(far.generation(ofPage: 2) == 0 && far.count == .exact(240))
+    }
+
     @Test func hostileWindowsAndCountsNeverOverflow() {
         var m = machine(jumps: true, maxResident: 1_000)
         m.show(0..<Int.max)
