@@ -138,7 +138,8 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         // is full): whether anything follows is the end page's to say, and it said nothing did.
         // It loads again too; kept, it stayed the end while the count it gave was forgotten, and
         // nothing after it could ever load.
-        if let end = endPage, end == page - 1, let count = total, count == page.multipliedReportingOverflow(by: settings.pageSize).partialValue {
+        let (first, overflows) = page.multipliedReportingOverflow(by: settings.pageSize)
+        if !overflows, let end = endPage, end == page - 1, total == first {
             page = end
         }
         let generation = nextGeneration
