@@ -249,8 +249,9 @@ public struct AdaptiveWindow: Sendable {
             wanted += Self.beyond(visible, count: ahead, down: down).map { ($0, .prefetch) }
             wanted += Self.beyond(visible, count: behind, down: !down).map { ($0, .prefetch) }
             // The window shrinks as the list slows down; loads already asked ahead of it go on (the
-            // list is heading their way), up to the largest window.
-            let kept = Self.beyond(visible, count: min(room, 4 * screen), down: down).dropFirst(ahead)
+            // list is heading their way), up to the largest window that leaves room for the rows
+            // behind (`ahead + behind <= room`, so this is never fewer than `ahead`).
+            let kept = Self.beyond(visible, count: min(room - behind, 4 * screen), down: down).dropFirst(ahead)
             let keep = Set(kept)
             wanted += applied.filter { keep.contains($0.key) && $0.value != .background }.keys.sorted().map { ($0, .prefetch) }
             estimates = Estimates(rowsPerSecond: speed, latency: Saturating.duration(seconds: latency), ahead: ahead, behind: behind, seeking: false, jumping: jumping)

@@ -125,6 +125,33 @@ struct AdaptiveWindowTests {
         #expect(f.prefetcher.estimates.ahead == 40, "\(f.prefetcher.estimates)")
     }
 
+    /// The window shrinks as bursts of PgDn end; the loads it asked ahead go on, but only within
+    /// `maxRows` with the rows behind (they went past it by those rows: found by `.ci/soak`,
+    /// AVENUES_TEST_SEED=118, on the hostile sequences below).
+    @Test func loadsKeptAheadAsTheWindowShrinksStayWithinMaxRows() {
+        let f = Fixture()
+        f.prefetcher.maxRows = 200  // five screens: what is kept ahead reaches the bound
+        f.frame(0)
+        for _ in 0..<20 { f.frame(0) }
+        var top = 0
+        var widest = 0
+        for _ in 0..<3 {  // PgDn every 2 frames (1,250 rows/s): the window widens to the bound
+            top += 40
+            for _ in 0..<2 {
+                f.frame(top)
+                widest = max(widest, f.prefetcher.window.count)
+                #expect(f.prefetcher.window.count <= 200, "\(f.prefetcher.estimates)")
+            }
+        }
+        for _ in 0..<40 {  // at rest: two screens ahead, a quarter behind, and what was asked ahead
+            f.frame(top)
+            widest = max(widest, f.prefetcher.window.count)
+            #expect(f.prefetcher.window.count <= 200, "\(f.prefetcher.estimates)")
+        }
+        #expect(f.prefetcher.estimates.ahead == 80 && f.prefetcher.estimates.behind == 10, "\(f.prefetcher.estimates)")
+        #expect(widest == 200)  // the bound was reached, not kept clear of
+    }
+
     @Test func afterJumpsTheWindowAtRestShrinksAndHintedScreensComeFirst() {
         let f = Fixture()
         f.frame(0)
