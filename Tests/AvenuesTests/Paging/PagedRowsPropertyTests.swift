@@ -2,7 +2,7 @@ import Testing
 @testable import Avenues
 
 /// A list of rows (row `n` is `n`) whose pages wait until the test answers them, with full, short
-/// or failed pages as the test decides. It can grow.
+/// or failed pages as the test decides. It can grow and shrink.
 final class HeldPages: Sendable {
     struct Request: Sendable {
         let id: Int
@@ -80,10 +80,11 @@ struct HeldCursorSource: PageSource {
 }
 
 /// Seeded random operation sequences against ``PagedRows`` — shows near and far, refreshes, a list
-/// that grows, pages answered full, short or failed in any order — with its promises checked after
-/// every step: residency within `maxResident` plus one page, every item at its row, a count never
-/// above the list's length; and, once every load is answered, every visible row loaded, reached
-/// from the nearest page (never by walking a list an offset source can jump into).
+/// that grows or shrinks, pages answered full, short or failed in any order — with its promises
+/// checked after every step: residency within `maxResident` plus one page, every item at its row, a
+/// count never above the list's length (unless it shrank since the last refresh: pages held from
+/// before still count); and, once every load is answered, every visible row loaded, reached from the
+/// nearest page (never by walking a list an offset source can jump into).
 @Suite("Paged rows properties", .timeLimit(.minutes(5)))
 struct PagedRowsPropertyTests {
     static let seeds: ClosedRange<UInt64> = 1...20
@@ -130,6 +131,12 @@ struct PagedRowsPropertyTests {
         var visible = 0 ..< screen
         /// The list grew since the last full refresh: an exact count may be the old length.
         var grown = false
+        /// The list shrank since the last full refresh: pages held from before may still hold rows
+        /// it no longer has, and the count may be above its length.
+        var shrunk = false
+        /// A full refresh came after the list shrank: once the end is shown again, the count must
+        /// be the new length.
+        var refreshedSinceShrinking = false
         var log = RecentSteps()
         rows.show(visible)
         executor.runAll()
@@ -140,7 +147,7 @@ struct PagedRowsPropertyTests {
             if resident > bound { return "step \(step): \(resident) rows resident, bound \(bound) (\(log))" }
             let length = pages.count.value
             let count = rows.count
-            if count.value > length { return "step \(step): count \(count) above the list's \(length) (\(log))" }
+            if !shrunk, count.value > length { return "step \(step): count \(count) above the list's \(length) (\(log))" }
             for row in visible.clamped(to: 0 ..< visible.lowerBound + 64) {
                 if let item = rows.item(at: row), item != row { return "step \(step): row \(row) shows \(item) (\(log))" }
             }
@@ -168,16 +175,26 @@ struct PagedRowsPropertyTests {
             let pagesShown = rows.machine.withLock { $0.settings.maxVisiblePages }
             let firstRow = visible.lowerBound / size * size
             let shown = visible.lowerBound ..< min(visible.upperBound, Saturating.add(firstRow, Saturating.multiply(pagesShown, size)))
-            // Rows the list gained after its end was seen appear only after a refresh.
-            let known = grown && count.isExact ? min(length, count.value) : length
+            // Rows the list gained after its end was seen — the end page, or an empty page past
+            // the rows then known — appear only after a refresh.
+            let seenEnd: Int? = count.isExact ? count.value : rows.machine.withLock { $0.endAtMost }
+            let known = (grown || shrunk) ? min(length, seenEnd ?? length) : length
             for row in shown where row < known {
                 guard rows.item(at: row) == row else {
                     let machine = rows.machine.withLock { "walkedTo \($0.walkedTo), cursors \($0.cursors.keys.sorted().suffix(5)), end \(String(describing: $0.endPage)), total \(String(describing: $0.total)), atMost \(String(describing: $0.endAtMost)), size \(size)" }
-                    return "step \(step): visible row \(row) of \(length) did not load (count \(count), state \(rows.state(at: row)), \(machine), window \(rows.prefetcher.window.keys.sorted())) (\(log))"
+                    return "step \(step): visible row \(row) of \(length) did not load (item \(String(describing: rows.item(at: row))), count \(count), state \(rows.state(at: row)), \(machine), window \(rows.prefetcher.window.keys.sorted())) (\(log))"
                 }
             }
-            if !grown, count.isExact, visible.upperBound >= length, count.value != length, visible.lowerBound < length {
+            if !grown, !shrunk, count.isExact, visible.upperBound >= length, count.value != length, visible.lowerBound < length {
                 return "step \(step): the end was shown but the count is \(count), not \(length) (\(log))"
+            }
+            if shrunk, refreshedSinceShrinking, !grown, shown.lowerBound < length, shown.upperBound >= length {
+                // The end is shown again after a refresh: the count is the list's length again.
+                guard count == .exact(length) else {
+                    return "step \(step): the end of a shrunk list was shown after a refresh but the count is \(count), not \(length) (\(log))"
+                }
+                shrunk = false
+                refreshedSinceShrinking = false
             }
             // An offset source is never walked far: the window's pages, their prefetch, a few
             // probes for an unknown end, and the requests that complete short pages.
@@ -216,18 +233,27 @@ struct PagedRowsPropertyTests {
             case 78..<81:
                 rows.refresh()
                 grown = false
+                refreshedSinceShrinking = shrunk
                 log.append("refresh")
             case 81..<85:
                 let row = Int.random(in: 0 ... max(0, rows.count.value), using: &random)
                 rows.refresh(after: row)
                 log.append("refresh after \(row)")
-            case 85..<88:
+            case 85..<87:
                 let length = pages.count.withLock { count -> Int in
                     count += Int.random(in: 1...200, using: &random)
                     return count
                 }
                 grown = true
                 log.append("grow to \(length)")
+            case 87:
+                let length = pages.count.withLock { count -> Int in
+                    count = Int.random(in: 0 ... count, using: &random)
+                    return count
+                }
+                shrunk = true
+                refreshedSinceShrinking = false
+                log.append("shrink to \(length)")
             case 88..<91:
                 rows.show(0 ..< .max)
                 rows.show(visible)
