@@ -233,15 +233,19 @@ struct AdaptiveWindowTests {
 
     /// Random hostile sequences, both policies: ranges at and across the ends of the integers,
     /// hints there too, a clock that stops, goes back or leaps a day. Never a trap; the window holds
-    /// at most `maxRows` rows, all of rows that exist; the estimates stay numbers.
-    @Test(arguments: [(UInt64(1), RowPrefetcher<String, Int>.Policy.adaptive), (2, .adaptive), (3, .fixed)])
-    func hostileSequencesKeepTheWindowBounded(seed: UInt64, policy: RowPrefetcher<String, Int>.Policy) async {
+    /// at most `maxRows` rows (a bound below a screen, near one, and of five), all of rows that exist;
+    /// the estimates stay numbers.
+    @Test(arguments: [
+        (UInt64(1), RowPrefetcher<String, Int>.Policy.adaptive, 64), (2, .adaptive, 64), (3, .fixed, 64),
+        (4, .adaptive, 7), (5, .adaptive, 200), (6, .fixed, 7),
+    ])
+    func hostileSequencesKeepTheWindowBounded(seed: UInt64, policy: RowPrefetcher<String, Int>.Policy, maxRows: Int) async {
         var random = SplitMix64(seed: seed)
         let offset = Shared(Duration.zero)
         let start = ContinuousClock.now
         let avenue = Avenue<Int, String, Int>(storage: MemoryStorage(), processor: AutoProcessor(maxConcurrent: 6, ControlledWork<String, Int>()))
         let prefetcher = RowPrefetcher(avenue: avenue, policy: policy, now: { start + offset.value }) { $0 >= 0 ? "row\($0)" : nil }
-        prefetcher.maxRows = 64
+        prefetcher.maxRows = maxRows
         let edges = [Int.min, Int.min + 1, -1, 0, 1, Int.max - 40, Int.max - 1, Int.max]
         func position() -> Int {
             random.next() % 3 == 0 ? edges[Int(random.next() % UInt64(edges.count))] : Int(random.next() % 100_000)
@@ -261,7 +265,7 @@ struct AdaptiveWindowTests {
             if random.next() % 8 == 0 { prefetcher.hint([position(), position()]) }
             prefetcher.show(min(a, b) ..< max(a, b))
             let window = prefetcher.window
-            #expect(window.count <= 64)
+            #expect(window.count <= maxRows)
             #expect(window.keys.allSatisfy { $0 >= 0 })
             let estimates = prefetcher.estimates
             #expect(estimates.rowsPerSecond.isFinite && estimates.rowsPerSecond >= 0 && estimates.latency >= .zero, "\(estimates)")
