@@ -201,7 +201,13 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             cursorGenerations[key.number + 1] = key.generation
             pageOfCursor[next] = (key.number + 1, key.generation)
             if walkedTo == key.number { walkedTo = key.number + 1 }
-            if let after = itemsAfter, after >= 0 { total = Saturating.add(end, after) }
+            if let after = itemsAfter, after >= 0 {
+                total = Saturating.add(end, after)
+                // Rows known from before a refresh may be gone (the list shrank): a count the source
+                // gives now bounds them, or an empty page asked for before it came would read as an
+                // end far past it, and raise the count to its first row.
+                knownRows = min(knownRows, Saturating.add(end, after))
+            }
             if endPage == key.number {
                 // The end page itself now goes on: the count it gave, unless this one said another.
                 endPage = nil

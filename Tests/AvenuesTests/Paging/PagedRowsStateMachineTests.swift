@@ -213,4 +213,31 @@ struct PagedRowsStateMachineTests {
         m.show(-5 ..< -1)
         #expect(m.plan().visibleRows == 0..<0)
     }
+
+    /// A list that shrank (12,100 rows known, 752 now), refreshed: a page asked for before the new
+    /// end was known answers empty after it. It agrees with the end the newer pages gave; the
+    /// count stays theirs, not the empty page's first row.
+    @Test func anEmptyPagePastAnEndAlreadyKnownLeavesTheCount() {
+        for saysCount in [true, false] {
+            var m = machine(jumps: true)
+            m.show(12_000..<12_040)
+            _ = store(0, in: &m)
+            _ = store(120, in: &m)
+            #expect(m.count == .atLeast(12_100))
+            m.refresh(fromPage: 0)
+            m.show(8_000..<8_040)
+            let asked = m.key(for: 80)  // before anything of the new generation came back
+            #expect(asked != nil)
+            if saysCount {
+                _ = store(0, in: &m, itemsAfter: 652)
+            } else {
+                m.show(700..<740)
+                _ = store(7, in: &m, items: 52, last: true)
+            }
+            #expect(m.count == .exact(752))
+            if let asked { _ = m.stored(asked, itemCount: 0, cursorAfter: nil, itemsAfter: nil) }
+            #expect(m.count == .exact(752), "the first page \(saysCount ? "said" : "did not say") the count")
+            #expect(m.isPastTheEnd(8) && !m.isPastTheEnd(7))
+        }
+    }
 }
