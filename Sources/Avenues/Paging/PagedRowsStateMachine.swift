@@ -215,6 +215,9 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             }
         } else if pastTheRowsKnown {
             endAtMost = min(endAtMost ?? start, start)
+            // A count the source gave before, past this empty page, is outdated: the list shrank
+            // since. Kept, its rows past this page stayed counted and could never load.
+            if let count = total, count > start { total = nil }
         } else {
             endPage = key.number
             total = end

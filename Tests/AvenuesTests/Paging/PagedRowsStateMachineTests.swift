@@ -240,4 +240,28 @@ struct PagedRowsStateMachineTests {
             #expect(m.isPastTheEnd(8) && !m.isPastTheEnd(7))
         }
     }
+
+    /// A list that shrank, grew and shrank again (found by `.ci/soak`, seed 20 with
+    /// `AVENUES_TEST_SEED=157`, once the count bounded the rows known): an empty page past the
+    /// rows known, at a cursor learned before, left standing a count the source gave before it
+    /// shrank again. The rows between stayed in the count, past the end, never to load.
+    @Test func anEmptyPageBeforeACountSaidEarlierTakesThatCountBack() {
+        var m = machine(jumps: false)
+        m.show(0..<40)
+        for page in 0..<3 { _ = store(page, in: &m) }  // cursors to page 3 (row 300)
+        m.refresh(fromPage: 0)
+        _ = store(0, in: &m, itemsAfter: 150)  // shrank: 250 rows
+        #expect(m.count == .exact(250))
+        _ = store(1, in: &m, itemsAfter: 400)  // grew: 600 rows
+        #expect(m.count == .exact(600))
+        m.show(300..<340)
+        guard let key = m.key(for: 3) else {
+            Issue.record("page 3 has no key")
+            return
+        }
+        _ = m.stored(key, itemCount: 0, cursorAfter: nil, itemsAfter: 0)  // shrank again: nothing at 300
+        #expect(m.count != .exact(600), "the count the list had before it shrank again stood")
+        #expect(m.count.value <= 300)
+        #expect(m.isPastTheEnd(3))
+    }
 }
