@@ -201,17 +201,19 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             cursorGenerations[key.number + 1] = key.generation
             pageOfCursor[next] = (key.number + 1, key.generation)
             if walkedTo == key.number { walkedTo = key.number + 1 }
-            if let after = itemsAfter, after >= 0 {
-                total = Saturating.add(end, after)
+            // The count this page says (a negative `itemsAfter` says nothing).
+            let said = itemsAfter.flatMap { $0 >= 0 ? Saturating.add(end, $0) : nil }
+            if let said {
+                total = said
                 // Rows known from before a refresh may be gone (the list shrank): a count the source
                 // gives now bounds them, or an empty page asked for before it came would read as an
                 // end far past it, and raise the count to its first row.
-                knownRows = min(knownRows, Saturating.add(end, after))
+                knownRows = min(knownRows, said)
             }
             if endPage == key.number {
-                // The end page itself now goes on: the count it gave, unless this one said another.
+                // The end page itself now goes on: the count it gave goes, unless this one said one.
                 endPage = nil
-                if !(itemsAfter.map { $0 >= 0 } ?? false) { total = nil }
+                if said == nil { total = nil }
             }
         } else if pastTheRowsKnown {
             endAtMost = min(endAtMost ?? start, start)

@@ -210,6 +210,15 @@ struct PagedRowsStateMachineTests {
         _ = m.stored(PageKey(generation: 0, number: Int.max, origin: .offset), itemCount: 100, cursorAfter: nil, itemsAfter: nil)
         _ = m.stored(PageKey(generation: 0, number: 3, origin: .offset), itemCount: 100, cursorAfter: 400, itemsAfter: Int.max)
         #expect(m.count == .exact(Int.max))
+        // An empty page far out, past the rows known, takes that count back: no trap, a bound.
+        let far = Int.max / 100 - 1
+        _ = m.stored(PageKey(generation: 0, number: far, origin: .offset), itemCount: 0, cursorAfter: nil, itemsAfter: Int.max)
+        #expect(m.count == .atLeast(400) && m.endAtMost == far * 100 && m.isPastTheEnd(far))
+        // A count as large as can be, from a page with a cursor: the rows known stay those loaded.
+        _ = m.stored(PageKey(generation: 0, number: 4, origin: .offset), itemCount: 100, cursorAfter: 500, itemsAfter: Int.max)
+        #expect(m.count == .exact(Int.max) && m.knownRows == 500)
+        _ = m.stored(PageKey(generation: 0, number: 4, origin: .offset), itemCount: 100, cursorAfter: 500, itemsAfter: -7)
+        #expect(m.count == .exact(Int.max), "a negative count says nothing")
         m.show(-5 ..< -1)
         #expect(m.plan().visibleRows == 0..<0)
     }
