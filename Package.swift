@@ -23,13 +23,15 @@ let package = Package(
         .target(name: "AvenuesAsyncMuxCompat", dependencies: ["Avenues"]),
         .testTarget(
             name: "AvenuesTests",
-            dependencies: ["Avenues", "DiskStorageCrashWriter"],
+            dependencies: ["Avenues", "AvenuesTestSupport", "DiskStorageCrashWriter"],
             exclude: ["Media/media_test_server.py"]  // run by the AsyncMedia tests, found next to them
         ),
         // A child process for the crash-safety test: it writes entries until the test kills it.
         // It also exits in the middle of a download (the exit test counts libcurl's steps: CAvenuesNetwork).
         .executableTarget(name: "DiskStorageCrashWriter", dependencies: ["Avenues", "CAvenuesNetwork"], path: "Tests/DiskStorageCrashWriter"),
-        .testTarget(name: "AvenuesSQLiteTests", dependencies: ["AvenuesSQLite", "SQLiteStorageWorker"]),
+        .testTarget(name: "AvenuesSQLiteTests", dependencies: ["AvenuesSQLite", "AvenuesTestSupport", "SQLiteStorageWorker"]),
+        // What both test targets share: the seeded generator every randomized test draws from.
+        .target(name: "AvenuesTestSupport", path: "Tests/AvenuesTestSupport"),
         // A child process for the SQLite tests: several of it share one database; one is killed mid-write.
         .executableTarget(name: "SQLiteStorageWorker", dependencies: ["AvenuesSQLite"], path: "Tests/SQLiteStorageWorker"),
     ],

@@ -1,4 +1,5 @@
 import Avenues
+import AvenuesTestSupport
 @testable import AvenuesSQLite
 import CSQLite
 import Foundation
@@ -580,29 +581,21 @@ struct SQLiteStorageReadmeTests {
 /// the model's value or a miss (an eviction), never another value, and the limits hold.
 @Suite("SQLiteStorage properties")
 struct SQLiteStoragePropertyTests {
-    struct Random {
-        var state: UInt64
-        mutating func next(_ bound: Int) -> Int {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int((z ^ (z >> 31)) % UInt64(bound))
-        }
-    }
-
-    @Test(arguments: [(seed: UInt64(1), limited: false), (seed: 2, limited: false), (seed: 3, limited: true), (seed: 4, limited: true)])
-    func agreesWithADictionary(seed: UInt64, limited: Bool) throws {
+    /// `limit`: none, 20 entries, or 240 bytes of keys and values (about 20 entries).
+    @Test(arguments: [(seed: UInt64(1), limit: "none"), (2, "none"), (3, "count"), (4, "count"), (5, "size"), (6, "size")])
+    func agreesWithADictionary(seed: UInt64, limit: String) throws {
         let folder = Folder()
-        let countLimit: Int? = limited ? 20 : nil
-        func open() -> SQLiteStorage<String> { SQLiteStorage<String>(file: folder.database, countLimit: countLimit) }
+        let limited = limit != "none"
+        let countLimit: Int? = limit == "count" ? 20 : nil
+        let sizeLimit: Int? = limit == "size" ? 240 : nil
+        func open() -> SQLiteStorage<String> { SQLiteStorage<String>(file: folder.database, sizeLimit: sizeLimit, countLimit: countLimit) }
         var storage = open()
         var model: [String: Data] = [:]
-        var random = Random(state: seed)
+        var random = SplitMix64(seed: seed)
         for step in 0..<3_000 {
-            let key = "k\(random.next(60))"
+            let key = "k\(Int.random(in: 0 ..< 60, using: &random))"
             let value = Data("\(key)#\(step)".utf8)
-            switch random.next(100) {
+            switch Int.random(in: 0 ..< 100, using: &random) {
             case 0..<30: storage.set(value, for: key); model[key] = value
             case 30..<40: try storage.write(value, for: key); model[key] = value
             case 40..<50: storage.removeValue(for: key); model[key] = nil
@@ -627,7 +620,9 @@ struct SQLiteStoragePropertyTests {
                     #expect(read == model[key], "step \(step), seed \(seed): \(key)")
                 }
             }
-            if limited, step % 50 == 0 { #expect((storage.usage?.count ?? 0) <= 20, "step \(step)") }
+            if limited, step % 50 == 0, let usage = storage.usage {
+                #expect(usage.count <= countLimit ?? .max && usage.size <= sizeLimit ?? .max, "step \(step), seed \(seed): \(usage)")
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 @Suite("Adaptive prefetch window", .timeLimit(.minutes(5)))
 struct AdaptiveWindowTests {

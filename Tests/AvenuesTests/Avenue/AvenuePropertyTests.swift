@@ -1,5 +1,6 @@
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// Seeded random operation sequences against an avenue over a bounded `MemoryStorage`, with the
 /// avenue's promise to a screen checked after every step: a visible row that has no value is

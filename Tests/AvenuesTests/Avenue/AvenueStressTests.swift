@@ -1,6 +1,7 @@
 import Dispatch
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// 200,000 seeded operations from 8 tasks against one avenue, with an invariant checker.
 ///

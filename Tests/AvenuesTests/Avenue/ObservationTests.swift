@@ -1,5 +1,6 @@
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// One way to observe: an avenue's (and a paged list's) listeners — any number of observers, the
 /// `onStateChange`/`onError` slot and `subscribe()` readers — are told every change, in the order

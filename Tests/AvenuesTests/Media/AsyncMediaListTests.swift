@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

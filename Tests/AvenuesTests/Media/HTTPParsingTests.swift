@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// What AsyncMedia reads of a server's answer — header lines, heads, compressed bodies, and what
 /// they mean for a download — fed what real and hostile servers send, without a socket.

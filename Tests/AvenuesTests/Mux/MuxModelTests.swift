@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Avenues
+import AvenuesTestSupport
 
 /// A source that goes on only from an opaque cursor (a token, as a crawl or an API gives), and
 /// counts the pages asked of it. Its rows can grow.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// A source whose reads wait for permits the test hands out, and which records every read (its
 /// range, whether it was cancelled): scans move exactly as far as the test says.

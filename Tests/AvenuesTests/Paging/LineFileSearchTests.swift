@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// ``LineFile``'s search against the plain split: forward and backward, either case, from any line,
 /// with matches across chunk boundaries and in lines longer than what a ``Line`` keeps.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// ``LineFile`` over files written by the test: every edge a pager meets, checked against the plain
 /// split of the bytes into lines.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// A source that breaks the paging contract the way it is told to.
 final class MisbehavingSource: OffsetPageSource {

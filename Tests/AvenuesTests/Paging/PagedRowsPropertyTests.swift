@@ -1,5 +1,6 @@
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// A list of rows (row `n` is `n`) whose pages wait until the test answers them, with full, short
 /// or failed pages as the test decides. It can grow and shrink.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// A list of `count` rows (row `n` is `n`), paged by offset; every request is logged.
 final class ScriptedSource: OffsetPageSource {

@@ -1,5 +1,6 @@
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// A run that asks its own processor for other keys: it lends its slot while it waits, so chains
 /// deeper than `maxConcurrent` end, and a request that would wait for itself throws instead of

@@ -1,5 +1,6 @@
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 @Suite("MemoryStorage")
 struct MemoryStorageTests {

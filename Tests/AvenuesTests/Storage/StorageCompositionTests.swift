@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Avenues
+import AvenuesTestSupport
 
 /// The talk's laws, checked by behaviour: two stacks are equal when every read answers the same and
 /// every layer ends holding the same entries, for the same seeded sequence of operations.
