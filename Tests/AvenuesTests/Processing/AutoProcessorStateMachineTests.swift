@@ -270,6 +270,66 @@ struct AutoProcessorStateMachineTests {
         #expect(job(machine.start(worker: second))?.key == "p2")
     }
 
+    @Test(arguments: ["released", "cancelled", "cancelled by predicate"])
+    func cancelledPrefetchWorkFreesItsShareForQueuedPrefetchWorkAtOnce(how: String) throws {
+        // Before: p2 waited, with two workers free, until p1's cancelled work returned (found by
+        // AutoProcessorPromiseTests). The cancelled worker keeps its own slot; the share is free.
+        var machine = Machine(maxConcurrent: 3, reservedForVisible: 2)
+        let first = try #require(spawned(machine.claim("p1", id: 1, priority: .prefetch, waiter: ignore)))
+        #expect(job(machine.start(worker: first))?.key == "p1")
+        #expect(spawned(machine.claim("p2", id: 2, priority: .prefetch, waiter: ignore)) == nil)  // over its share
+        let spawn: [UInt64]
+        switch how {
+        case "released":
+            let release = machine.release("p1", id: 1)
+            #expect(release.cancelWorker == first)
+            spawn = release.followUp.spawnWorker.map { [$0] } ?? []
+        case "cancelled":
+            let cancel = machine.cancel("p1")
+            #expect(cancel.cancelWorkers == [first])
+            spawn = cancel.spawnWorkers
+        default:
+            let cancel = machine.cancel { $0 == "p1" }
+            #expect(cancel.cancelWorkers == [first])
+            spawn = cancel.spawnWorkers
+        }
+        let second = try #require(spawn.first)
+        #expect(spawn.count == 1)
+        #expect(job(machine.start(worker: second))?.key == "p2")
+        // The cancelled work returns late: its worker leaves, with nothing left for a replacement.
+        guard case .exit(replacement: nil) = machine.finish(Machine.Job(key: "p1", token: 1), worker: first, result: .success(1)) else {
+            Issue.record("the cancelled worker did not leave")
+            return
+        }
+    }
+
+    @Test func cancelledVisibleWorkKeepsItsWorkersSlotUntilItReturns() throws {
+        // The limit counts work that has not returned: a cancelled visible run frees no share.
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("v1", id: 1, priority: .visible, waiter: ignore)))
+        #expect(job(machine.start(worker: worker))?.key == "v1")
+        #expect(spawned(machine.claim("v2", id: 2, priority: .visible, waiter: ignore)) == nil)
+        #expect(machine.cancel("v1").spawnWorkers.isEmpty)
+        guard case .exit(let replacement?) = machine.finish(Machine.Job(key: "v1", token: 1), worker: worker, result: .success(1)) else {
+            Issue.record("no replacement took v2")
+            return
+        }
+        #expect(job(machine.start(worker: replacement))?.key == "v2")
+    }
+
+    @Test func aWorkerStartedForVisibleWorkHoldsNoSlotOfThePrefetchShare() throws {
+        // Before: the worker started for v counted against the prefetch share until it started, so
+        // raising p1 (which frees the share) started nothing, and p2 waited for p1 or v to return.
+        var machine = Machine(maxConcurrent: 3, reservedForVisible: 2)
+        let first = try #require(spawned(machine.claim("p1", id: 1, priority: .prefetch, waiter: ignore)))
+        #expect(job(machine.start(worker: first))?.key == "p1")
+        #expect(spawned(machine.claim("p2", id: 2, priority: .prefetch, waiter: ignore)) == nil)
+        let visible = try #require(spawned(machine.claim("v", id: 3, priority: .visible, waiter: ignore)))
+        let forP2 = try #require(machine.setPriority(.visible, key: "p1", id: 1).spawnWorker)
+        #expect(job(machine.start(worker: visible))?.key == "v")
+        #expect(job(machine.start(worker: forP2))?.key == "p2")
+    }
+
     @Test func withOneWorkerPrefetchWorkStillRuns() throws {
         var machine = Machine(maxConcurrent: 1, reservedForVisible: 1)
         let worker = try #require(spawned(machine.claim("p", id: 1, priority: .prefetch, waiter: ignore)))

@@ -145,6 +145,27 @@ struct AutoProcessorTests {
         #expect(try await newer.value == 2)
     }
 
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func queuedPrefetchWorkStartsWhenRunningPrefetchWorkIsCancelledNotWhenItReturns(forEveryone: Bool) async throws {
+        // Scrolling on: the rows whose prefetch runs leave the window, and the rows queued behind
+        // them (over the prefetch share) are still wanted. Before, p2 waited until p1's cancelled
+        // work returned — for as long as work that ignores cancellation takes — with two workers free.
+        let work = ControlledWork<String, Int>(honoursCancellation: false)
+        let processor = AutoProcessor(maxConcurrent: 3, reservedForVisible: 2, work)
+        let first = processor.claim("p1", priority: .prefetch) { _ in }
+        await work.waitUntilStarted("p1")
+        let answer = Shared<Int?>(nil)
+        processor.claim("p2", priority: .prefetch) { result in answer.withLock { $0 = try? result.get() } }
+        #expect(processor.state(for: "p2") == .queued)  // over the prefetch share
+        if forEveryone { processor.cancel(for: "p1") } else { processor.release(first) }
+        await work.waitUntilStarted("p2")
+        #expect(work.pendingKeys.sorted() == ["p1", "p2"])  // p1's work has not returned
+        #expect(work.succeed("p2", with: 2))
+        await eventually("p2 answered") { answer.value == 2 }
+        #expect(work.succeed("p1", with: 1))  // late, and dropped
+        await eventually("the processor is idle") { processor.tableSizes.isIdle }
+    }
+
     @Test("Nuke fault: a throttle in front of the priority queue inverted priorities", .tags(.anchorFault))
     func withOneWorkerAVisibleRequestRunsBeforeFiftyQueuedPrefetches() async throws {
         let work = ControlledWork<Int, Int>()

@@ -179,7 +179,7 @@ struct NestedRequestTests {
                 machine.reclaim(wait.job, worker: wait.worker, awaiting: wait.key)
             case 5:
                 if Bool.random(using: &random), let key = keys.randomElement(using: &random) {
-                    for worker in machine.cancel(key).cancelWorkers { _ = worker }
+                    for worker in machine.cancel(key).spawnWorkers { workers[worker] = .starting }
                 }
             default:
                 // A worker takes a step.

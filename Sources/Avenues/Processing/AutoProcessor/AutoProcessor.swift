@@ -332,20 +332,20 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
     /// `CancellationError`.
     @inlinable
     public func cancel(for key: Key) {
-        carryOut(_state.withLock { state in collect(state.machine.cancel(key), from: state) })
+        carryOut(_state.withLock { state in collect(state.machine.cancel(key), in: &state) })
     }
 
     /// Stops every key for which `isCancelled` is true, for everyone, as ``cancel(for:)`` does.
     /// `isCancelled` runs inside the processor's lock: it must be quick and must not call back in.
     @inlinable
     func cancel(where isCancelled: @Sendable (Key) -> Bool) {
-        carryOut(_state.withLock { state in collect(state.machine.cancel(where: isCancelled), from: state) })
+        carryOut(_state.withLock { state in collect(state.machine.cancel(where: isCancelled), in: &state) })
     }
 
     /// Stops every key for everyone. The processor stays usable: later requests run normally.
     @inlinable
     public func cancelAll() {
-        carryOut(_state.withLock { state in collect(state.machine.cancelAll(), from: state) })
+        carryOut(_state.withLock { state in collect(state.machine.cancelAll(), in: &state) })
     }
 
     /// Where `key` stands now: ``ProcessingState/idle`` unless a run of it is queued, running or
@@ -420,11 +420,13 @@ public final class AutoProcessor<Key: Hashable & Sendable, Value: Sendable>: Sch
         }
     }
 
+    /// Starts the workers a cancellation asks for and gathers what ``carryOut(_:)`` does after the lock.
     @inlinable
     func collect(
-        _ action: Machine.CancelAction, from state: State
+        _ action: Machine.CancelAction, in state: inout State
     ) -> (waiters: [Waiter<Value>], tasks: [Task<Void, Never>], runs: [RunPriority]) {
-        (action.waiters, action.cancelWorkers.compactMap { state.workerTasks[$0] }, action.cancelWorkers.compactMap { state.contexts[$0] })
+        for worker in action.spawnWorkers { spawnWorker(worker, in: &state) }
+        return (action.waiters, action.cancelWorkers.compactMap { state.workerTasks[$0] }, action.cancelWorkers.compactMap { state.contexts[$0] })
     }
 
     @inlinable

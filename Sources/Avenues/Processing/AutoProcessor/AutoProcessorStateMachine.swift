@@ -17,6 +17,10 @@
 ///   holds at most `maxConcurrent − reservedForVisible` workers, so visible work never waits behind
 ///   prefetches that already started. A running run's
 ///   priority follows its claims like a queued one's (a raised prefetch frees a prefetch slot).
+/// - **no idle slot while work may start:** an event that frees a slot, or a slot of the prefetch
+///   share (a raise, a cancellation), starts a worker for queued work that may take it, rather than
+///   leave it to wait for unrelated work to return (`AutoProcessorPromiseTests` checks it after
+///   every event).
 @usableFromInline
 struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// One unit of work handed to a worker.
@@ -83,6 +87,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         @usableFromInline var waiters: [Waiter<Value>] = []
         /// Workers whose running work must be cancelled.
         @usableFromInline var cancelWorkers: [UInt64] = []
+        /// Workers to start: cancelled prefetch work frees its share for queued prefetch work.
+        @usableFromInline var spawnWorkers: [UInt64] = []
         @inlinable init() {}
     }
 
@@ -114,8 +120,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @usableFromInline var cancelledWorkers = 0
     /// Runs in `.running` below `.visible` (`.prefetch` or `.background`): they share `prefetchBudget`.
     @usableFromInline var runningPrefetch = 0
-    /// Workers spawned that have not asked for their first job yet (they may take prefetch work).
-    @usableFromInline var startingWorkers = 0
+    /// Workers spawned for work below `.visible` that have not asked for their first job yet: each
+    /// holds a slot of the prefetch share until it does. One spawned for `.visible` work holds none,
+    /// so that it cannot keep queued prefetch work from a free slot when it takes visible work.
+    @usableFromInline var prefetchStarts: Set<UInt64> = []
     /// Running runs waiting for other runs of this processor, by worker: they lend their slot.
     @usableFromInline var lenders: [UInt64: Lender] = [:]
     /// Lenders whose run is below `.visible`: their prefetch slot is lent too.
@@ -229,6 +237,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
                 stopRunning(worker: worker, priority: priority)
                 markCancelled(worker)
                 action.cancelWorker = worker
+                action.followUp.spawnWorker = refillPrefetchShare(freedBy: priority)
             case .delivering:
                 preconditionFailure("Invalid state: a delivering run had a claim to release")
             }
@@ -254,7 +263,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     mutating func cancel(_ key: Key) -> CancelAction {
         var action = CancelAction()
         guard let index = runs.index(forKey: key) else { return action }
-        cancelRun(runs.remove(at: index).value, into: &action)
+        let freed = cancelRun(runs.remove(at: index).value, into: &action)
+        refillPrefetchShare(freed, into: &action)
         return action
     }
 
@@ -262,9 +272,11 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @inlinable
     mutating func cancel(where isCancelled: (Key) -> Bool) -> CancelAction {
         var action = CancelAction()
+        var freed = 0
         for key in runs.keys.filter(isCancelled) {
-            if let run = runs.removeValue(forKey: key) { cancelRun(run, into: &action) }
+            if let run = runs.removeValue(forKey: key) { freed += cancelRun(run, into: &action) }
         }
+        refillPrefetchShare(freed, into: &action)
         return action
     }
 
@@ -274,7 +286,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         var action = CancelAction()
         let cancelled = runs
         runs = [:]
-        for run in cancelled.values { cancelRun(run, into: &action) }
+        // Nothing is left queued, so the prefetch share freed has no work to refill.
+        for run in cancelled.values { _ = cancelRun(run, into: &action) }
         for level in queues.indices {
             queues[level].removeAll()
             staleEntries[level] = 0
@@ -282,8 +295,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         return action
     }
 
+    /// Cancels a run taken out of the table; returns the slots of the prefetch share it freed (1 for
+    /// running work below `.visible`, else 0).
     @inlinable
-    mutating func cancelRun(_ run: Run, into action: inout CancelAction) {
+    mutating func cancelRun(_ run: Run, into action: inout CancelAction) -> Int {
         var run = run
         action.waiters += run.waiters.removeAll()
         switch run.phase {
@@ -293,8 +308,28 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
             stopRunning(worker: worker, priority: priority)
             markCancelled(worker)
             action.cancelWorkers.append(worker)
+            return priority == .visible ? 0 : 1
         case .delivering:
             break
+        }
+        return 0
+    }
+
+    /// Running work at `priority` was cancelled. Below `.visible`, it freed a slot of the prefetch
+    /// share while its worker keeps its own slot until the work returns: queued prefetch work may
+    /// take that share now, on a worker of its own if one is free, rather than wait for unrelated
+    /// work to return.
+    @inlinable
+    mutating func refillPrefetchShare(freedBy priority: LoadPriority) -> UInt64? {
+        priority != .visible && hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
+    }
+
+    /// ``refillPrefetchShare(freedBy:)`` for `freed` slots of the share.
+    @inlinable
+    mutating func refillPrefetchShare(_ freed: Int, into action: inout CancelAction) {
+        for _ in 0 ..< freed {
+            guard let worker = refillPrefetchShare(freedBy: .prefetch) else { return }
+            action.spawnWorkers.append(worker)
         }
     }
 
@@ -303,7 +338,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     /// The first job for a newly started worker.
     @inlinable
     mutating func start(worker: UInt64) -> WorkerStep {
-        startingWorkers -= 1
+        if !prefetchStarts.isEmpty { prefetchStarts.remove(worker) }
         return next(worker: worker)
     }
 
@@ -460,11 +495,11 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     @inlinable
     mutating func spawnWorkerIfAllowed(for priority: LoadPriority) -> UInt64? {
         guard workers.count - lenders.count < maxConcurrent,
-              priority == .visible || runningPrefetch - lendingPrefetch + startingWorkers < prefetchBudget
+              priority == .visible || runningPrefetch - lendingPrefetch + prefetchStarts.count < prefetchBudget
         else { return nil }
-        startingWorkers += 1
         nextWorkerID &+= 1
         workers[nextWorkerID] = false
+        if priority != .visible { prefetchStarts.insert(nextWorkerID) }
         return nextWorkerID
     }
 
