@@ -4,7 +4,8 @@ import AvenuesTestSupport
 
 /// Seeded random operation sequences against an avenue over a bounded `MemoryStorage`, with the
 /// avenue's promise to a screen checked after every step: a visible row that has no value is
-/// loading or failed, never idle — whatever the storage's limits. Workers run on a ``HeldExecutor``,
+/// loading or failed, never idle — whatever the storage's limits — and no row's work runs twice at
+/// once. Stopped, the avenue and its processor hold nothing. Workers run on a ``HeldExecutor``,
 /// so every step's effects have happened when it is checked, and a seed replays exactly.
 @Suite("Avenue properties", .timeLimit(.minutes(5)))
 struct AvenuePropertyTests {
@@ -34,8 +35,9 @@ struct AvenuePropertyTests {
         let countLimit = Int.random(in: 1...12, using: &random)
         let storage = MemoryStorage<Int, Int>(countLimit: countLimit)
         let clock = TestClock()
+        let processor = AutoProcessor(maxConcurrent: Int.random(in: 1...4, using: &random), executor: executor, work)
         let avenue = Avenue<Int, Int, Int>(
-            storage: storage, processor: AutoProcessor(maxConcurrent: Int.random(in: 1...4, using: &random), executor: executor, work),
+            storage: storage, processor: processor,
             callbackMode: .completingThread, retryPolicy: RetryPolicy(attempts: 3, base: .seconds(1), cap: .seconds(4), jitter: 0),
             now: { clock.now }, sleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
         )
@@ -88,6 +90,11 @@ struct AvenuePropertyTests {
                 log.append("advance clock")
             }
             executor.runAll()
+            // The same work is never done twice at once (work here honours cancellation: a
+            // cancelled run is no longer pending).
+            if let (row, runs) = work.keysPendingMoreThanOnce.first {
+                return "step \(step): row \(row)'s work runs \(runs) times at once (\(log))"
+            }
             // The window stays within maxRows, and background rows are only those of hinted screens.
             let window = prefetcher.window
             guard window.count <= prefetcher.maxRows else { return "step \(step): \(window.count) rows in the window (\(log))" }
@@ -112,6 +119,9 @@ struct AvenuePropertyTests {
         }
         prefetcher.stop()
         executor.runAll()
+        // Stopped, the avenue lets every row and load go, and the processor every claim and worker.
+        guard avenue.tableSizes.isIdle else { return "stopped, the avenue still holds \(avenue.tableSizes) (\(log))" }
+        guard processor.tableSizes.isIdle else { return "stopped, the processor still holds \(processor.tableSizes) (\(log))" }
         return nil
     }
 }

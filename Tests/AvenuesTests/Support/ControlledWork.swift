@@ -101,6 +101,8 @@ final class ControlledWork<Key: Hashable & Sendable, Value: Sendable>: Processor
     func starts(of key: Key) -> Int { state.withLock { $0.starts[key] ?? 0 } }
     /// The keys with a run waiting to be finished, in no particular order.
     var pendingKeys: [Key] { state.withLock { Array($0.pending.keys) } }
+    /// The keys with more than one run waiting to be finished at once, with how many.
+    var keysPendingMoreThanOnce: [Key: Int] { state.withLock { $0.pending.compactMapValues { $0.count > 1 ? $0.count : nil } } }
     var totalStarts: Int { state.withLock { $0.order.count } }
     var startOrder: [Key] { state.withLock { $0.order } }
     func cancellationsSeen(by key: Key) -> Int { state.withLock { $0.cancellationsSeen[key] ?? 0 } }
