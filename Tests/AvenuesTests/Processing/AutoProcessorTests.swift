@@ -145,7 +145,7 @@ struct AutoProcessorTests {
         #expect(try await newer.value == 2)
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    @Test(.timeLimit(.minutes(5)), arguments: [false, true])
     func queuedPrefetchWorkStartsWhenRunningPrefetchWorkIsCancelledNotWhenItReturns(forEveryone: Bool) async throws {
         // Scrolling on: the rows whose prefetch runs leave the window, and the rows queued behind
         // them (over the prefetch share) are still wanted. Before, p2 waited until p1's cancelled
