@@ -10,8 +10,9 @@ import AvenuesTestSupport
 /// - every claim is answered at most once, with its own run's value or failure, or a cancellation;
 /// - a released claim that was not answered yet gets its waiter back; one already answered does not;
 /// - no key's work runs on two live workers at once;
-/// - work is handed out highest priority first, at the priority of its highest claim, and prefetch
-///   work only within its share of workers;
+/// - work is handed out highest priority first, at the priority of its highest claim, first come
+///   first served within a priority (a raised or lowered run goes to the back of its new
+///   priority), and prefetch work only within its share of workers;
 /// - queued work always has a worker that will come for it: nothing is stranded;
 /// - the tables hold exactly the claims and workers the model holds.
 ///
@@ -82,6 +83,10 @@ struct AutoProcessorPromiseTests {
         let answers = Shared<[(id: UInt64, outcome: String)]>([])
         var failure: String?
         var step = 0
+        /// Where each queued run waits: the priority, its run, and the event at which it took its
+        /// place at the back of that priority's queue (created, raised or lowered).
+        var places: [Int: (level: LoadPriority, token: UInt64, since: Int)] = [:]
+        var events = 0
         var history: [String] = []
 
         init(seed: UInt64) {
@@ -338,6 +343,12 @@ struct AutoProcessorPromiseTests {
                 }
             }
             let queued = (0 ..< keys).filter { machine.state(for: $0) == .queued && $0 != job.key }
+            if let place = places[job.key], let earlier = queued.first(where: { key in
+                guard let other = places[key], other.level == level else { return false }
+                return other.since < place.since
+            }) {
+                fail("\(job.key) was given at \(level) before \(earlier), queued there earlier")
+            }
             if level != .visible, let skipped = queued.first(where: { highestClaim(on: $0) == .visible }) {
                 fail("\(job.key) was given at \(level) while \(skipped) waits at .visible")
             }
@@ -376,6 +387,13 @@ struct AutoProcessorPromiseTests {
         // MARK: Checks
 
         mutating func check() {
+            // A queued run takes a new token when its priority changes: its claims follow it.
+            for key in 0 ..< keys where machine.state(for: key) == .queued {
+                guard let token = machine.runs[key]?.token else { continue }
+                for (id, claim) in claims where claim.key == key && !claim.delivering && claim.token != token {
+                    claims[id] = Claim(key: key, token: token, asker: claim.asker, priority: claim.priority)
+                }
+            }
             let sizes = machine.tableSizes
             let waiting = claims.values.filter { !$0.delivering }
             if sizes.waiters != waiting.count { fail("the machine holds \(sizes.waiters) waiters; \(waiting.count) claims wait") }
@@ -389,6 +407,16 @@ struct AutoProcessorPromiseTests {
             }
             // Stranded work: something is queued, yet every worker waits for answers (or none exists).
             let queued = (0 ..< keys).filter { machine.state(for: $0) == .queued }
+            // Each queued run's place: a new run, or a new priority, goes to the back.
+            events += 1
+            for key in 0 ..< keys {
+                guard queued.contains(key), let level = highestClaim(on: key), let token = machine.runs[key]?.token else {
+                    places[key] = nil
+                    continue
+                }
+                if let place = places[key], place.level == level, place.token == token { continue }
+                places[key] = (level, token, events)
+            }
             if let key = queued.first, !workers.values.contains(where: canProceed) {
                 fail("\(key) is queued and no worker will come for it (\(workers.count) workers, all waiting)")
             }

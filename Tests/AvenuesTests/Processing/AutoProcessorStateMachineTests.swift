@@ -83,21 +83,22 @@ struct AutoProcessorStateMachineTests {
     }
 
     @Test func aRunQueuedTwiceAtOneLevelLeavesNothingQueuedOnceItIsTaken() throws {
-        // Lowered and raised again while another key was queued, `k` has two entries at `.visible`;
-        // a worker takes the first, another takes `x`. Both cancelled then, their workers leave
-        // without looking at the queue: `k`'s second entry kept the key alive in an idle processor
-        // (the random lending test found it).
+        // Lowered and raised again while another key was queued, `k` has two entries at `.visible`:
+        // its first, stale for good, and one behind `x` (a run that changes priority goes to the
+        // back of its new queue). Both cancelled once taken, their workers leave without looking
+        // at the queue: `k`'s other entry kept the key alive in an idle processor (the random
+        // lending test found it).
         var machine = Machine(maxConcurrent: 2)
         let first = try #require(spawned(machine.claim("k", id: 1, priority: .visible, waiter: ignore)))
         let second = try #require(spawned(machine.claim("x", id: 2, priority: .visible, waiter: ignore)))
         _ = machine.setPriority(.prefetch, key: "k", id: 1)
         _ = machine.setPriority(.visible, key: "k", id: 1)
-        let k = try #require(job(machine.start(worker: first)))
-        let x = try #require(job(machine.start(worker: second)))
-        #expect([k.key, x.key] == ["k", "x"])
+        let x = try #require(job(machine.start(worker: first)))
+        let k = try #require(job(machine.start(worker: second)))
+        #expect([x.key, k.key] == ["x", "k"])
         _ = machine.release("k", id: 1)
         _ = machine.release("x", id: 2)
-        for (run, worker) in [(k, first), (x, second)] {
+        for (run, worker) in [(x, first), (k, second)] {
             guard case .exit(replacement: nil) = machine.finish(run, worker: worker, result: .success(1)) else {
                 Issue.record("a cancelled worker stayed")
                 return
@@ -328,6 +329,44 @@ struct AutoProcessorStateMachineTests {
         let forP2 = try #require(machine.setPriority(.visible, key: "p1", id: 1).spawnWorker)
         #expect(job(machine.start(worker: visible))?.key == "v")
         #expect(job(machine.start(worker: forP2))?.key == "p2")
+    }
+
+    @Test(arguments: [false, true])
+    func aRunRaisedAndLoweredAgainGoesToTheBackOfItsQueueAndIsCountedOnce(compacted: Bool) throws {
+        // A row that scrolls on screen and off again: prefetch, visible, prefetch. Before, its first
+        // prefetch entry came back to life (same run, same priority again): it jumped the rows
+        // queued after it, and a compaction of the queue kept both entries as live, counted the run
+        // twice, and drove the stale count below zero once they were taken (found by
+        // AutoProcessorPromiseTests).
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("busy", id: 100, priority: .visible, waiter: ignore)))
+        let busy = try #require(job(machine.start(worker: worker)))
+        _ = machine.claim("a", id: 1, priority: .prefetch, waiter: ignore)
+        _ = machine.claim("b", id: 2, priority: .prefetch, waiter: ignore)
+        _ = machine.setPriority(.visible, key: "a", id: 1)
+        _ = machine.setPriority(.prefetch, key: "a", id: 1)
+        if compacted {
+            // Enough prefetch work claimed and dropped to compact the prefetch queue.
+            for id in 200 ..< 240 as Range<UInt64> {
+                _ = machine.claim("drop\(id)", id: id, priority: .prefetch, waiter: ignore)
+                _ = machine.release("drop\(id)", id: id)
+            }
+        }
+        #expect(machine.activity.queued == 2)
+        guard case .deliver = machine.finish(busy, worker: worker, result: .success(0)) else {
+            Issue.record("no delivery")
+            return
+        }
+        var order: [String] = []
+        var step = machine.endDelivery(of: busy, worker: worker)
+        while case .run(let next, _) = step {
+            order.append(next.key)
+            guard case .deliver = machine.finish(next, worker: worker, result: .success(0)) else { break }
+            step = machine.endDelivery(of: next, worker: worker)
+        }
+        #expect(order == ["b", "a"])  // a went to the back of the prefetch queue when it came back
+        #expect(machine.tableSizes.isIdle, "\(machine.tableSizes)")
+        #expect(machine.staleEntries.allSatisfy { $0 == 0 }, "\(machine.staleEntries)")
     }
 
     @Test func withOneWorkerPrefetchWorkStillRuns() throws {

@@ -5,7 +5,10 @@
 /// completion of a cancelled run, prepare-then-cancel in one tick, claim counting) plain unit tests.
 ///
 /// Invariants:
-/// - a key has at most one run; a run has a token never reused, so results are matched to runs;
+/// - a key has at most one run; a run has a token never reused, so results are matched to runs. A
+///   queued run takes a new token each time its priority changes, so the entry it leaves behind
+///   can never match it again (it would come back to life if the run returned to that priority:
+///   its old place, and a run counted twice once a compaction kept both entries);
 /// - a queued or running run has at least one claim (the last claim leaving removes the run);
 /// - a queue entry is live only while its run is `.queued` at that queue's priority with that token;
 ///   stale entries are skipped when popped and compacted when they pile up;
@@ -41,7 +44,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
 
     @usableFromInline
     struct Run {
-        @usableFromInline let token: UInt64
+        /// New for each queue entry of the run (see the invariants).
+        @usableFromInline var token: UInt64
         @usableFromInline var phase: Phase
         @usableFromInline var waiters = WaiterList<Value>()
         @inlinable init(token: UInt64, phase: Phase) { (self.token, self.phase) = (token, phase) }
@@ -165,6 +169,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         case .joined:
             return ClaimAction()
         case .moved(let from, let to, let token):
+            nextToken = token
             queues[to.rawValue].append(Job(key: key, token: token))
             noteStaleEntry(at: from)
             return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
@@ -182,7 +187,8 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     enum JoinOutcome {
         /// The claim joined the run in flight; nothing else changes.
         case joined
-        /// The claim joined a queued run and raised it: it must be queued again at `to`.
+        /// The claim joined a queued run and raised it: it must be queued again at `to`, under its
+        /// new `token`.
         case moved(from: LoadPriority, to: LoadPriority, token: UInt64)
         /// A new run with `token` was put in the slot and must be queued.
         case created(token: UInt64)
@@ -198,9 +204,10 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         case .queued(let current)?:
             // Coalesce: join the queued run; it follows its highest claim.
             slot?.waiters.insert(entry, id: id)
-            guard let wanted = slot?.waiters.priority, wanted != current, let token = slot?.token else { return .joined }
+            guard let wanted = slot?.waiters.priority, wanted != current else { return .joined }
             slot?.phase = .queued(wanted)
-            return .moved(from: current, to: wanted, token: token)
+            slot?.token = newToken
+            return .moved(from: current, to: wanted, token: newToken)
         case .running(let worker, let current)?:
             // Coalesce: join the running work, which follows its highest claim too.
             slot?.waiters.insert(entry, id: id)
@@ -506,16 +513,19 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
     // MARK: Queue upkeep
 
     /// Keeps a run at the priority of its highest claim. A queued run moves to the back of the queue
-    /// of its new priority (raised work goes ahead of everything lower; the old entry goes stale); a
+    /// of its new priority, under a new token (raised work goes ahead of everything lower; the old
+    /// entry goes stale for good); a
     /// running one is re-counted for admission control and its worker's context must follow.
     @inlinable
     mutating func followPriority(at index: Dictionary<Key, Run>.Index) -> ClaimAction {
+        let newToken = nextToken &+ 1
         let move = withRun(at: index) { run -> PriorityMove? in
             let wanted = run.waiters.priority
             switch run.phase {
             case .queued(let current) where wanted != current:
                 run.phase = .queued(wanted)
-                return .queued(from: current, to: wanted, token: run.token)
+                run.token = newToken
+                return .queued(from: current, to: wanted, token: newToken)
             case .running(let worker, let current) where wanted != current:
                 run.phase = .running(worker: worker, priority: wanted)
                 return .running(worker, from: current, to: wanted)
@@ -525,6 +535,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         }
         switch move {
         case .queued(let from, let to, let token)?:
+            nextToken = token
             queues[to.rawValue].append(Job(key: runs.keys[index], token: token))
             noteStaleEntry(at: from)
             return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
