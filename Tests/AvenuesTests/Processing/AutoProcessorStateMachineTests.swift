@@ -16,6 +16,14 @@ struct AutoProcessorStateMachineTests {
         return nil
     }
 
+    /// A machine whose only worker runs key "busy" (claim 0): what is claimed next waits in the queue.
+    private func busyMachine() throws -> (machine: Machine, worker: UInt64, busy: Machine.Job) {
+        var machine = Machine(maxConcurrent: 1)
+        let worker = try #require(spawned(machine.claim("busy", id: 0, priority: .visible, waiter: ignore)))
+        let busy = try #require(job(machine.start(worker: worker)))
+        return (machine, worker, busy)
+    }
+
     @Test func claimThenReleaseInOneTickLeavesNothingForTheWorker() throws {
         var machine = Machine(maxConcurrent: 2)
         let worker = try #require(spawned(machine.claim("k", id: 1, priority: .visible, waiter: ignore)))
@@ -195,9 +203,7 @@ struct AutoProcessorStateMachineTests {
     }
 
     @Test func queueChurnWhileWorkersAreBusyStaysBounded() throws {
-        var machine = Machine(maxConcurrent: 1)
-        let worker = try #require(spawned(machine.claim("busy", id: 0, priority: .visible, waiter: ignore)))
-        _ = try #require(job(machine.start(worker: worker)))
+        var (machine, _, _) = try busyMachine()
         // A user scrolling for a long time: claims made and released while the only worker is busy.
         for id in 1...100_000 {
             _ = machine.claim("row\(id % 500)", id: UInt64(id), priority: id.isMultiple(of: 3) ? .visible : .prefetch, waiter: ignore)
@@ -208,9 +214,7 @@ struct AutoProcessorStateMachineTests {
     }
 
     @Test func loweringTheOnlyVisibleClaimMovesQueuedWorkBack() throws {
-        var machine = Machine(maxConcurrent: 1)
-        let worker = try #require(spawned(machine.claim("busy", id: 0, priority: .visible, waiter: ignore)))
-        let busy = try #require(job(machine.start(worker: worker)))
+        var (machine, worker, busy) = try busyMachine()
         _ = machine.claim("a", id: 1, priority: .visible, waiter: ignore)
         _ = machine.claim("b", id: 2, priority: .visible, waiter: ignore)
         _ = machine.setPriority(.prefetch, key: "a", id: 1)
@@ -338,9 +342,7 @@ struct AutoProcessorStateMachineTests {
         // queued after it, and a compaction of the queue kept both entries as live, counted the run
         // twice, and drove the stale count below zero once they were taken (found by
         // AutoProcessorPromiseTests).
-        var machine = Machine(maxConcurrent: 1)
-        let worker = try #require(spawned(machine.claim("busy", id: 100, priority: .visible, waiter: ignore)))
-        let busy = try #require(job(machine.start(worker: worker)))
+        var (machine, worker, busy) = try busyMachine()
         _ = machine.claim("a", id: 1, priority: .prefetch, waiter: ignore)
         _ = machine.claim("b", id: 2, priority: .prefetch, waiter: ignore)
         _ = machine.setPriority(.visible, key: "a", id: 1)
@@ -382,9 +384,7 @@ struct AutoProcessorStateMachineTests {
     }
 
     @Test func backgroundWorkRunsAfterPrefetchAndVisibleWorkAndFollowsItsHighestClaim() throws {
-        var machine = Machine(maxConcurrent: 1)
-        let worker = try #require(spawned(machine.claim("busy", id: 0, priority: .visible, waiter: ignore)))
-        var current = try #require(job(machine.start(worker: worker)))
+        var (machine, worker, current) = try busyMachine()
         _ = machine.claim("b1", id: 1, priority: .background, waiter: ignore)
         _ = machine.claim("p1", id: 2, priority: .prefetch, waiter: ignore)
         _ = machine.claim("b2", id: 3, priority: .background, waiter: ignore)
