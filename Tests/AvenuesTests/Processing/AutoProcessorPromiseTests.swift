@@ -44,8 +44,9 @@ struct AutoProcessorPromiseTests {
     struct Model {
         struct Claim {
             let key: Int
-            /// The run the claim joined: its answer must be that run's.
-            let token: UInt64
+            /// The run the claim joined (a queued run's token changes with its priority): its answer
+            /// must be that run's.
+            var token: UInt64
             /// The worker whose run asked for it (a request made from inside a run), if any.
             let asker: UInt64?
             var priority: LoadPriority
@@ -319,11 +320,13 @@ struct AutoProcessorPromiseTests {
         }
 
         /// Workers whose current run waits for claims of its own: their slot is lent.
-        var lenders: Int {
-            workers.values.count { worker in
-                guard !worker.cancelled, case .running = worker.state else { return false }
-                return !worker.awaiting.isEmpty || !worker.ended.isEmpty
-            }
+        var lenders: Int { workers.values.count(where: isLending) }
+
+        /// Whether `worker`'s run, live, waits for claims it made (or has not yet taken an ended
+        /// wait back): it lends its slot meanwhile.
+        func isLending(_ worker: Worker) -> Bool {
+            guard !worker.cancelled, case .running = worker.state else { return false }
+            return !worker.awaiting.isEmpty || !worker.ended.isEmpty
         }
 
         /// The highest priority among the claims on `key` that are not answered yet.
@@ -390,9 +393,7 @@ struct AutoProcessorPromiseTests {
             // A queued run takes a new token when its priority changes: its claims follow it.
             for key in 0 ..< keys where machine.state(for: key) == .queued {
                 guard let token = machine.runs[key]?.token else { continue }
-                for (id, claim) in claims where claim.key == key && !claim.delivering && claim.token != token {
-                    claims[id] = Claim(key: key, token: token, asker: claim.asker, priority: claim.priority)
-                }
+                for (id, claim) in claims where claim.key == key && !claim.delivering { claims[id]?.token = token }
             }
             let sizes = machine.tableSizes
             let waiting = claims.values.filter { !$0.delivering }
@@ -441,8 +442,8 @@ struct AutoProcessorPromiseTests {
             (0 ..< keys).filter { key in
                 guard machine.state(for: key) == .running, let wanted = highestClaim(on: key), wanted != .visible else { return false }
                 return !workers.values.contains { worker in
-                    guard case .running(let job) = worker.state, job.key == key, !worker.cancelled else { return false }
-                    return !worker.awaiting.isEmpty || !worker.ended.isEmpty
+                    guard case .running(let job) = worker.state, job.key == key else { return false }
+                    return isLending(worker)
                 }
             }
         }

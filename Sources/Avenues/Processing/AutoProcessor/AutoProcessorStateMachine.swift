@@ -169,10 +169,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         case .joined:
             return ClaimAction()
         case .moved(let from, let to, let token):
-            nextToken = token
-            queues[to.rawValue].append(Job(key: key, token: token))
-            noteStaleEntry(at: from)
-            return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
+            return requeue(key, from: from, to: to, token: token)
         case .raisedRunning(let worker, let from, let to):
             return followRunning(key, worker: worker, from: from, to: to)
         case .created(let token):
@@ -244,7 +241,7 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
                 stopRunning(worker: worker, priority: priority)
                 markCancelled(worker)
                 action.cancelWorker = worker
-                action.followUp.spawnWorker = refillPrefetchShare(freedBy: priority)
+                if priority != .visible { action.followUp.spawnWorker = refillPrefetchShare() }
             case .delivering:
                 preconditionFailure("Invalid state: a delivering run had a claim to release")
             }
@@ -322,20 +319,19 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         return 0
     }
 
-    /// Running work at `priority` was cancelled. Below `.visible`, it freed a slot of the prefetch
-    /// share while its worker keeps its own slot until the work returns: queued prefetch work may
-    /// take that share now, on a worker of its own if one is free, rather than wait for unrelated
-    /// work to return.
+    /// Running work below `.visible` was cancelled: it freed a slot of the prefetch share while its
+    /// worker keeps its own slot until the work returns. Queued prefetch work may take that share
+    /// now, on a worker of its own if one is free, rather than wait for unrelated work to return.
     @inlinable
-    mutating func refillPrefetchShare(freedBy priority: LoadPriority) -> UInt64? {
-        priority != .visible && hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
+    mutating func refillPrefetchShare() -> UInt64? {
+        hasAdmissibleWork ? spawnWorkerIfAllowed(for: .prefetch) : nil
     }
 
-    /// ``refillPrefetchShare(freedBy:)`` for `freed` slots of the share.
+    /// ``refillPrefetchShare()`` for `freed` slots of the share.
     @inlinable
     mutating func refillPrefetchShare(_ freed: Int, into action: inout CancelAction) {
         for _ in 0 ..< freed {
-            guard let worker = refillPrefetchShare(freedBy: .prefetch) else { return }
+            guard let worker = refillPrefetchShare() else { return }
             action.spawnWorkers.append(worker)
         }
     }
@@ -535,15 +531,22 @@ struct AutoProcessorStateMachine<Key: Hashable & Sendable, Value: Sendable> {
         }
         switch move {
         case .queued(let from, let to, let token)?:
-            nextToken = token
-            queues[to.rawValue].append(Job(key: runs.keys[index], token: token))
-            noteStaleEntry(at: from)
-            return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
+            return requeue(runs.keys[index], from: from, to: to, token: token)
         case .running(let worker, let from, let to)?:
             return followRunning(runs.keys[index], worker: worker, from: from, to: to)
         case nil:
             return ClaimAction()
         }
+    }
+
+    /// A queued run of `key` moved from `from` to `to` under its new `token`: it goes to the back of
+    /// `to`'s queue, and its entry at `from` goes stale. Raised to `.visible`, it may start a worker.
+    @inlinable
+    mutating func requeue(_ key: Key, from: LoadPriority, to: LoadPriority, token: UInt64) -> ClaimAction {
+        nextToken = token
+        queues[to.rawValue].append(Job(key: key, token: token))
+        noteStaleEntry(at: from)
+        return ClaimAction(spawnWorker: to == .visible ? spawnWorkerIfAllowed(for: .visible) : nil)
     }
 
     /// How ``followPriority(at:)`` moved a run.
