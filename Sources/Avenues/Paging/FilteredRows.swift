@@ -93,8 +93,8 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     ///   - maxResident: the most items kept (1,000 by default).
     ///   - priority: the scans' priority; `.utility` by default, below the screen's loads.
     ///   - count: the source's row count as known now.
-    ///   - read: reads rows of the source in order (fewer at its end); it should stop with
-    ///     `CancellationError` when its task is cancelled.
+    ///   - read: reads rows of the source in order (fewer at its end; rows past those asked are
+    ///     dropped); it should stop with `CancellationError` when its task is cancelled.
     ///   - matches: whether an item matches a query.
     public init(
         chunk: Int = 1_000,
@@ -177,7 +177,9 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     public var query: TextQuery? { state.withLock { $0.machine.query } }
 
     /// Goes on scanning after a finished scan, for a source that grew (a log, a followed file); at
-    /// once, even from the change that said the scan was complete.
+    /// once, even from the change that said the scan was complete. Said while the scan runs, it is
+    /// not lost: a read out at that moment may come back short at the old end, and a narrowing
+    /// query may be re-checking the last one's matches; either way the scan reads on past the old end.
     public func sourceGrew() {
         // A scan still running (one that just took its last chunk, say) goes on by itself.
         let resume = state.withLock { state -> Bool in
@@ -384,7 +386,7 @@ public final class FilteredRows<Item: Sendable>: Sendable {
         case .ended: return .planEnded
         case .replaced: return .stopped
         }
-        let items: [Item]
+        var items: [Item]
         do {
             items = try await read(step.range)
         } catch {
@@ -397,6 +399,8 @@ public final class FilteredRows<Item: Sendable>: Sendable {
             return .stopped
         }
         if Task.isCancelled { return .stopped }
+        // Rows past those asked are not the next ones for sure: they would be found twice.
+        if items.count > step.range.count { items.removeLast(items.count - step.range.count) }
         // Plain index loops and no tuples: this runs unspecialized, once per row of the source.
         var matched: [Int] = []
         var offsets: [Int] = []

@@ -457,6 +457,50 @@ struct FilteredRowsTests {
     /// A scan reads the source itself, past the rows its list loaded, and a list's count is only
     /// the rows it loaded while the source does not say: `progress` said "3000 of ≥ 0 scanned" (its
     /// total below what it had read).
+    /// The source grows, and `sourceGrew()` is said, while a read that saw the old end is out: that
+    /// read comes back short, and the scan must read on to the new end (it ended at the old one).
+    @Test func theSourceGrowingWhileAReadIsOutIsScannedToItsNewEnd() async throws {
+        let rows = Self.words(300, seed: 21)
+        let length = Shared(100)
+        let gate = GatedSource(rows)
+        let filtered = FilteredRows<String>(chunk: 64, count: { .atLeast(length.withLock { $0 }) }, read: { range in
+            let end = length.withLock { $0 }  // the end as it is when the read starts
+            _ = try await gate.read(range)
+            let lower = min(range.lowerBound, end)
+            return Array(rows[lower ..< max(lower, min(range.upperBound, end))])
+        }) { row, query in query.matches(row) }
+        let query = TextQuery("ab")
+        filtered.filter(query)
+        gate.allow(1)  // rows 0..<64
+        await eventually("the second read saw the end at 100 and waits") { gate.waiting == 1 && gate.reads.count == 1 }
+        length.withLock { $0 = 300 }
+        filtered.sourceGrew()
+        gate.allow()
+        await finished(filtered)
+        #expect(matches(filtered) == Self.model(rows, query))
+        #expect(filtered.progress.scanned == 300)
+    }
+
+    /// A source that gives more rows than asked: the rows past the range are not taken as rows of
+    /// the range's end, nor found twice.
+    @Test(arguments: [1, 5, 64])
+    func aReadGivingMoreRowsThanAskedIsTakenAtTheRowsAsked(extra: Int) async throws {
+        let rows = Self.words(500, seed: 23)
+        let filtered = FilteredRows<String>(chunk: 32, count: { .exact(rows.count) }, read: { range in
+            let lower = min(range.lowerBound, rows.count)
+            // A whole range's rows, then `extra` rows that are not the next ones (past the range,
+            // where a short read would say the end, they could not be told from rows).
+            return Array(rows[lower ..< min(range.upperBound, rows.count)]) + (range.upperBound <= rows.count ? Array(repeating: "ab stray", count: extra) : [])
+        }) { row, query in query.matches(row) }
+        let query = TextQuery("ab")
+        filtered.filter(query)
+        await finished(filtered)
+        #expect(matches(filtered) == Self.model(rows, query))
+        filtered.filter(TextQuery("abc"))  // a re-check reads ranges of candidates
+        await finished(filtered)
+        #expect(matches(filtered) == Self.model(rows, TextQuery("abc")))
+    }
+
     @Test func theTotalIsNeverBelowWhatTheScanRead() async throws {
         final class Gate: Sendable {
             private let state = Locked((open: false, waiting: [CheckedContinuation<Void, Never>]()))
@@ -560,58 +604,5 @@ struct TextQueryTests {
             let expected = query.caseSensitive ? field.contains(text) : fold(field).contains(fold(text))
             #expect(query.matches(field) == expected, "\(text) in \(field)")
         }
-    }
-}
-
-@Suite("Row filter state machine")
-struct RowFilterStateMachineTests {
-    @Test func plansAScanThenANarrowingReCheckThenGoesOn() {
-        var machine = RowFilterStateMachine(chunk: 10)
-        func set(_ query: TextQuery?) -> Bool { machine.setQuery(query) }
-        func take(_ read: RowFilterStateMachine.Read?, _ matched: [Int], _ rows: Int) -> Bool {
-            guard let read else { return false }
-            return machine.take(read, matched: matched, rowsRead: rows)
-        }
-        #expect(machine.nextRead() == nil)
-        #expect(set(TextQuery("ab")))
-        var read = machine.nextRead()
-        #expect(read?.range == 0 ..< 10 && read?.candidates == nil)
-        #expect(take(read, [2, 7], 10))
-        read = machine.nextRead()
-        #expect(read?.range == 10 ..< 20)
-        #expect(take(read, [15], 10))
-        #expect(machine.scanned == 20 && machine.isScanning)
-
-        // Narrowing: the 20 rows passed are re-checked only at 2, 7 (one read) and 15, then on from 20.
-        let old = machine.nextRead()!
-        #expect(set(TextQuery("abc")))
-        #expect(!take(old, [25], 10))  // the old generation's read counts for nothing
-        read = machine.nextRead()
-        #expect(read?.range == 2 ..< 12 && read?.candidates == [2, 7])
-        #expect(take(read, [7], 10))
-        read = machine.nextRead()
-        #expect(read?.range == 15 ..< 20 && read?.candidates == [15])
-        #expect(take(read, [], 5))
-        read = machine.nextRead()
-        #expect(read?.range == 20 ..< 30 && read?.candidates == nil)
-        #expect(take(read, [21], 4))  // a short read: the end
-        #expect(!machine.isScanning && machine.matches == [7, 21] && machine.nextRead() == nil)
-        #expect(machine.index(ofRow: 21) == 1 && machine.index(ofRow: 20) == nil)
-
-        // Narrowing a finished scan re-checks and is then finished again, without reading on.
-        #expect(set(TextQuery("abcd")))
-        #expect(machine.isScanning)
-        read = machine.nextRead()
-        #expect(read?.range == 7 ..< 17 && read?.candidates == [7])
-        #expect(take(read, [], 10))
-        read = machine.nextRead()
-        #expect(read?.candidates == [21])
-        #expect(take(read, [21], 3))
-        #expect(!machine.isScanning && machine.matches == [21])
-
-        // Widening starts over; no query stops.
-        #expect(set(TextQuery("a")))
-        #expect(machine.nextRead()?.range == 0 ..< 10 && machine.matches.isEmpty)
-        #expect(!set(nil) && machine.nextRead() == nil)
     }
 }
