@@ -4,8 +4,8 @@ import AvenuesTestSupport
 
 /// Seeded random operation sequences against an avenue over a bounded `MemoryStorage`, with the
 /// avenue's promise to a screen checked after every step: a visible row that has no value is
-/// loading or failed, never idle — whatever the storage's limits — and no row's work runs twice at
-/// once. Stopped, the avenue and its processor hold nothing. Workers run on a ``HeldExecutor``,
+/// loading or failed, never idle — whatever the storage's limits — no row's work runs twice at
+/// once, and no work runs for a row off the window. Stopped, the avenue and its processor hold nothing. Workers run on a ``HeldExecutor``,
 /// so every step's effects have happened when it is checked, and a seed replays exactly.
 @Suite("Avenue properties", .timeLimit(.minutes(5)))
 struct AvenuePropertyTests {
@@ -66,13 +66,13 @@ struct AvenuePropertyTests {
                 prefetcher.hint(hints)
                 log.append("hint \(hints)")
             case 40..<65:
-                if let key = work.pendingKeys.randomElement(using: &random) {
+                if let key = work.pendingKeys.sorted().randomElement(using: &random) {
                     version += 1
                     work.succeed(key, with: key * 1_000_000 + version)
                     log.append("succeed \(key)")
                 }
             case 65..<72:
-                if let key = work.pendingKeys.randomElement(using: &random) {
+                if let key = work.pendingKeys.sorted().randomElement(using: &random) {
                     work.fail(key, with: TestError("boom"))
                     log.append("fail \(key)")
                 }
@@ -97,6 +97,11 @@ struct AvenuePropertyTests {
             }
             // The window stays within maxRows, and background rows are only those of hinted screens.
             let window = prefetcher.window
+            // Work off the window is cancelled: no row outside it has work running (the work here
+            // honours cancellation, and no other caller claims these keys).
+            if let row = work.pendingKeys.first(where: { window[$0] == nil }) {
+                return "step \(step): row \(row)'s work runs outside the window \(window.keys.sorted()) (\(log))"
+            }
             guard window.count <= prefetcher.maxRows else { return "step \(step): \(window.count) rows in the window (\(log))" }
             let height = max(1, visible.count)
             for (row, priority) in window where priority == .background {

@@ -70,10 +70,13 @@ final class ControlledWork<Key: Hashable & Sendable, Value: Sendable>: Processor
             let cancelled = state.withLock { state -> Pending? in
                 guard state.pending[key]?.contains(where: { $0.id == id }) == true else { return nil }
                 state.cancellationsSeen[key, default: 0] += 1
-                guard honoursCancellation, let slot = state.pending[key]?.firstIndex(where: { $0.id == id }) else {
+                guard honoursCancellation, var list = state.pending[key], let slot = list.firstIndex(where: { $0.id == id }) else {
                     return nil
                 }
-                return state.pending[key]?.remove(at: slot)
+                let removed = list.remove(at: slot)
+                // No empty list left behind: `pendingKeys` lists only keys with a run pending.
+                state.pending[key] = list.isEmpty ? nil : list
+                return removed
             }
             cancelled?.continuation.resume(throwing: CancellationError())
         }
