@@ -100,6 +100,8 @@ final class Batcher<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Batch {
         var waiters: [UInt64: Waiter] = [:]
         var running: Task<Void, Never>?
+        /// Whether it was fired (closed to requests, its keys taken to run).
+        var fired = false
     }
 
     private struct State {
@@ -136,7 +138,11 @@ final class Batcher<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     }
                     let batchID = state.open ?? 0
                     state.batches[batchID]?.waiters[waiterID] = Waiter(key: key, continuation: continuation)
-                    return (batchID, waiterID, opened, state.batches[batchID]?.waiters.count ?? 0 >= maxBatch)
+                    // Closed in this look at the lock: a request made before `fire` takes it would
+                    // join a full batch.
+                    let full = state.batches[batchID]?.waiters.count ?? 0 >= maxBatch
+                    if full { state.open = nil }
+                    return (batchID, waiterID, opened, full)
                 }
                 ids.withLock { $0 = (batchID, waiterID) }
                 if full {
@@ -158,8 +164,9 @@ final class Batcher<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Closes batch `id` and runs it (once).
     private func fire(_ id: UInt64) {
         let keys = state.withLock { state -> [Key]? in
-            guard let batch = state.batches[id], batch.running == nil, state.open == id else { return nil }
-            state.open = nil
+            guard let batch = state.batches[id], !batch.fired else { return nil }
+            state.batches[id]?.fired = true
+            if state.open == id { state.open = nil }
             return Array(Set(batch.waiters.values.map(\.key)))
         }
         guard let keys else { return }

@@ -94,6 +94,25 @@ struct BatcherTests {
         #expect(runs.withLock { $0 } == [[1, 2, 3, 4, 5]])
     }
 
+    /// Requests from many tasks at once: no run gets more than `maxBatch` requests. A batch found
+    /// full was closed only later, in a second look at the lock, and requests made in between
+    /// joined it (probe of 2026-11-29: runs of 4 and 5 keys with `maxBatch: 3`).
+    @Test func requestsFromManyTasksAtOnceNeverOverfillABatch() async throws {
+        let runs = Mutex<[Int]>([])
+        // A short gather: a batch left part full (the last one, or any) runs on its timer.
+        let batcher = Batcher<Int, Int>(maxBatch: 3, gather: .milliseconds(2)) { keys in
+            runs.withLock { $0.append(keys.count) }
+            return Dictionary(uniqueKeysWithValues: keys.map { ($0, $0) })
+        }
+        let answered = try await withThrowingTaskGroup(of: Int.self) { group in
+            for key in 0 ..< 3_000 { group.addTask { try await batcher.value(for: key) } }
+            return try await group.reduce(into: 0) { count, _ in count += 1 }
+        }
+        #expect(answered == 3_000)
+        let sizes = runs.withLock { $0 }
+        #expect(sizes.allSatisfy { $0 <= 3 }, "batches of \(Set(sizes).sorted()) keys")
+    }
+
     @Test func aBatchNobodyWaitsForIsCancelledAndTheNextRequestOpensANewOne() async throws {
         let started = AsyncStream<Void>.makeStream()
         let cancelled = AsyncStream<Void>.makeStream()
