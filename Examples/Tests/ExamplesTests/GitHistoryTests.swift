@@ -96,7 +96,7 @@ struct BatcherTests {
 
     /// Requests from many tasks at once: no run gets more than `maxBatch` requests. A batch found
     /// full was closed only later, in a second look at the lock, and requests made in between
-    /// joined it (probe of 2026-11-29: runs of 4 and 5 keys with `maxBatch: 3`).
+    /// joined it (2026-11-29: a run of more than 3 keys with `maxBatch: 3` in each of 5 tries).
     @Test func requestsFromManyTasksAtOnceNeverOverfillABatch() async throws {
         let runs = Mutex<[Int]>([])
         // A short gather: a batch left part full (the last one, or any) runs on its timer.
