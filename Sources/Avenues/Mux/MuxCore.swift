@@ -90,12 +90,18 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
     /// Hard clear, including fetches in flight: their callers receive `CancellationError`, and a
     /// value one of them fetched is never stored after the clear (the clear moved the epoch on).
     func clear(_ key: Key?) {
+        clear(key) {}
+    }
+
+    /// ``clear(_:)``, running `afterTheEpochMoved` between its two steps (tests run a request there).
+    func clear(_ key: Key?, afterTheEpochMoved: () -> Void) {
         cache.clear(key)
-        if let key {
-            fetcher.cancel { $0.key == key }
-        } else {
-            fetcher.cancelAll()
-        }
+        afterTheEpochMoved()
+        // Only the fetches that began before the clear: a request made since (on another thread,
+        // while this one cleared) belongs to the new epoch, and its fetch cannot bring back a value
+        // from before the clear. Epoch numbers only grow, and every key's epoch is at least this one.
+        let epoch = key.map { cache.epoch(for: $0) } ?? cache.freshness.epochs.everyKeyNumber.load(ordering: .acquiring)
+        fetcher.cancel { $0.epoch < epoch && (key == nil || $0.key == key) }
     }
 
     /// One run: a copy still fresh (stored by another run while this one was queued, or on disk on a

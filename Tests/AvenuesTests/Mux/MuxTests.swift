@@ -184,6 +184,33 @@ final class MuxTests {
         #expect(multiplexer.cachedValue == nil)
     }
 
+    /// A request made while a clear runs, after the clear moved the key's epoch on, joins a new
+    /// fetch: the clear cancels only the fetches that began before it. It cancelled every fetch of
+    /// the key, and that request got `CancellationError` for a fetch that could not be stale.
+    @Test(arguments: [true, false])
+    func aRequestMadeDuringAClearIsNotCancelledByIt(oneKey: Bool) async throws {
+        let work = ControlledWork<String, Int>()
+        let map = MultiplexerMap<String, Int>(onFetch: { try await work.process($0) })
+        let before = Task { try await map.value(for: "a") }
+        await work.waitUntilStarted("a")
+        let during = Shared<Task<Int, any Error>?>(nil)
+        await onOwnThread {
+            map._core.clear(oneKey ? "a" : nil) {
+                // The epoch moved on, nothing cancelled yet: a request now starts a new fetch.
+                let started = DispatchSemaphore(value: 0)
+                during.withLock { $0 = Task { try await map.value(for: "a") } }
+                Task {
+                    await work.waitUntilStarted("a", times: 2)
+                    started.signal()
+                }
+                started.wait()
+            }
+        }
+        await #expect(throws: CancellationError.self) { try await before.value }
+        #expect(work.succeed("a", with: 2))
+        #expect(try await during.withLock { $0 }?.value == 2)
+    }
+
     @Test func aValueSetWhileAFetchIsInFlightIsNotOverwrittenByThatOlderFetch() async throws {
         // An optimistic update: the fetch began before the value was set by hand, so what it
         // brings back is older. Its callers get it; the copy kept stays the one set. Before, the
