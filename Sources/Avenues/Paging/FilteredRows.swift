@@ -160,16 +160,21 @@ public final class FilteredRows<Item: Sendable>: Sendable {
     /// Filters by `query` (`nil`: no filter, no matches). The old scan is cancelled at once; a query
     /// that narrows the last re-checks its matches first.
     public func filter(_ query: TextQuery?) {
+        // The old scan is taken out in the look that changes the query, also when the new one is
+        // `nil`: taken in a second look, it could be the scan a query typed meanwhile on another
+        // thread had just started, and that query would have been left with nothing scanning.
         let (old, restart) = state.withLock { state -> (Task<Void, Never>?, Bool) in
-            guard state.machine.setQuery(query) else { return (nil, false) }
+            let generation = state.machine.generation
+            let restart = state.machine.setQuery(query)
+            guard state.machine.generation != generation else { return (nil, false) }  // the same query
             state.error = nil
             let old = state.scan
             state.scan = nil
             state.scanID &+= 1  // the old scan, if it runs on, is no longer the current one
-            return (old, true)
+            return (old, restart)
         }
         old?.cancel()
-        if restart { startScan() } else if query == nil { cancelScan() }
+        if restart { startScan() }
         notify()
     }
 
