@@ -1,8 +1,9 @@
 /// Hashes that give the same answer on every run, process and platform (unlike `Hasher`, which is
 /// seeded per process), for names and checksums that live on disk.
 enum StableHash {
-    /// 64-bit FNV-1a of `bytes`: short inputs such as keys. A different `basis` gives an
-    /// independent hash, for names that must not collide and cannot record their key.
+    /// 64-bit FNV-1a of `bytes`: short inputs such as keys, for names whose files record their key
+    /// (a collision costs a miss, never a wrong answer). Not for names that cannot: anyone who picks
+    /// the inputs can make two collide (``SHA256`` names downloaded files).
     static func fnv1a64<Bytes: Sequence<UInt8>>(_ bytes: Bytes, basis: UInt64 = 0xCBF2_9CE4_8422_2325) -> UInt64 {
         var hash = basis
         for byte in bytes {

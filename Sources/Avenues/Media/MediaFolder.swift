@@ -5,8 +5,10 @@ import Synchronization
 /// through the ``CacheFolder`` that ``DiskStorage`` also uses (so limits hold across processes and a
 /// deleted folder is created again).
 ///
-/// A file is named by a 128-bit stable hash of its URL (two independent 64-bit hashes: a plain
-/// file cannot record its key, so the name must not collide) plus the URL's path extension.
+/// A file is named by the first 128 bits of the SHA-256 of its URL, plus the URL's path extension.
+/// A plain file cannot record its key, so its name must not collide — even for URLs a server picks:
+/// a listing's URLs are its server's choice, and a name one of them shared with another host's file
+/// would serve its bytes for that file from a cache both use.
 final class MediaFolder: Sendable {
     let directory: URL
     let sizeLimit: Int?
@@ -54,9 +56,8 @@ final class MediaFolder: Sendable {
     static func fileName(for url: URL) -> String {
         var text = url.absoluteString
         // Read in place (a copy of the bytes was an allocation per lookup and per download).
-        let (first, second, plain) = text.withUTF8 { bytes in
-            (StableHash.fnv1a64(bytes), StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4), plainExtension(bytes))
-        }
+        let (hash, plain) = text.withUTF8 { bytes in (SHA256.prefix128(of: bytes), plainExtension(bytes)) }
+        let (first, second) = hash
         var ext = plain ?? url.pathExtension
         if !isUsableExtension(ext) { ext = "" }
         // Written in one buffer: built from strings, the name was a tenth of a small download's

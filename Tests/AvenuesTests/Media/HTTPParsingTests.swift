@@ -642,7 +642,8 @@ struct MediaFileNameTests {
             return String(repeating: "0", count: 16 - digits.count) + digits
         }
         let bytes = Array(url.absoluteString.utf8)
-        let hash = hex(StableHash.fnv1a64(bytes)) + hex(StableHash.fnv1a64(bytes, basis: 0x84222325_CBF29CE4))
+        let (first, second) = bytes.withUnsafeBufferPointer { SHA256.prefix128(of: $0) }
+        let hash = hex(first) + hex(second)
         let ext = url.pathExtension
         let usable = (1...10).contains(ext.count) && ext.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) }
         return usable ? hash + "." + ext : hash
