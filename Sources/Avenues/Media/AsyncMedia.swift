@@ -40,7 +40,8 @@ import Synchronization
 ///   revalidated (`If-None-Match`/`If-Modified-Since`), and so is one recorded more than a second
 ///   in the future (while the wall clock was ahead): a `304` keeps the file (no body moves) and
 ///   renews it; if the server cannot be reached (or answers 5xx), the old file is returned. Names
-///   are a stable hash of the URL plus its path extension. With a `sizeLimit`, least recently used
+///   are the URL's SHA-256 (its first 128 bits) plus its path extension: no server can pick a URL
+///   whose name is another's. With a `sizeLimit`, least recently used
 ///   files are deleted down to 80 % of it, across processes sharing the folder. A deleted folder is
 ///   created again on the next download.
 /// - **Many small files.** While `maxConcurrentDownloads` transfers move, as many more are prepared
