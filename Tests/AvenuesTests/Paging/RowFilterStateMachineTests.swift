@@ -66,6 +66,32 @@ struct RowFilterStateMachineTests {
         return (tested.filter { query.matches(rows[$0]) }, given.count)
     }
 
+    /// Takes every read the scan plans until it is over, served from the first `length` rows.
+    func scanToTheEnd(_ machine: inout RowFilterStateMachine, _ rows: [String], length: Int, _ query: TextQuery, sourceLocation: SourceLocation = #_sourceLocation) {
+        while let read = machine.nextRead() {
+            let served = Self.serve(read, rows, length: length, query)
+            accepts(machine.take(read, matched: served.matched, rowsRead: served.rowsRead), sourceLocation: sourceLocation)
+        }
+    }
+
+    /// ``scanToTheEnd(_:_:length:_:sourceLocation:)``, then: the matches are the model's over all
+    /// `length` rows, every one of them scanned.
+    func readsOnToTheEnd(_ machine: inout RowFilterStateMachine, _ rows: [String], length: Int, _ query: TextQuery, sourceLocation: SourceLocation = #_sourceLocation) {
+        scanToTheEnd(&machine, rows, length: length, query, sourceLocation: sourceLocation)
+        #expect(machine.matches == FilteredRowsTests.model(Array(rows.prefix(length)), query), sourceLocation: sourceLocation)
+        #expect(machine.scanned == length, sourceLocation: sourceLocation)
+    }
+
+    /// A machine that scanned the first `length` rows for "a" to the end, then was given `query`.
+    func narrowed(to query: TextQuery, afterScanning rows: [String], length: Int, chunk: Int) -> RowFilterStateMachine {
+        var machine = RowFilterStateMachine(chunk: chunk)
+        accepts(machine.setQuery(TextQuery("a")))
+        scanToTheEnd(&machine, rows, length: length, TextQuery("a"))
+        #expect(!machine.isScanning)
+        accepts(machine.setQuery(query))
+        return machine
+    }
+
     /// The source grew while a read was out; the read came back short, at the end it saw. The scan
     /// must read on: the growth is past that end, and nobody will say it again.
     @Test func growthWhileAReadIsOutIsNotLostWhenTheReadComesBackShort() {
@@ -80,53 +106,28 @@ struct RowFilterStateMachineTests {
         refuses(machine.sourceGrew())  // the scan is running: nothing to start
         accepts(machine.take(read, matched: served.matched, rowsRead: served.rowsRead))
         #expect(machine.isScanning, "the rows past 10 were never read")
-        while let next = machine.nextRead() {
-            let served = Self.serve(next, rows, length: length, query)
-            accepts(machine.take(next, matched: served.matched, rowsRead: served.rowsRead))
-        }
-        #expect(machine.matches == FilteredRowsTests.model(rows, query))
-        #expect(machine.scanned == 50)
+        readsOnToTheEnd(&machine, rows, length: length, query)
     }
 
     /// The source grew while a narrowing query re-checked the last one's matches, after a scan
     /// that had reached the end: once the re-check is over, the scan reads on past the old end.
     @Test func growthDuringANarrowingReCheckIsNotLost() {
         let rows = FilteredRowsTests.words(60, seed: 4)
-        var machine = RowFilterStateMachine(chunk: 8)
-        var length = 20
-        accepts(machine.setQuery(TextQuery("a")))
-        while let read = machine.nextRead() {
-            let served = Self.serve(read, rows, length: length, TextQuery("a"))
-            accepts(machine.take(read, matched: served.matched, rowsRead: served.rowsRead))
-        }
-        #expect(!machine.isScanning)
         let narrower = TextQuery("ab")
-        accepts(machine.setQuery(narrower))
+        var machine = narrowed(to: narrower, afterScanning: rows, length: 20, chunk: 8)
         #expect(machine.nextRead()?.candidates != nil)  // re-checking
-        length = 60
+        let length = 60
         refuses(machine.sourceGrew())  // the re-check runs: nothing to start, but it must read on after
-        while let read = machine.nextRead() {
-            let served = Self.serve(read, rows, length: length, narrower)
-            accepts(machine.take(read, matched: served.matched, rowsRead: served.rowsRead))
-        }
-        #expect(machine.matches == FilteredRowsTests.model(rows, narrower))
-        #expect(machine.scanned == 60)
+        readsOnToTheEnd(&machine, rows, length: length, narrower)
     }
 
     /// The source shrank under a narrowing re-check (a log truncated): the scan ends at the end the
     /// read found, not at the end the old scan had reached; growing again, it reads on from there.
     @Test func aSourceThatShrankUnderAReCheckEndsWhereItsReadEnded() {
         let rows = FilteredRowsTests.words(40, seed: 6)
-        var machine = RowFilterStateMachine(chunk: 40)
-        var length = 40
-        accepts(machine.setQuery(TextQuery("a")))
-        while let read = machine.nextRead() {
-            let served = Self.serve(read, rows, length: length, TextQuery("a"))
-            accepts(machine.take(read, matched: served.matched, rowsRead: served.rowsRead))
-        }
         let narrower = TextQuery("ab")
-        accepts(machine.setQuery(narrower))
-        length = 5
+        var machine = narrowed(to: narrower, afterScanning: rows, length: 40, chunk: 40)
+        var length = 5
         guard let read = machine.nextRead(), let first = read.candidates?.first, first < 5 else {
             Issue.record("the words changed: the test needs a match of \"a\" below row 5"); return
         }
@@ -135,11 +136,7 @@ struct RowFilterStateMachineTests {
         #expect(!machine.isScanning && machine.scanned == 5)
         length = 40
         accepts(machine.sourceGrew())
-        while let read = machine.nextRead() {
-            let served = Self.serve(read, rows, length: length, narrower)
-            accepts(machine.take(read, matched: served.matched, rowsRead: served.rowsRead))
-        }
-        #expect(machine.matches == FilteredRowsTests.model(rows, narrower))
+        readsOnToTheEnd(&machine, rows, length: length, narrower)
     }
 
     /// A read taken twice (a scan that was replaced, a caller's slip) counts once.
