@@ -5,7 +5,8 @@ import AvenuesTestSupport
 /// Seeded random operation sequences against an avenue over a bounded `MemoryStorage`, with the
 /// avenue's promise to a screen checked after every step: a visible row that has no value is
 /// loading or failed, never idle — whatever the storage's limits — no row's work runs twice at
-/// once, and no work runs for a row off the window. Stopped, the avenue and its processor hold nothing. Workers run on a ``HeldExecutor``,
+/// once, no work runs for a row off the window, a visible row whose load ended is told so (a screen
+/// redraws on what it is told), and no row off the window is told. Stopped, the avenue and its processor hold nothing. Workers run on a ``HeldExecutor``,
 /// so every step's effects have happened when it is checked, and a seed replays exactly.
 @Suite("Avenue properties", .timeLimit(.minutes(5)))
 struct AvenuePropertyTests {
@@ -44,7 +45,13 @@ struct AvenuePropertyTests {
         let prefetcher = RowPrefetcher(
             avenue: avenue, ahead: Int.random(in: 0...6, using: &random), behind: Int.random(in: 0...2, using: &random)
         ) { $0 < rows ? $0 : nil }
+        // The rows told of a change during the step now running (callbacks run on the completing
+        // thread: within `executor.runAll()` or the call that finished the work).
+        let told = Shared<Set<Int>>([])
+        let observation = avenue.observe { event in told.withLock { _ = $0.insert(event.index) } }
+        defer { observation.cancel() }
         var visible = 0..<0
+        var loadingBefore: Set<Int> = []
         var version = 0
         // The last steps, for the message of a failure (kept short: this runs 100,000 times).
         var log = RecentSteps()
@@ -109,6 +116,19 @@ struct AvenuePropertyTests {
                     return "step \(step): row \(row) warms at background, hints \(prefetcher.hints) (\(log))"
                 }
             }
+            // A screen redraws on what it is told: a visible row whose load ended is told so, and
+            // a row no longer prepared (off the window) is never told of an old load.
+            let toldNow = told.withLock { told in defer { told = [] }; return told }
+            if let row = toldNow.first(where: { window[$0] == nil }) {
+                return "step \(step): row \(row) was told, off the window \(window.keys.sorted()) (\(log))"
+            }
+            for row in loadingBefore where visible.contains(row) && !toldNow.contains(row) {
+                switch avenue.state(at: row) {
+                case .loading, .empty: break  // still loading, or cancelled (not a load that ended)
+                case let state: return "step \(step): visible row \(row) went from loading to \(state) untold (\(log))"
+                }
+            }
+            loadingBefore = Set(visible.filter { if case .loading = avenue.state(at: $0) { true } else { false } })
             for row in visible {
                 let state = avenue.state(at: row)
                 if let value = avenue.item(at: row) {
