@@ -94,7 +94,7 @@ public final class AsyncMedia: SchedulingProcessor {
     private let folder: MediaFolder
     private let progress: ProgressHub
     private let validators: Validators
-    private let downloader: AutoProcessor<URL, URL>
+    private let downloader: AutoProcessor<MediaDownload, URL>
     /// Which prepared transfers move: `maxConcurrentDownloads` at once.
     private let slots: TransferGate
     /// URLs whose server asked to wait (429/503 with `Retry-After`).
@@ -201,9 +201,9 @@ public final class AsyncMedia: SchedulingProcessor {
         // starts one the moment another ends (2,000 small files: 92 ms against 107 with every run
         // waiting for its slot in the scheduler, fresh processes). Their priorities reach the gate.
         let (runs, overflow) = maxConcurrentDownloads.multipliedReportingOverflow(by: 2)
-        let downloader = AutoProcessor<URL, URL>(
+        let downloader = AutoProcessor<MediaDownload, URL>(
             maxConcurrent: overflow ? Int.max : runs, reservedForVisible: 0, rateLimit: nil, executor: nil, propagatesPriority: true,
-            work: { url, run in try await Self.download(url, run: run, context) },
+            work: { download, run in try await Self.download(download.url, named: download.name, run: run, context) },
             workerRetired: { gate.workerRetired() }
         )
         gate.readQueuedPriority { [weak downloader] in downloader?.highestQueuedPriority }
@@ -236,18 +236,19 @@ public final class AsyncMedia: SchedulingProcessor {
     func file(for given: URL, priority: RunPriority?) async throws -> URL {
         switch try lookUp(given) {
         case .answered(let file): return file
-        case .download(let url, let generation): return try await fetch(url, since: generation, priority: priority)
+        case .download(let download, let generation): return try await fetch(download, since: generation, priority: priority)
         }
     }
 
     /// The download (or the run joined) of canonical `url` for a caller whose look for a cached file
     /// failed at folder generation `generation`. Tests call it without the look: a caller whose look
     /// came just before another run moved the file in.
-    func fetch(_ url: URL, since generation: UInt64, priority: RunPriority?) async throws -> URL {
+    func fetch(_ download: MediaDownload, since generation: UInt64, priority: RunPriority?) async throws -> URL {
         // At the priority of the avenue row asking, if one is (`.visible` otherwise).
+        let url = download.url
         let file: URL
         do {
-            file = try await downloader.value(for: url, priority: priority?.value ?? .visible, following: priority)
+            file = try await downloader.value(for: download, priority: priority?.value ?? .visible, following: priority)
         } catch {
             return try downloaded(.failure(error), for: url, since: generation).get()
         }
@@ -336,9 +337,9 @@ public final class AsyncMedia: SchedulingProcessor {
     /// returned. `nil` for an empty list (neither is called).
     private func claimEvery(
         _ urls: [URL], priority: LoadPriority, deliver: @escaping @Sendable (Answer) -> Void, end: @escaping @Sendable () -> Void
-    ) -> ClaimedList<AutoProcessor<URL, URL>.Claim>? {
+    ) -> ClaimedList<AutoProcessor<MediaDownload, URL>.Claim>? {
         guard !urls.isEmpty else { return nil }
-        let list = ClaimedList<AutoProcessor<URL, URL>.Claim>(count: urls.count)
+        let list = ClaimedList<AutoProcessor<MediaDownload, URL>.Claim>(count: urls.count)
         let answer: @Sendable (URL, Result<URL, any Error>) -> Void = { url, result in
             deliver(Answer(url: url, result: result))
             if list.answered() { end() }
@@ -356,10 +357,10 @@ public final class AsyncMedia: SchedulingProcessor {
                 do {
                     switch try lookUp(given, listing: listing) {
                     case .answered(let file): answer(given, .success(file))
-                    case .download(let url, let generation):
+                    case .download(let download, let generation):
                         downloads += 1
-                        let claim = downloader.claim(url, priority: priority) { [weak self] result in
-                            answer(given, self?.downloaded(result, for: url, since: generation) ?? .failure(CancellationError()))
+                        let claim = downloader.claim(download, priority: priority) { [weak self] result in
+                            answer(given, self?.downloaded(result, for: download.url, since: generation) ?? .failure(CancellationError()))
                         }
                         if !list.add(claim) { downloader.release(claim) }  // stopped meanwhile
                     }
@@ -372,7 +373,9 @@ public final class AsyncMedia: SchedulingProcessor {
     }
 
     /// Withdraws the claims of `list` not yet answered.
-    private static func withdraw(_ list: ClaimedList<AutoProcessor<URL, URL>.Claim>, from downloader: AutoProcessor<URL, URL>, slots: TransferGate) {
+    private static func withdraw(
+        _ list: ClaimedList<AutoProcessor<MediaDownload, URL>.Claim>, from downloader: AutoProcessor<MediaDownload, URL>, slots: TransferGate
+    ) {
         // No slot is handed on until every claim is withdrawn: a download waiting for a slot leaves
         // before the one moving frees it, whichever comes first in the list (they move in the order
         // they were ready, not the list's: releasing from the last, a moving one late in the list
@@ -391,11 +394,11 @@ public final class AsyncMedia: SchedulingProcessor {
         public let result: Result<URL, any Error>
     }
 
-    /// What a request finds before any download: its answer, or the URL to download (canonical) and
-    /// the folder's generation then.
+    /// What a request finds before any download: its answer, or the download (of the canonical URL)
+    /// and the folder's generation then.
     private enum LookUp {
         case answered(URL)
-        case download(URL, since: UInt64)
+        case download(MediaDownload, since: UInt64)
     }
 
     /// The checks every request makes first: a `file:` URL, a cached file still fresh, headers that
@@ -404,13 +407,14 @@ public final class AsyncMedia: SchedulingProcessor {
         if url.isFileURL { return .answered(url) }
         let url = try Self.canonical(url)
         let generation = folder.generation
-        if let file = folder.cachedFile(for: url, listing: listing), validators.isFresh(url, timeToLive: timeToLive) { return .answered(file) }
+        let name = MediaFolder.fileName(for: url)
+        if let file = folder.cachedFile(named: name, listing: listing), validators.isFresh(url, timeToLive: timeToLive) { return .answered(file) }
         if let headerProblem { throw headerProblem }
         if let error = gate.blocked(url) {  // the server asked to wait
             progress.finish(url, with: nil)  // no download will end the progress subscribed meanwhile
             throw error
         }
-        return .download(url, since: generation)
+        return .download(MediaDownload(url: url, name: name), since: generation)
     }
 
     /// A download's result as its caller gets it: a failure noted (a `Retry-After` closes the URL for
@@ -736,9 +740,8 @@ public final class AsyncMedia: SchedulingProcessor {
 
     /// One download run: revalidates a cached file or fetches it (resuming a partial one), following
     /// redirects, into a partial file moved into place when whole.
-    private static func download(_ url: URL, run: RunPriority?, _ context: Context) async throws -> URL {
+    private static func download(_ url: URL, named name: String, run: RunPriority?, _ context: Context) async throws -> URL {
         let folder = context.folder
-        let name = MediaFolder.fileName(for: url)
         // With a time-to-live the file kept decides what is asked (a revalidation) and is the answer
         // when the server cannot be reached. Without one the caller found none just before, and a run
         // of the same URL in this process is joined, never repeated: not looked for again (a
@@ -947,6 +950,17 @@ public final class AsyncMedia: SchedulingProcessor {
         default: false
         }
     }
+}
+
+/// A download's key: its canonical URL, with its file's name, worked out once (a SHA-256 of the URL)
+/// by the look for a cached file that came first, so the download does not work it out again. Equal
+/// and hashed by the URL alone: the name is a function of it.
+struct MediaDownload: Hashable, Sendable {
+    let url: URL
+    let name: String
+
+    static func == (lhs: MediaDownload, rhs: MediaDownload) -> Bool { lhs.url == rhs.url }
+    func hash(into hasher: inout Hasher) { hasher.combine(url) }
 }
 
 /// What each downloaded file was served with (its `ETag` and `Last-Modified`) and when it was

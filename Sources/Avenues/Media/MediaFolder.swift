@@ -127,7 +127,11 @@ final class MediaFolder: Sendable {
     /// ``listing(forLookups:)``), a name neither in it nor moved in by this process since is taken
     /// as absent without a look.
     func cachedFile(for url: URL, listing: Listing? = nil) -> URL? {
-        let name = Self.fileName(for: url)
+        cachedFile(named: Self.fileName(for: url), listing: listing)
+    }
+
+    /// ``cachedFile(for:listing:)`` of a name worked out already.
+    func cachedFile(named name: String, listing: Listing?) -> URL? {
         if let listing, !listing.names.contains(name), !wasCommittedHere(name) { return nil }
         return cachedFile(named: name)
     }

@@ -371,11 +371,13 @@ struct AsyncMediaListTests {
         let media = AsyncMedia(directory: folder.url, transport: transport)
         let url = HeldTransport.url("/late")
         let first = try await media.file(for: url)
-        let second = try await media.fetch(try AsyncMedia.canonical(url), since: media.generation, priority: nil)
+        let canonical = try AsyncMedia.canonical(url)
+        let download = MediaDownload(url: canonical, name: MediaFolder.fileName(for: canonical))
+        let second = try await media.fetch(download, since: media.generation, priority: nil)
         #expect(second == first && transport.count == 1)
         // After a clear it is fetched again.
         media.clear()
-        _ = try await media.fetch(try AsyncMedia.canonical(url), since: media.generation, priority: nil)
+        _ = try await media.fetch(download, since: media.generation, priority: nil)
         #expect(transport.count == 2)
     }
 
