@@ -111,7 +111,8 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     }
 
     /// Soft refresh: the next request of `key` (or of every key) fetches; copies stay as fallbacks.
-    func refresh(_ key: Key?) {
+    @discardableResult
+    func refresh(_ key: Key?) -> UInt64 {
         freshness.epochs.advance(key, now: freshness.now(), timeToLive: timeToLive)
     }
 
@@ -121,12 +122,13 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
     }
 
     /// Hard clear: memory and disk copies of `key` (or of every key) are gone, and values of fetches
-    /// already in flight will not be stored.
-    func clear(_ key: Key?) {
+    /// already in flight will not be stored. Returns the number of the epoch it began.
+    @discardableResult
+    func clear(_ key: Key?) -> UInt64 {
         persistence.withLock { _ in
             // The epoch first: a store or a copy brought forward that races the removal below finds
             // its epoch outdated and takes itself back (`MuxMemoryCopies.set`).
-            refresh(key)
+            let epoch = refresh(key)
             if let key {
                 copies.removeValue(for: key)
             } else {
@@ -134,6 +136,7 @@ final class MuxCache<Key: Hashable & Sendable, Value: Codable & Sendable>: Senda
                 // Leave no trace: the folder goes too once it is empty.
                 if let disk { try? FileManager.default.removeItem(atPath: disk.directory.path) }
             }
+            return epoch
         }
     }
 

@@ -95,12 +95,11 @@ final class MuxCore<Key: Hashable & Sendable, Value: Codable & Sendable>: Sendab
 
     /// ``clear(_:)``, running `afterTheEpochMoved` between its two steps (tests run a request there).
     func clear(_ key: Key?, afterTheEpochMoved: () -> Void) {
-        cache.clear(key)
+        let epoch = cache.clear(key)
         afterTheEpochMoved()
         // Only the fetches that began before the clear: a request made since (on another thread,
-        // while this one cleared) belongs to the new epoch, and its fetch cannot bring back a value
-        // from before the clear. Epoch numbers only grow, and every key's epoch is at least this one.
-        let epoch = key.map { cache.epoch(for: $0) } ?? cache.freshness.epochs.everyKeyNumber.load(ordering: .acquiring)
+        // while this one cleared) belongs to the clear's epoch or a later one, and its fetch cannot
+        // bring back a value from before the clear. Epoch numbers only grow.
         fetcher.cancel { $0.epoch < epoch && (key == nil || $0.key == key) }
     }
 

@@ -60,8 +60,10 @@ final class MuxEpochs<Key: Hashable & Sendable>: Sendable {
         state.keys[key] ?? state.everyKey
     }
 
-    /// Moves `key` (or, for `nil`, every key) to a new epoch beginning `now`.
-    func advance(_ key: Key?, now: Duration, timeToLive: Duration) {
+    /// Moves `key` (or, for `nil`, every key) to a new epoch beginning `now`. Returns its number:
+    /// every request made from now on belongs to that epoch or a later one.
+    @discardableResult
+    func advance(_ key: Key?, now: Duration, timeToLive: Duration) -> UInt64 {
         state.withLock { state in
             state.latest &+= 1
             let epoch = Epoch(number: state.latest, began: now)
@@ -81,6 +83,7 @@ final class MuxEpochs<Key: Hashable & Sendable>: Sendable {
             }
             everyKeyNumber.store(state.everyKey.number, ordering: .releasing)
             keyCount.store(state.keys.count, ordering: .releasing)
+            return epoch.number
         }
     }
 }

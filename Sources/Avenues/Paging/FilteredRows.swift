@@ -164,9 +164,8 @@ public final class FilteredRows<Item: Sendable>: Sendable {
         // `nil`: taken in a second look, it could be the scan a query typed meanwhile on another
         // thread had just started, and that query would have been left with nothing scanning.
         let (old, restart) = state.withLock { state -> (Task<Void, Never>?, Bool) in
-            let generation = state.machine.generation
+            guard state.machine.query != query else { return (nil, false) }
             let restart = state.machine.setQuery(query)
-            guard state.machine.generation != generation else { return (nil, false) }  // the same query
             state.error = nil
             let old = state.scan
             state.scan = nil
