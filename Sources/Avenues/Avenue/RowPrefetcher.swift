@@ -90,6 +90,8 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     @usableFromInline
     enum Request: Sendable {
         case show(Range<Int>)
+        /// ``showAlone(_:)``.
+        case alone(Range<Int>)
         case stop
         /// The hints changed: plan the current window again (not a move of the list).
         case replan
@@ -148,6 +150,14 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     @inlinable
     public func show(_ rows: Range<Int>) {
         submit(.show(rows))
+    }
+
+    /// Prepares `rows` alone, at `.visible`, and cancels the rest of the window: rows loaded on the
+    /// way to the window (a paged list's walk or its search for the end), not rows the list shows.
+    /// The scroll direction, the rows last shown and the adaptive policy's samples stay as they were,
+    /// so the next ``show(_:)`` moves from the rows the list last showed.
+    func showAlone(_ rows: Range<Int>) {
+        submit(.alone(rows))
     }
 
     /// Cancels every row of the current window. A later ``show(_:)`` starts again. If another thread
@@ -236,7 +246,9 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     @usableFromInline
     func plan(_ request: Request) -> Plan {
         // The adaptive policy's latency samples and clock; the fixed policy needs neither.
-        let adaptive = state.withLock { $0.policy == .adaptive }
+        // Rows loaded alone are not where the list moves: the adaptive policy does not hear of them.
+        let alone = if case .alone = request { true } else { false }
+        let adaptive = !alone && state.withLock { $0.policy == .adaptive }
         if adaptive { sampleLatencies() }
         let time = now()
         let wanted = state.withLock { state in nextWindow(request, &state, at: time) }
@@ -289,6 +301,10 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         case .replan:
             guard let last = state.lastVisible else { return hinted(state, room: state.maxRows) }
             return withHints(window(around: last, moved: false, &state), state)
+        case .alone(let rows):
+            let (end, overflow) = rows.lowerBound.addingReportingOverflow(state.maxRows)
+            let alone = rows.lowerBound ..< (overflow ? rows.upperBound : min(rows.upperBound, end))
+            return alone.map { ($0, .visible) }
         case .show(let rows):
             asked = rows
         }

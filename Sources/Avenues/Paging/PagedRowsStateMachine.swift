@@ -63,6 +63,10 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         /// The pages to give the prefetcher as its visible range (it adds the prefetch around
         /// them), or `nil` to stop it.
         var prefetch: Range<Int>?
+        /// Whether `prefetch` is one page on the way to the window — the next page of a walk, or a
+        /// probe for an end not known yet — to be loaded alone: the pages around it are not the
+        /// window's, nor where the list moves.
+        var isStep = false
         /// The pages of the visible rows: kept in memory, whatever the bound.
         var visiblePages: Range<Int>
         /// The page the window centres on: pages farthest from it are dropped first.
@@ -277,15 +281,17 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         shownBefore = true
         if let initial { end = max(end, initial.endPage) }
         end = min(end, Saturating.add(first, settings.maxVisiblePages))
-        var prefetch = first ..< end
+        var plan = Plan(prefetch: first ..< end, visiblePages: first ..< end, center: first, visibleRows: rows)
         if let probe = endProbe(forWindowAt: first) {
             // The window is past an end not known yet: find it (the window shows nothing meanwhile).
-            prefetch = probe ..< probe + 1
+            plan.prefetch = probe ..< probe + 1
+            plan.isStep = true
         } else if first > 0, !isPastTheEnd(first), key(for: first) == nil, let frontier = walkFrontier(below: first) {
             // A window whose first page cannot be loaded yet is walked to, one page at a time.
-            prefetch = frontier ..< frontier + 1
+            plan.prefetch = frontier ..< frontier + 1
+            plan.isStep = true
         }
-        return Plan(prefetch: prefetch, visiblePages: first ..< end, center: first, visibleRows: rows)
+        return plan
     }
 
     /// For a window at page `first` past the bound an empty page set (the end is at or before it, the

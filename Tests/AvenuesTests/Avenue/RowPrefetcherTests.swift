@@ -57,6 +57,23 @@ struct RowPrefetcherTests {
         f.prefetcher.stop()
     }
 
+    /// What a paged list's walk or search for its end loads on the way to the window: those rows
+    /// alone, with no prefetch around them, and the next show moves from the rows last shown.
+    @Test func rowsShownAloneHaveNoPrefetchAndDoNotMoveTheDirection() {
+        let f = Fixture(count: 100)
+        f.prefetcher.show(50..<55)
+        f.prefetcher.show(40..<45)  // up
+        f.prefetcher.showAlone(70..<71)
+        #expect(f.rows(.visible) == [70])
+        #expect(f.rows(.prefetch).isEmpty)
+        #expect(f.assigned() == [70])  // the window around 40..<45 was cancelled
+        #expect(f.prefetcher.direction == .up)
+        f.prefetcher.show(39..<44)  // still up from 40..<45, not down from 70
+        #expect(f.prefetcher.direction == .up)
+        #expect(f.rows(.prefetch) == [36, 37, 38, 44, 45])
+        f.prefetcher.stop()
+    }
+
     @Test func aJumpCancelsTheWholeOldWindow() async {
         let f = Fixture(count: 100)
         f.prefetcher.show(0..<5)

@@ -22,6 +22,9 @@ final class HeldPages: Sendable {
 
     var pending: Int { requests.value.count }
 
+    /// Where the waiting requests start.
+    var pendingOffsets: [Int] { requests.value.map(\.offset) }
+
     func page(at offset: Int, size: Int) async throws -> Page<Int, Int> {
         let id = nextID.withLock { id in
             id += 1
@@ -84,8 +87,11 @@ struct HeldCursorSource: PageSource {
 /// that grows or shrinks, pages answered full, short or failed in any order — with its promises
 /// checked after every step: residency within `maxResident` plus one page, every item at its row, a
 /// count never above the list's length (unless it shrank since the last refresh: pages held from
-/// before still count); and, once every load is answered, every visible row loaded, reached from the
-/// nearest page (never by walking a list an offset source can jump into).
+/// before still count); no more loads at once than `maxConcurrentLoads`, none for a page past the
+/// window and its prefetch, nor (from an offset source) below it farther than its prefetch or a walk
+/// to it, and only the probe while the end is looked for; and, once every load is answered, every
+/// visible row loaded — the loads started by the loads before them, not by showing the window
+/// again — reached from the nearest page (never by walking a list an offset source can jump into).
 @Suite("Paged rows properties", .timeLimit(.minutes(5)))
 struct PagedRowsPropertyTests {
     static let seeds: ClosedRange<UInt64> = 1...20
@@ -121,8 +127,9 @@ struct PagedRowsPropertyTests {
             pageSize: size, prefetchDistance: Int.random(in: 0...(3 * size), using: &random),
             maxResident: Int.random(in: 0...(30 * size), using: &random)
         )
+        let maxConcurrentLoads = Int.random(in: 1...3, using: &random)
         let rows = PagedRows(
-            source: Source(pages: pages), configuration: configuration, pageCache: nil, maxConcurrentLoads: Int.random(in: 1...3, using: &random),
+            source: Source(pages: pages), configuration: configuration, pageCache: nil, maxConcurrentLoads: maxConcurrentLoads,
             retryPolicy: RetryPolicy(attempts: .max, base: .zero, cap: .zero, jitter: 0), executor: executor,
             retrySleep: { _ in try await Task.sleep(for: .seconds(3_600)) }
         )
@@ -130,6 +137,7 @@ struct PagedRowsPropertyTests {
         let screen = Int.random(in: 1...40, using: &random)
         let saysTotal = Bool.random(using: &random)
         var visible = 0 ..< screen
+        let firstScreen = visible
         /// The list grew since the last full refresh: an exact count may be the old length.
         var grown = false
         /// The list shrank since the last full refresh: pages held from before may still hold rows
@@ -139,6 +147,8 @@ struct PagedRowsPropertyTests {
         /// be the new length.
         var refreshedSinceShrinking = false
         var log = RecentSteps()
+        /// A page failed since the window was last shown: only a show loads it again.
+        var failedSinceShow = false
         rows.show(visible)
         executor.runAll()
 
@@ -146,6 +156,27 @@ struct PagedRowsPropertyTests {
         func check(_ step: Int) -> String? {
             let resident = rows.resident.rows
             if resident > bound { return "step \(step): \(resident) rows resident, bound \(bound) (\(log))" }
+            // No load runs for a page past the window's last and the prefetch ahead of it: a page
+            // the window left is cancelled as it leaves.
+            let settings = rows.machine.withLock { $0.settings }
+            let first = visible.lowerBound / size
+            var lastShown = max(first, (visible.upperBound - 1) / size)
+            if visible == firstScreen { lastShown = max(lastShown, first + settings.initialPages - 1) }  // the first screen loads more
+            let lastPage = Saturating.add(min(lastShown, first + settings.maxVisiblePages - 1), settings.aheadPages)
+            if let far = pages.pendingOffsets.first(where: { $0 / size > lastPage }) {
+                return "step \(step): a load of page \(far / size) runs for a window of pages \(first)... (the last it may load is \(lastPage)) (\(log))"
+            }
+            // Nor, from a source that can start anywhere, for a page below the window farther than
+            // the prefetch behind it or a walk to it — unless the window is past an end being looked for.
+            let probe = rows.machine.withLock { $0.endProbe(forWindowAt: first) }
+            if let probe, let other = pages.pendingOffsets.first(where: { $0 / size != probe }) {
+                return "step \(step): a load of page \(other / size) runs while the end is looked for at page \(probe) (\(log))"
+            }
+            let firstPage = first - max(settings.aheadPages, settings.reachPages)
+            if Source.self == HeldOffsetSource.self, probe == nil, let far = pages.pendingOffsets.first(where: { $0 / size < firstPage }) {
+                return "step \(step): a load of page \(far / size) runs for a window of pages \(first)... (the first it may load is \(firstPage); prefetcher \(rows.prefetcher.window.keys.sorted())) (\(log))"
+            }
+            if pages.pending > maxConcurrentLoads { return "step \(step): \(pages.pending) loads at once, at most \(maxConcurrentLoads) allowed (\(log))" }
             let length = pages.count.value
             let count = rows.count
             if !shrunk, count.value > length { return "step \(step): count \(count) above the list's \(length) (\(log))" }
@@ -160,7 +191,12 @@ struct PagedRowsPropertyTests {
             pages.asked.withLock { $0 = 0 }
             var rounds = 0
             while true {
-                rows.show(visible)  // re-prepares pages that failed (their retry wait is zero)
+                // Shown again only to re-prepare pages that failed (their retry wait is zero): every
+                // other load must start without it, as the loads before it end.
+                if rounds == 0, failedSinceShow {
+                    rows.show(visible)
+                    failedSinceShow = false
+                }
                 executor.runAll()
                 if pages.pending == 0 { break }
                 while pages.pending > 0 {
@@ -213,6 +249,7 @@ struct PagedRowsPropertyTests {
                 let top = Int.random(in: 0 ... max(0, pages.count.value + 50), using: &random)  // far, past the end too
                 visible = top ..< top + screen
                 rows.show(visible)
+                failedSinceShow = false
                 let shown = visible
                 log.append("jump \(shown)")
             case 12..<30:
@@ -220,6 +257,7 @@ struct PagedRowsPropertyTests {
                 let top = max(0, visible.lowerBound + move)
                 visible = top ..< top + screen
                 rows.show(visible)
+                failedSinceShow = false
                 let shown = visible
                 log.append("move \(shown)")
             case 30..<62, 91..<96:
@@ -230,6 +268,7 @@ struct PagedRowsPropertyTests {
                 log.append("answer short")
             case 72..<78:
                 pages.answer(Int.random(in: 0..<1_000, using: &random), .failure, saysTotal: saysTotal, random: &random)
+                failedSinceShow = true
                 log.append("answer failed")
             case 78..<81:
                 rows.refresh()
@@ -258,6 +297,7 @@ struct PagedRowsPropertyTests {
             case 88..<91:
                 rows.show(0 ..< .max)
                 rows.show(visible)
+                failedSinceShow = false
                 log.append("show everything, then the window")
             default:
                 executor.runAll()

@@ -498,6 +498,34 @@ struct PagedRowsTests {
         for number in 0 ..< 1_000_000 { _ = stored((number, "")) }
         #expect(stored((1, "ab")) == 3)
     }
+
+    /// A window past an end not known yet finds the end by probes between the rows known and the
+    /// first empty page. Each probe was shown to the prefetcher as its window, which prefetched the
+    /// pages around it: with three pages of prefetch, 34–38 loads below the jumped window instead of
+    /// the 11 probes made with no prefetch. A probe now loads alone.
+    @Test func aSearchForAnUnknownEndLoadsOnlyItsProbes() async {
+        func loadsAfterAJumpPastTheEnd(prefetchDistance: Int) async -> [Int] {
+            let source = ScriptedSource(count: 1_000, knowsEnd: false)
+            let configuration = PagingConfiguration(pageSize: 10, prefetchDistance: prefetchDistance, initialLoadSize: 10)
+            let rows = PagedRows(source: source, configuration: configuration)
+            rows.show(0..<10)
+            await settle(rows)
+            source.requests.withLock { $0 = [] }
+            rows.show(10_000..<10_010)
+            await settle(rows)
+            #expect(rows.count == .exact(1_000))
+            return source.requests.value
+        }
+        let probes = await loadsAfterAJumpPastTheEnd(prefetchDistance: 0)
+        let withPrefetch = await loadsAfterAJumpPastTheEnd(prefetchDistance: 30)
+        #expect(probes.count == 11, "\(probes)")
+        // The jumped window's pages (10,000 and what of its prefetch loaded before the end was
+        // known to be below it) are past the end; the loads below it are the probes. The first empty
+        // page found bounds the search, a page or two higher with the prefetch: one probe more at most.
+        let below = withPrefetch.filter { $0 < 10_000 }
+        #expect(below.count <= probes.count + 1, "\(withPrefetch)")
+        #expect(withPrefetch.count - below.count <= 4, "\(withPrefetch)")
+    }
 }
 
 /// A source whose list grows while it is read.
