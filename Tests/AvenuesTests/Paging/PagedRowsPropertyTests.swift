@@ -88,8 +88,9 @@ struct HeldCursorSource: PageSource {
 /// checked after every step: residency within `maxResident` plus one page, every item at its row, a
 /// count never above the list's length (unless it shrank since the last refresh: pages held from
 /// before still count); no more loads at once than `maxConcurrentLoads`, none for a page past the
-/// window and its prefetch, nor (from an offset source) below it farther than its prefetch or a walk
-/// to it, and only the probe while the end is looked for; and, once every load is answered, every
+/// window and its prefetch, nor below it farther than its prefetch or a walk to it (from a source
+/// that must be walked: none but the walk's next page), and only the probe while the end is looked
+/// for; and, once every load is answered, every
 /// visible row loaded — the loads started by the loads before them, not by showing the window
 /// again — reached from the nearest page (never by walking a list an offset source can jump into).
 @Suite("Paged rows properties", .timeLimit(.minutes(5)))
@@ -175,6 +176,14 @@ struct PagedRowsPropertyTests {
             let firstPage = first - max(settings.aheadPages, settings.reachPages)
             if Source.self == HeldOffsetSource.self, probe == nil, let far = pages.pendingOffsets.first(where: { $0 / size < firstPage }) {
                 return "step \(step): a load of page \(far / size) runs for a window of pages \(first)... (the first it may load is \(firstPage); prefetcher \(rows.prefetcher.window.keys.sorted())) (\(log))"
+            }
+            // From a source that must be walked, a page below the window and its prefetch loads
+            // only as the walk's next page.
+            if Source.self == HeldCursorSource.self, probe == nil {
+                let walk = rows.machine.withLock { $0.walkFrontier(below: first) }
+                if let far = pages.pendingOffsets.first(where: { $0 / size < first - settings.aheadPages && $0 / size != walk }) {
+                    return "step \(step): a load of page \(far / size) runs for a window of pages \(first)... walked from page \(walk.map(String.init) ?? "none") (\(log))"
+                }
             }
             if pages.pending > maxConcurrentLoads { return "step \(step): \(pages.pending) loads at once, at most \(maxConcurrentLoads) allowed (\(log))" }
             let length = pages.count.value
