@@ -91,7 +91,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
     enum Request: Sendable {
         case show(Range<Int>)
         /// ``showAlone(_:)``.
-        case alone(Range<Int>)
+        case alone([Int])
         case stop
         /// The hints changed: plan the current window again (not a move of the list).
         case replan
@@ -152,11 +152,12 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
         submit(.show(rows))
     }
 
-    /// Prepares `rows` alone, at `.visible`, and cancels the rest of the window: rows loaded on the
-    /// way to the window (a paged list's walk or its search for the end), not rows the list shows.
-    /// The scroll direction, the rows last shown and the adaptive policy's samples stay as they were,
-    /// so the next ``show(_:)`` moves from the rows the list last showed.
-    func showAlone(_ rows: Range<Int>) {
+    /// Prepares `rows` alone, at `.visible` in their order (the first ``maxRows``), and cancels the
+    /// rest of the window: rows loaded on the way to the window (a paged list's walk or its search
+    /// for the end), with no prefetch around them. The scroll direction, the rows last shown and the
+    /// adaptive policy's samples stay as they were, so the next ``show(_:)`` moves from the rows the
+    /// list last showed.
+    func showAlone(_ rows: [Int]) {
         submit(.alone(rows))
     }
 
@@ -302,9 +303,7 @@ public final class RowPrefetcher<Key: Hashable & Sendable, Value: Sendable>: Sen
             guard let last = state.lastVisible else { return hinted(state, room: state.maxRows) }
             return withHints(window(around: last, moved: false, &state), state)
         case .alone(let rows):
-            let (end, overflow) = rows.lowerBound.addingReportingOverflow(state.maxRows)
-            let alone = rows.lowerBound ..< (overflow ? rows.upperBound : min(rows.upperBound, end))
-            return alone.map { ($0, .visible) }
+            return rows.prefix(state.maxRows).map { ($0, .visible) }
         case .show(let rows):
             asked = rows
         }

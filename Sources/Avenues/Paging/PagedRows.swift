@@ -21,7 +21,8 @@
 ///   known; meanwhile the rows on screen are `.loading` (``loadStates`` `refresh` too), and show
 ///   the walk's failure if a page of it fails. A window past an end not known yet (a source that
 ///   says no count, after a jump) finds the end by bisection between the rows known and the empty
-///   page. A walk's page or a probe loads alone, with no prefetch around it.
+///   page. A walk's page or a probe loads with no prefetch around it; the window's pages that can
+///   be loaded already (by offset) load beside a walk.
 /// - **Refresh.** ``refresh()`` starts a new generation: rows on screen keep their old items (shown
 ///   as stale) until the new generation's visible pages arrive — those first; the rest only as the
 ///   user moves there. A refreshed page that gives the next page another cursor than before (a
@@ -184,7 +185,9 @@ public final class PagedRows<Source: PageSource>: Sendable {
         let number = row / configuration.pageSize
         let assigned = pages.state(at: number)
         guard case .empty = assigned else { return assigned }
-        if _store.anyPage(number) != nil { return .loaded }
+        // A page held that has the row shows it. One that does not (an empty page from before the
+        // list grew, kept while the rows after it wait for a walk) is not this row's load.
+        if let page = _store.anyPage(number), row % configuration.pageSize < page.items.count { return .loaded }
         return walkState(ofPage: number) ?? .empty
     }
 
@@ -262,10 +265,13 @@ public final class PagedRows<Source: PageSource>: Sendable {
                 let around = max(prefetcher.ahead, prefetcher.behind)
                 let reach = max(0, Saturating.add(prefetch.lowerBound, -around)) ..< Saturating.add(prefetch.upperBound, around)
                 _store.protect(arriving: [reach, plan.visiblePages])
-                // A step on the way to the window loads that page only: prefetching around a probe
-                // or a walk's page loaded pages nobody shows (a jump past an unknown end cost 3.4
-                // times the loads with a prefetch of three pages).
-                if plan.isStep { prefetcher.showAlone(prefetch) } else { prefetcher.show(prefetch) }
+                prefetcher.show(prefetch)
+            } else if !plan.alone.isEmpty {
+                // On the way to the window: no prefetch around a probe or a walk's page, which
+                // loaded pages nobody shows (a jump past an unknown end cost 3.4 times the loads with
+                // a prefetch of three pages).
+                _store.protect(arriving: plan.alone.map { $0 ..< $0 + 1 } + [plan.visiblePages])
+                prefetcher.showAlone(plan.alone)
             } else {
                 prefetcher.stop()
             }

@@ -61,12 +61,13 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
     /// What the window needs now.
     struct Plan: Equatable, Sendable {
         /// The pages to give the prefetcher as its visible range (it adds the prefetch around
-        /// them), or `nil` to stop it.
+        /// them), or `nil` when it is given ``alone`` or stopped.
         var prefetch: Range<Int>?
-        /// Whether `prefetch` is one page on the way to the window — the next page of a walk, or a
-        /// probe for an end not known yet — to be loaded alone: the pages around it are not the
-        /// window's, nor where the list moves.
-        var isStep = false
+        /// Pages to load alone while the window cannot be loaded as a whole: the next page of a
+        /// walk to it and the window's pages that can be loaded already, or a probe for an end not
+        /// known yet. The pages around a walk's page or a probe are not the window's, nor where the
+        /// list moves. Empty (and `prefetch` `nil`): stopped.
+        var alone: [Int] = []
         /// The pages of the visible rows: kept in memory, whatever the bound.
         var visiblePages: Range<Int>
         /// The page the window centres on: pages farthest from it are dropped first.
@@ -194,7 +195,9 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         // Where the list ended, as far as was known before this page: its end page and rows, or
         // the bound an empty page set.
         let endBefore = endPage.flatMap { page in total.map { (page: page, rows: $0) } }
-        let boundBefore = endPage == nil ? endAtMost : nil
+        // The bound counts even beside an end page: an empty page past that end, held as loaded, is
+        // outdated too once the end page itself goes on past it (the list grew).
+        let boundBefore = endAtMost
         if current, let next = cursorAfter, key.number < Int.max, let old = cursors[key.number + 1], old != next,
            let learned = cursorGenerations[key.number + 1], learned != key.generation {
             reloadFrom = key.number + 1
@@ -284,12 +287,14 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         var plan = Plan(prefetch: first ..< end, visiblePages: first ..< end, center: first, visibleRows: rows)
         if let probe = endProbe(forWindowAt: first) {
             // The window is past an end not known yet: find it (the window shows nothing meanwhile).
-            plan.prefetch = probe ..< probe + 1
-            plan.isStep = true
+            plan.prefetch = nil
+            plan.alone = [probe]
         } else if first > 0, !isPastTheEnd(first), key(for: first) == nil, let frontier = walkFrontier(below: first) {
-            // A window whose first page cannot be loaded yet is walked to, one page at a time.
-            plan.prefetch = frontier ..< frontier + 1
-            plan.isStep = true
+            // A window whose first page cannot be loaded yet is walked to, one page at a time; its
+            // pages that can be loaded already (an offset source's, past the walk's reach) load
+            // meanwhile. The prefetcher skips those that cannot.
+            plan.prefetch = nil
+            plan.alone = [frontier] + Array(first ..< end)
         }
         return plan
     }

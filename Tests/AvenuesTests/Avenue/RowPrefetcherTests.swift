@@ -63,10 +63,10 @@ struct RowPrefetcherTests {
         let f = Fixture(count: 100)
         f.prefetcher.show(50..<55)
         f.prefetcher.show(40..<45)  // up
-        f.prefetcher.showAlone(70..<71)
-        #expect(f.rows(.visible) == [70])
+        f.prefetcher.showAlone([70, 75, 76, 70])
+        #expect(f.rows(.visible) == [70, 75, 76])
         #expect(f.rows(.prefetch).isEmpty)
-        #expect(f.assigned() == [70])  // the window around 40..<45 was cancelled
+        #expect(f.assigned() == [70, 75, 76])  // the window around 40..<45 was cancelled
         #expect(f.prefetcher.direction == .up)
         f.prefetcher.show(39..<44)  // still up from 40..<45, not down from 70
         #expect(f.prefetcher.direction == .up)

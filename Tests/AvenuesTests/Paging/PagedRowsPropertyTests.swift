@@ -87,7 +87,8 @@ struct HeldCursorSource: PageSource {
 /// that grows or shrinks, pages answered full, short or failed in any order — with its promises
 /// checked after every step: residency within `maxResident` plus one page, every item at its row, a
 /// count never above the list's length (unless it shrank since the last refresh: pages held from
-/// before still count); no more loads at once than `maxConcurrentLoads`, none for a page past the
+/// before still count); a visible row the count says exists either shows its item or is loading or
+/// failed; no two loads of one page at once, no more loads at once than `maxConcurrentLoads`, none for a page past the
 /// window and its prefetch, nor below it farther than its prefetch or a walk to it (from a source
 /// that must be walked: none but the walk's next page), and only the probe while the end is looked
 /// for; and, once every load is answered, every
@@ -185,6 +186,20 @@ struct PagedRowsPropertyTests {
                     return "step \(step): a load of page \(far / size) runs for a window of pages \(first)... walked from page \(walk.map(String.init) ?? "none") (\(log))"
                 }
             }
+            // A visible row the list is known to have shows its item, or is loading or failed.
+            let known = rows.count.value
+            let windowEnd = Saturating.add(first * size, Saturating.multiply(settings.maxVisiblePages, size))
+            let shownKnown = visible.lowerBound ..< max(visible.lowerBound, min(known, windowEnd))
+            for row in visible.clamped(to: shownKnown) where rows.item(at: row) == nil {
+                switch rows.state(at: row) {
+                case .loading, .failed, .stale(true, _), .stale(_, _?): continue
+                default:
+                    let machine = rows.machine.withLock { "end \(String(describing: $0.endPage)), total \(String(describing: $0.total)), atMost \(String(describing: $0.endAtMost)), key \(String(describing: $0.key(for: row / size))), walkedTo \($0.walkedTo)" }
+                    return "step \(step): visible row \(row) of \(known) known has no item and is \(rows.state(at: row)) (\(machine), pending \(pages.pendingOffsets), window \(rows.prefetcher.window.keys.sorted())) (\(log))"
+                }
+            }
+            let offsets = pages.pendingOffsets
+            if Set(offsets).count < offsets.count { return "step \(step): two loads of one page at once (\(offsets.sorted())) (\(log))" }
             if pages.pending > maxConcurrentLoads { return "step \(step): \(pages.pending) loads at once, at most \(maxConcurrentLoads) allowed (\(log))" }
             let length = pages.count.value
             let count = rows.count

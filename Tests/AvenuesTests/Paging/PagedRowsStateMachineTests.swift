@@ -49,9 +49,12 @@ struct PagedRowsStateMachineTests {
         _ = store(0, in: &m)
         _ = store(1, in: &m)
         m.show(5_000..<5_040)  // page 50: no cursor known for it
-        #expect(m.plan().prefetch == 2..<3)  // the walk goes on from page 2, the frontier
+        // The walk goes on from page 2, the frontier, alone (no prefetch around it), with the
+        // window's page, which loads once it can.
+        #expect(m.plan().prefetch == nil)
+        #expect(m.plan().alone == [2, 50, 51, 52])  // the first screen: 300 rows
         _ = store(2, in: &m)
-        #expect(m.plan().prefetch == 3..<4)
+        #expect(m.plan().alone == [3, 50, 51, 52])
     }
 
     @Test func aFarWindowOfAnOffsetSourceLoadsDirectlyAndANearOneWalksFromTheNearestIsland() {
@@ -65,7 +68,7 @@ struct PagedRowsStateMachineTests {
         _ = store(500, in: &m)  // an island: page 501's cursor is known now
         m.show(50_500..<50_540)  // page 505: near that island, walked from it
         #expect(m.key(for: 505) == nil)
-        #expect(m.plan().prefetch == 501..<502)
+        #expect(m.plan().alone == [501, 505])
     }
 
     @Test func aRefreshStartsANewGenerationFromItsPageAndForgetsTheEndAfterIt() {
@@ -137,6 +140,31 @@ struct PagedRowsStateMachineTests {
         #expect(!m.isPastTheEnd(51) && !m.isPastTheEnd(52) && m.isPastTheEnd(53))
         m.show(5_250..<5_290)
         #expect(m.plan().prefetch?.contains(52) == true)
+    }
+
+    /// And with an end page and an empty page past it, both held as loaded (seed 7 with
+    /// `AVENUES_TEST_SEED=2`, once the property test checked every step): the list grew, the end
+    /// page loaded again and said it goes on, but the bound the empty page set stayed, so the rows
+    /// from it on were past the end — never to load — while the count said they exist.
+    @Test func anEndPageThatGoesOnPastAnEmptyPageLoadsTheEmptyPageAgain() {
+        var m = machine(jumps: true)
+        m.show(0..<40)
+        _ = store(0, in: &m)
+        m.show(1_400..<1_440)
+        _ = store(14, in: &m, items: 41, last: true)  // the end: 1,441 rows
+        _ = store(15, in: &m, items: 0, last: true)  // asked for before the end was known: empty
+        #expect(m.count == .exact(1_441))
+        #expect(m.endAtMost == 1_500)
+        // The list grew to 2,790 rows; page 14 loads again (dropped from memory, say) and goes on.
+        let generation = m.generation(ofPage: 15)
+        _ = store(14, in: &m, itemsAfter: 1_290)
+        #expect(m.count == .exact(2_790))
+        #expect(m.endAtMost == nil)
+        #expect(!m.isPastTheEnd(15) && !m.isPastTheEnd(27) && m.isPastTheEnd(28))
+        // The empty page 15 loads again: its key is of a new generation, not the one held.
+        #expect(m.generation(ofPage: 15) > generation && m.generation(ofPage: 14) == generation)
+        m.show(1_500..<1_540)
+        #expect(m.key(for: 15) != nil)
     }
 
     /// And with a page past the end page (seed 11 with `AVENUES_TEST_SEED=2`, an offset source):
