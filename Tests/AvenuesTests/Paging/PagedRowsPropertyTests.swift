@@ -88,12 +88,12 @@ struct HeldCursorSource: PageSource {
 /// checked after every step: residency within `maxResident` plus one page, every item at its row, a
 /// count never above the list's length (unless it shrank since the last refresh: pages held from
 /// before still count); a visible row the count says exists either shows its item or is loading or
-/// failed; no two loads of one page at once, no more loads at once than `maxConcurrentLoads`, none for a page past the
-/// window and its prefetch, nor below it farther than its prefetch or a walk to it (from a source
-/// that must be walked: none but the walk's next page), and only the probe while the end is looked
-/// for; and, once every load is answered, every
-/// visible row loaded — the loads started by the loads before them, not by showing the window
-/// again — reached from the nearest page (never by walking a list an offset source can jump into).
+/// failed; no two loads of one page at once, no more loads at once than `maxConcurrentLoads`, none
+/// for a page past the window and its prefetch, nor below it farther than its prefetch or a walk to
+/// it (from a source that must be walked: none but the walk's next page), and only the probe while
+/// the end is looked for; and, once every load is answered, every visible row loaded — the loads
+/// started by the loads before them, not by showing the window again — reached from the nearest
+/// page (never by walking a list an offset source can jump into).
 @Suite("Paged rows properties", .timeLimit(.minutes(5)))
 struct PagedRowsPropertyTests {
     static let seeds: ClosedRange<UInt64> = 1...20
