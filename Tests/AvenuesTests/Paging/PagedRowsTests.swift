@@ -501,7 +501,7 @@ struct PagedRowsTests {
 
     /// A window past an end not known yet finds the end by probes between the rows known and the
     /// first empty page. Each probe was shown to the prefetcher as its window, which prefetched the
-    /// pages around it: with three pages of prefetch, 34–38 loads below the jumped window instead of
+    /// pages around it: with three pages of prefetch, 30–34 loads below the jumped window instead of
     /// the 11 probes made with no prefetch. A probe now loads alone.
     @Test func aSearchForAnUnknownEndLoadsOnlyItsProbes() async {
         func loadsAfterAJumpPastTheEnd(prefetchDistance: Int) async -> [Int] {
