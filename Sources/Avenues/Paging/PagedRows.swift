@@ -268,8 +268,8 @@ public final class PagedRows<Source: PageSource>: Sendable {
                 prefetcher.show(prefetch)
             } else if !plan.alone.isEmpty {
                 // On the way to the window: no prefetch around a probe or a walk's page, which
-                // loaded pages nobody shows (a jump past an unknown end cost about three times the loads with
-                // a prefetch of three pages).
+                // loaded pages nobody shows (a jump past an unknown end cost about three times the
+                // loads with a prefetch of three pages).
                 _store.protect(arriving: plan.alone.map { $0 ..< $0 + 1 } + [plan.visiblePages])
                 prefetcher.showAlone(plan.alone)
             } else {
