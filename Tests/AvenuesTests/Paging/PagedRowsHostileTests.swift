@@ -205,6 +205,13 @@ struct PagedRowsHostileTests {
         await settle(rows)
         #expect(rows.resident.rows <= rows.configuration.maxResident + 100)
 
+        // A list that must be walked, shown its last integers: walked to its end, then nothing.
+        let walked = PagedRows(source: CursorOnlySource(count: 1_000), configuration: PagingConfiguration(pageSize: 50, initialLoadSize: .max))
+        walked.show(Int.max - 10 ..< Int.max)
+        await settle(walked)
+        #expect(walked.count == .exact(1_000))
+        #expect(walked.item(at: Int.max - 1) == nil && walked.state(at: Int.max - 1).isLoading == false)
+
         for row in [Int.min, -1, Int.max] {
             #expect(rows.item(at: row) == nil)
             _ = rows.state(at: row)

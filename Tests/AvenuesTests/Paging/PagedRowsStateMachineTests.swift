@@ -251,6 +251,24 @@ struct PagedRowsStateMachineTests {
         #expect(m.plan().visibleRows == 0..<0)
     }
 
+    /// The walk's plan at the end of the integers: a source that must be walked, shown its last
+    /// rows, plans the walk's page and the window's pages, none past `Int.max`, as many as a window
+    /// holds.
+    @Test func aWalkToTheEndOfTheIntegersPlansWithoutOverflow() {
+        for pageSize in [1, 100] {
+            let configuration = PagingConfiguration(pageSize: pageSize, prefetchDistance: .max, initialLoadSize: .max, maxResident: .max, jumpThreshold: .max)
+            var m = Machine(settings: .init(configuration, jumps: false))
+            m.show(0 ..< 10)
+            _ = m.stored(PageKey(generation: 0, number: 0, origin: .start), itemCount: pageSize, cursorAfter: pageSize, itemsAfter: nil)
+            m.show(Int.max - 10 ..< Int.max)
+            let plan = m.plan()
+            #expect(plan.prefetch == nil)
+            #expect(plan.alone.first == 1)  // the walk goes on from page 1
+            #expect(plan.alone.count <= m.settings.maxVisiblePages + 1)
+            #expect(plan.alone.dropFirst().allSatisfy { $0 >= (Int.max - 10) / pageSize })
+        }
+    }
+
     /// A list that shrank (12,100 rows known, 752 now), refreshed: a page asked for before the new
     /// end was known answers empty after it. It agrees with the end the newer pages gave; the
     /// count stays theirs, not the empty page's first row.
