@@ -3,7 +3,8 @@
 /// An event is skipped if, by the time it is read, its row was released or moved to another load,
 /// so a front end never hears about a row it already let go. A reader that falls behind gets the
 /// newest event of each row (older events of the same row are replaced), so the buffer holds at most
-/// one event per row the avenue still has. One subscription is meant for one reader.
+/// one event per row the avenue still has. One subscription is meant for one reader; readers that
+/// iterate it at once split its events (each goes to one of them), and each can be cancelled alone.
 public struct AvenueChanges<Index: Hashable & Sendable>: AsyncSequence, Sendable {
     /// A change of one row.
     public typealias Element = AvenueEvent<Index>
@@ -36,8 +37,8 @@ public struct AvenueChanges<Index: Hashable & Sendable>: AsyncSequence, Sendable
         self.subscription = subscription
     }
 
-    /// An iterator over this subscription's events. Iterate once: the events are buffered per
-    /// subscription, so a second iterator would share (and split) them.
+    /// An iterator over this subscription's events. The events are buffered per subscription, so a
+    /// second iterator shares (and splits) them: subscribe once per reader.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(subscription: subscription)
     }

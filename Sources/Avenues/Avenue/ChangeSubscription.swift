@@ -12,7 +12,10 @@ final class ChangeSubscription<Index: Hashable & Sendable>: Sendable {
     struct State {
         @usableFromInline var order = RingBuffer<Index>()
         @usableFromInline var latest: [Index: Tagged] = [:]
-        @usableFromInline var waiter: UnsafeContinuation<Tagged?, Never>?
+        /// Readers waiting for an event, first come first served: each event goes to one of them.
+        /// Several readers of one subscription split its events; none waits for ever.
+        @usableFromInline var waiters: [(id: UInt64, continuation: UnsafeContinuation<Tagged?, Never>)] = []
+        @usableFromInline var nextWaiter: UInt64 = 0
         @usableFromInline var finished = false
         /// Buffered rows above which stale events are dropped; doubles with what survives.
         @usableFromInline var purgeAt = 1_024
@@ -33,10 +36,7 @@ final class ChangeSubscription<Index: Hashable & Sendable>: Sendable {
     func yield(_ tagged: Tagged) {
         let (reader, purge) = state.withLock { state -> (UnsafeContinuation<Tagged?, Never>?, Bool) in
             guard !state.finished else { return (nil, false) }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return (waiter, false)
-            }
+            if !state.waiters.isEmpty { return (state.waiters.removeFirst().continuation, false) }
             let index = tagged.event.index
             if state.latest.updateValue(tagged, forKey: index) == nil { state.order.append(index) }
             return (nil, state.latest.count >= state.purgeAt)
@@ -48,43 +48,51 @@ final class ChangeSubscription<Index: Hashable & Sendable>: Sendable {
     /// The next buffered event, waiting for one; `nil` when finished or the task is cancelled.
     @inlinable
     func next() async -> Tagged? {
-        await withTaskCancellationHandler {
+        // Named before it waits, so that a cancel resumes this reader and no other.
+        let id = state.withLock { state in
+            defer { state.nextWaiter &+= 1 }
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Tagged?, Never>) in
                 let ready = state.withLock { state -> Tagged?? in
                     while let index = state.order.popFirst() {
                         if let tagged = state.latest.removeValue(forKey: index) { return .some(tagged) }
                     }
                     if state.finished || Task.isCancelled { return .some(nil) }
-                    state.waiter = continuation
+                    state.waiters.append((id, continuation))
                     return .none
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
             let waiter = state.withLock { state -> UnsafeContinuation<Tagged?, Never>? in
-                defer { state.waiter = nil }
-                return state.waiter
+                guard let position = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: position).continuation
             }
             waiter?.resume(returning: nil)
         }
     }
 
-    /// Ends the subscription: a waiting reader gets `nil`, buffered events are dropped.
+    /// Ends the subscription: every waiting reader gets `nil`, buffered events are dropped.
     @inlinable
     func finish() {
-        let waiter = state.withLock { state -> UnsafeContinuation<Tagged?, Never>? in
+        let waiters = state.withLock { state in
             state.finished = true
             state.latest = [:]
             state.order = RingBuffer()
-            defer { state.waiter = nil }
-            return state.waiter
+            defer { state.waiters = [] }
+            return state.waiters
         }
-        waiter?.resume(returning: nil)
+        for waiter in waiters { waiter.continuation.resume(returning: nil) }
     }
 
     /// The number of events buffered (for tests).
     @inlinable
     var bufferedCount: Int { state.withLock { $0.latest.count } }
+
+    /// The number of readers waiting for an event (for tests).
+    var waitingReaders: Int { state.withLock { $0.waiters.count } }
 
     /// Drops buffered events whose row no longer has their ticket. The avenue's table is asked
     /// outside this buffer's lock.

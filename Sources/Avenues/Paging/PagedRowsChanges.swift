@@ -10,8 +10,8 @@ public struct PagedRowsChanges: AsyncSequence, Sendable {
     let pageSize: Int
     let count: @Sendable () -> RowCount
 
-    /// An iterator over this subscription's changes. Iterate once: the changes are buffered per
-    /// subscription, so a second iterator would share (and split) them.
+    /// An iterator over this subscription's changes. The changes are buffered per subscription, so
+    /// a second iterator shares (and splits) them: subscribe once per reader.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(pages: pages.makeAsyncIterator(), pageSize: pageSize, count: count)
     }

@@ -688,6 +688,43 @@ struct AvenueTests {
         if case .loaded? = event?.change {} else { Issue.record("expected the newest event, got \(String(describing: event))") }
     }
 
+    /// Found by review (2026-11-30): the buffer kept one waiting reader. A second reader's wait
+    /// replaced the first's, which then waited for ever, and cancelling the first resumed the second.
+    @Test func readersOfOneSubscriptionAtOnceSplitItsEventsAndEachCanBeCancelledAlone() async {
+        let f = AvenueFixture()
+        let changes = f.avenue.subscribe()
+        let buffer = changes.subscription.buffer
+        func reader(_ count: Int) -> Task<[Int], Never> {
+            Task {
+                var iterator = changes.makeAsyncIterator()
+                var rows: [Int] = []
+                while rows.count < count, let event = await iterator.next() { rows.append(event.index) }
+                return rows
+            }
+        }
+        let cancelled = reader(1)
+        await eventually("the first reader waits") { buffer.waitingReaders == 1 }
+        let first = reader(1), second = reader(1)
+        await eventually("three readers wait") { buffer.waitingReaders == 3 }
+        cancelled.cancel()
+        #expect(await cancelled.value == [])
+        #expect(buffer.waitingReaders == 2)
+        for (row, key) in ["a", "b"].enumerated() {
+            f.avenue.prepareItem(for: key, at: row)
+            await f.work.waitUntilStarted(key)
+            f.work.succeed(key, with: row)
+        }
+        // Each event went to one reader, in the order they came to wait.
+        #expect(await first.value == [0])
+        #expect(await second.value == [1])
+        // Finished (the avenue went), the subscription ends for every reader waiting.
+        let last = reader(1), another = reader(1)
+        await eventually("two readers wait again") { buffer.waitingReaders == 2 }
+        buffer.finish()
+        #expect(await last.value == [])
+        #expect(await another.value == [])
+    }
+
     @Test func anIdleSubscriberHoldsAtMostOneEventPerRowTheAvenueStillHas() async {
         let avenue = Avenue<Int, Int, Int>(storage: MemoryStorage(countLimit: 100), processor: ClosureProcessor { $0 })
         let idle = (0..<3).map { _ in avenue.subscribe() }  // subscribed, never read
