@@ -119,6 +119,11 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
     private var shownBefore = false
     /// The first screen and the page its initial load reaches, while the list still shows it.
     private var initial: (rows: Range<Int>, endPage: Int)?
+    /// The probe for an end not known yet that was asked for, until its page answers: it stays the
+    /// probe while it lies in the range searched. Planned anew from each bound instead, pages of a
+    /// window past the end that answered one by one each moved the probe by a page, cancelling the
+    /// one that had started (2026-11-30: three probes started for one).
+    private(set) var probe: (page: Int, generation: UInt64)?
 
     init(settings: Settings) {
         self.settings = settings
@@ -171,6 +176,7 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
     /// most `pageSize` items, fewer only when it is the last), its cursor and what it said follows.
     mutating func stored(_ key: PageKey<Cursor>, itemCount: Int, cursorAfter: Cursor?, itemsAfter: Int?) -> Stored {
         let before = (total, knownRows)
+        if probe?.page == key.number { probe = nil }
         let (start, overflow) = key.number.multipliedReportingOverflow(by: settings.pageSize)
         guard !overflow else { return Stored() }
         let end = Saturating.add(start, itemCount)
@@ -287,6 +293,7 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         var plan = Plan(prefetch: first ..< end, visiblePages: first ..< end, center: first, visibleRows: rows)
         if let probe = endProbe(forWindowAt: first) {
             // The window is past an end not known yet: find it (the window shows nothing meanwhile).
+            self.probe = (probe, generation(ofPage: probe))
             plan.prefetch = nil
             plan.alone = [probe]
         } else if first > 0, !isPastTheEnd(first), key(for: first) == nil, let frontier = walkFrontier(below: first) {
@@ -302,7 +309,8 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
     /// For a window at page `first` past the bound an empty page set (the end is at or before it, the
     /// count not known), the page to load next to find the end: halfway between the rows known and
     /// the bound when the source can start anywhere (the end is found in a logarithmic number of
-    /// loads), else the next page of the walk.
+    /// loads), else the next page of the walk. A probe asked for stays until its page answers, as
+    /// long as it lies between the rows known and the bound.
     func endProbe(forWindowAt first: Int) -> Int? {
         guard total == nil, endPage == nil, let bound = endAtMost else { return nil }
         let (start, overflow) = first.multipliedReportingOverflow(by: settings.pageSize)
@@ -310,6 +318,10 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
         guard settings.jumps else { return walkedTo }
         let low = knownRows / settings.pageSize
         let high = max(low + 1, Settings.pages(bound, settings.pageSize))
+        if let probe, low <= probe.page, probe.page < high, probe.generation == generation(ofPage: probe.page),
+           key(for: probe.page) != nil {
+            return probe.page
+        }
         let middle = low + (high - low) / 2
         if key(for: middle) != nil { return middle }
         return walkFrontier(below: middle) ?? low

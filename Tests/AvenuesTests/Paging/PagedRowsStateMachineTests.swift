@@ -71,6 +71,43 @@ struct PagedRowsStateMachineTests {
         #expect(m.plan().alone == [501, 505])
     }
 
+    /// Found by `aSearchForAnUnknownEndLoadsOnlyItsProbes` under ThreadSanitizer (2026-11-30): the
+    /// empty pages of a window past an unknown end answered one by one, and each lowered the bound
+    /// by a page; the probe was planned anew from each, so the probe that had started was cancelled
+    /// for one a page lower (three probes started for one). The probe asked for stays until its page
+    /// answers, while it lies in the range searched.
+    @Test func aProbeStaysUntilItsPageAnswersWhileTheBoundComesDown() {
+        var m = machine(jumps: true)
+        m.show(0..<40)
+        _ = m.plan()
+        _ = store(0, in: &m)
+        _ = store(1, in: &m)  // 200 rows known
+        m.show(100_000..<100_040)  // page 1,000, past an end not known yet
+        _ = m.plan()
+        _ = store(1_001, in: &m, items: 0, last: true)  // the window's prefetch answers first: empty
+        #expect(m.endAtMost == 100_100)
+        #expect(m.plan().alone.isEmpty, "the window's own page still loads")
+        _ = store(1_000, in: &m, items: 0, last: true)  // empty too: the end is below the window
+        #expect(m.plan().alone == [501])  // halfway between page 2 and page 1,000
+        _ = store(999, in: &m, items: 0, last: true)  // the page behind: the bound comes down a page
+        #expect(m.endAtMost == 99_900)
+        #expect(m.plan().alone == [501], "the probe that started stays")  // before: 500
+        _ = store(501, in: &m, items: 0, last: true)  // it answers: empty, so the end is below it
+        #expect(m.plan().alone == [251])
+        _ = store(251, in: &m, items: 0, last: true)
+        #expect(m.plan().alone == [126])
+        // A probe the range no longer holds is planned anew: another empty page came below it.
+        _ = store(100, in: &m, items: 0, last: true)
+        #expect(m.plan().alone == [51])
+        // After a refresh the probe of the generation before is not kept: the search starts over.
+        m.refresh(fromPage: 0)
+        _ = store(0, in: &m)
+        _ = store(1, in: &m)
+        _ = store(1_000, in: &m, items: 0, last: true)
+        #expect(m.probe?.page == 51)
+        #expect(m.plan().alone == [501])
+    }
+
     @Test func aRefreshStartsANewGenerationFromItsPageAndForgetsTheEndAfterIt() {
         var m = machine(jumps: true)
         m.show(0..<40)

@@ -519,12 +519,14 @@ struct PagedRowsTests {
         let probes = await loadsAfterAJumpPastTheEnd(prefetchDistance: 0)
         let withPrefetch = await loadsAfterAJumpPastTheEnd(prefetchDistance: 30)
         #expect(probes.count == 11, "\(probes)")
-        // The jumped window's pages (10,000 and what of its prefetch loaded before the end was
-        // known to be below it) are past the end; the loads below it are the probes. The first empty
-        // page found bounds the search, a page or two higher with the prefetch: one probe more at most.
-        let below = withPrefetch.filter { $0 < 10_000 }
+        // The jumped window's pages (10,000, and what of its prefetch loaded before the end was
+        // known to be below it: up to three pages ahead and one behind, 9,990) are past the end; the
+        // loads below them are the probes. The first empty page found bounds the search, a page or
+        // two higher with the prefetch: one probe more at most. (Under ThreadSanitizer, before a
+        // probe stayed until it answered, 14: the page behind and two probes cancelled for others.)
+        let below = withPrefetch.filter { $0 < 9_990 }
         #expect(below.count <= probes.count + 1, "\(withPrefetch)")
-        #expect(withPrefetch.count - below.count <= 4, "\(withPrefetch)")
+        #expect(withPrefetch.count - below.count <= 5, "\(withPrefetch)")
     }
 }
 
