@@ -271,8 +271,10 @@ struct AvenueStateMachine<Index: Hashable & Sendable, Key: Hashable & Sendable, 
             case .settled where fresh:
                 update(index, phase: .settled(priority), pin: pin, into: &effects)
                 return .done(effects)
-            case .failed(let error, _) where !fresh && holding != nil:
+            case .failed(let error, _) where !fresh && holding != nil && loads[key] == nil:
                 // Still waiting: nothing changes, nobody is told (a visible row is retried by the avenue).
+                // A load of the key for another row (a forced retry, the probe after an offline
+                // wait) is joined below, as a row that never failed joins it.
                 update(index, phase: .failed(error, priority), pin: pin, into: &effects)
                 return .done(effects)
             case .settled, .failed:

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Avenues
 
@@ -140,5 +141,30 @@ struct AvenueStateMachineTests {
         let first = done(other.prepare("k", at: 0, priority: .visible, found: nil, epoch: 0, now: now)).start
         _ = other.complete("k", loadID: first?.loadID ?? 0, outcome: .failed(Boom()), now: now)
         #expect(done(other.prepare("k", at: 0, priority: .visible, found: nil, epoch: other.storeEpoch, now: now, force: true)).start != nil)
+    }
+
+    /// Found by `AvenueStateMachinePromiseTests` (2026-11-30): a failed row prepared again while its
+    /// key loads for another row (here, the probe after an offline wait) stayed failed, because the
+    /// wait still held the key. It was not in the load, so it was not told when the value came, and
+    /// showed the error until its own retry. A row that never failed joined that load.
+    @Test func aFailedRowPreparedWhileItsKeyLoadsForAnotherRowJoinsTheLoad() throws {
+        var machine = Machine(retryPolicy: RetryPolicy(attempts: 3, base: .seconds(10), cap: .seconds(10), jitter: 0))
+        let first = try #require(done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: now)).start)
+        _ = machine.complete("k", loadID: first.loadID, outcome: .failed(URLError(.notConnectedToInternet)), now: now)
+        #expect(machine.offline != nil)
+        // After the offline wait, row 1 asks for the key: its load is the probe.
+        let later = now + .seconds(11)
+        let probe = try #require(done(machine.prepare("k", at: 1, priority: .visible, found: nil, epoch: machine.storeEpoch, now: later)).start)
+        #expect(machine.offline?.probe == "k")
+        // Row 0, failed, is drawn again meanwhile: it waits for the probe's value.
+        let again = done(machine.prepare("k", at: 0, priority: .visible, found: nil, epoch: machine.storeEpoch, now: later))
+        #expect(again.start == nil)
+        guard case .waiting? = machine.rows[0]?.phase else {
+            Issue.record("row 0 is \(String(describing: machine.rows[0]?.phase)) while its key loads")
+            return
+        }
+        #expect(machine.failedVisible.isEmpty)
+        let told = machine.complete("k", loadID: probe.loadID, outcome: .loaded, value: 1, now: later)
+        #expect(Set(told.deliveries.map(\.index)) == [0, 1])
     }
 }
