@@ -43,8 +43,10 @@ struct AvenueStateMachinePromiseTests {
                 let key = Int.random(in: 0 ..< keys, using: &random)
                 let priority = [LoadPriority.visible, .prefetch, .background].randomElement(using: &random) ?? .visible
                 let force = Int.random(in: 0 ..< 20, using: &random) == 0
-                log = "prepare \(key) at \(index) \(priority)\(force ? " forced" : "")"
-                prepare(key, at: index, priority: priority, force: force, in: &world, random: &random, step: step)
+                // Sometimes storage was read before the last completion took the lock.
+                let staleRead = world.machine.storeEpoch > 0 && Int.random(in: 0 ..< 8, using: &random) == 0
+                log = "prepare \(key) at \(index) \(priority)\(force ? " forced" : "")\(staleRead ? " after a stale miss" : "")"
+                prepare(key, at: index, priority: priority, force: force, staleRead: staleRead, in: &world, random: &random, step: step)
             case 35 ..< 50:  // a claim made after the lock is attached
                 guard !world.unattached.isEmpty else { continue }
                 let start = world.unattached.remove(at: Int.random(in: 0 ..< world.unattached.count, using: &random))
@@ -130,13 +132,35 @@ struct AvenueStateMachinePromiseTests {
     /// Prepares `key` at `index` as `Avenue` does: storage read first (sometimes read before a
     /// completion moved the epoch: read again), the processor asked when the offline wait would
     /// hold the key back.
-    func prepare(_ key: Int, at index: Int, priority: LoadPriority, force: Bool, in world: inout World, random: inout SplitMix64, step: Int) {
+    func prepare(
+        _ key: Int, at index: Int, priority: LoadPriority, force: Bool, staleRead: Bool = false,
+        in world: inout World, random: inout SplitMix64, step: Int
+    ) {
         let before = world.machine.rows[index]
         let loadBefore = world.machine.loads[key]?.id
         var availableOffline: Bool?
-        var outcome = world.machine.prepare(
-            key, at: index, priority: priority, found: world.stored[key], epoch: world.machine.storeEpoch, now: world.now, force: force
-        )
+        var outcome: Machine.PrepareOutcome
+        if staleRead {
+            // A miss read at the epoch before: the value may have come since. Unless the key is
+            // loading (the row joins the load), the machine must send the caller to read again.
+            outcome = world.machine.prepare(key, at: index, priority: priority, found: nil, epoch: world.machine.storeEpoch &- 1, now: world.now, force: force)
+            switch outcome {
+            case .retry:
+                #expect(world.machine.loads[key] == nil, "step \(step): a stale miss of a loading key was sent to read again")
+                #expect(world.machine.rows[index]?.ticket == before?.ticket, "step \(step): a prepare sent to read again changed the row")
+                outcome = world.machine.prepare(
+                    key, at: index, priority: priority, found: world.stored[key], epoch: world.machine.storeEpoch, now: world.now, force: force
+                )
+            case .done where world.machine.loads[key] == nil && loadBefore == nil:
+                Issue.record("step \(step): a stale miss of \(key) was taken as a miss")
+            default:
+                break
+            }
+        } else {
+            outcome = world.machine.prepare(
+                key, at: index, priority: priority, found: world.stored[key], epoch: world.machine.storeEpoch, now: world.now, force: force
+            )
+        }
         var effects: Machine.Effects?
         for _ in 0 ..< 3 {
             switch outcome {
@@ -221,6 +245,8 @@ struct AvenueStateMachinePromiseTests {
                 Issue.record("step \(step) (\(log)): row \(index) is \(row.phase) yet listed by the load of \(row.key)")
             }
             #expect(row.ticket <= world.lastTicket, "step \(step) (\(log)): a ticket from nowhere")
+            // A value is pinned only while the row is visible (it keeps showing it when evicted).
+            #expect(row.pin == nil || row.phase.priority == .visible, "step \(step) (\(log)): row \(index) at \(row.phase.priority) pins a value")
         }
         #expect(machine.loads.values.reduce(0) { $0 + $1.rows.count } == waitingRows, "step \(step) (\(log)): loads list rows not waiting")
         for (key, load) in machine.loads {
