@@ -296,7 +296,12 @@ struct PagedRowsStateMachine<Cursor: Hashable & Sendable> {
             self.probe = (probe, generation(ofPage: probe))
             plan.prefetch = nil
             plan.alone = [probe]
-        } else if first > 0, !isPastTheEnd(first), key(for: first) == nil, let frontier = walkFrontier(below: first) {
+            return plan
+        }
+        // No search now: a probe left from one (cancelled as the window left) is not reused by a
+        // later search, whose range it may cut badly.
+        probe = nil
+        if first > 0, !isPastTheEnd(first), key(for: first) == nil, let frontier = walkFrontier(below: first) {
             // A window whose first page cannot be loaded yet is walked to, one page at a time; its
             // pages that can be loaded already (an offset source's, past the walk's reach) load
             // meanwhile. The prefetcher skips those that cannot.

@@ -106,6 +106,14 @@ struct PagedRowsStateMachineTests {
         _ = store(1_000, in: &m, items: 0, last: true)
         #expect(m.probe?.page == 51)
         #expect(m.plan().alone == [501])
+        // A window that leaves the search lets its probe go (the prefetcher cancels it): back past
+        // the end, the search plans from the range as it is then.
+        _ = store(999, in: &m, items: 0, last: true)
+        #expect(m.plan().alone == [501])
+        m.show(0..<40)
+        #expect(m.plan().alone.isEmpty && m.probe == nil)
+        m.show(100_000..<100_040)
+        #expect(m.plan().alone == [500])
     }
 
     @Test func aRefreshStartsANewGenerationFromItsPageAndForgetsTheEndAfterIt() {
